@@ -1,0 +1,102 @@
+//! The crate's one error type. Every variant names where the problem is: the file, the field
+//! path inside it (`users[3].requests[1].p`) and the reason.
+
+use std::path::PathBuf;
+
+/// Errors of reading, validating and solving formulations.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON for the expected type.
+    #[error("{path}: line {line}, column {column}: {message}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What serde reported.
+        message: String,
+    },
+    /// A value breaks the instance's rules.
+    #[error("{path}: {field}: {reason}")]
+    Invalid {
+        /// The file (or `<input>` for data not read from a file).
+        path: PathBuf,
+        /// Field path inside the instance.
+        field: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+    /// The problem is too large for the requested method.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The MILP solver failed (not a limit: those are reported in the solution's status).
+    #[error("MILP solver: {0}")]
+    Solver(String),
+}
+
+/// A validation failure before it is tied to a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationError {
+    /// Field path inside the instance.
+    pub field: String,
+    /// Why it is rejected.
+    pub reason: String,
+}
+
+impl ValidationError {
+    /// A failure of `field` for `reason`.
+    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        ValidationError {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Ties the failure to a file.
+    pub fn in_file(self, path: impl Into<PathBuf>) -> Error {
+        Error::Invalid {
+            path: path.into(),
+            field: self.field,
+            reason: self.reason,
+        }
+    }
+}
+
+impl std::fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+impl std::error::Error for ValidationError {}
+
+/// Reads a JSON file into `T`, mapping failures to [`Error::Io`] / [`Error::Json`].
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        let mut message = e.to_string();
+        if let Some(at) = message.rfind(" at line ") {
+            message.truncate(at);
+        }
+        Error::Json {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message,
+        }
+    })
+}

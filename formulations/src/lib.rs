@@ -1,0 +1,13 @@
+//! moe-opt's formulations: for each problem, the data model (serde), its validation, the one
+//! objective evaluator and the exact MILP. This crate knows no heuristic: the papers'
+//! algorithms live in the `moe-opt` package and are judged by the evaluators defined here.
+//!
+//! Problems: [`slimcaching`] (paper 000). Shared: [`milp`] (a solver-independent MILP with CPLEX
+//! LP output and a HiGHS back end) and [`error`].
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod milp;
+pub mod slimcaching;
+
+pub use error::{Error, ValidationError};

@@ -1,0 +1,554 @@
+//! A solver-independent MILP: each problem's `milp.rs` builds one as a pure function of the
+//! instance, [`Milp::to_lp`] prints it in CPLEX LP format for any other solver, and
+//! [`Milp::solve`] solves it with HiGHS through good_lp.
+//!
+//! Solving goes through good_lp's modelling layer, then takes the raw HiGHS model
+//! (`into_inner`) to set the options, pass a MIP start, and read what good_lp does not expose:
+//! the MIP dual bound and gap (see ../shared/SOLVER-NOTES.md). good_lp drops the objective's
+//! constant, so the objective is re-evaluated on the returned values and the constant is added
+//! to the bound. The absolute MIP gap is set to 0 so that only `mip_rel_gap` can stop the
+//! search early; a solve is called [`MilpStatus::Optimal`] only when HiGHS reports optimality
+//! and the relative gap is at most [`PROVED_GAP`].
+
+use std::time::Instant;
+
+use good_lp::{variable, Expression, ProblemVariables, SolverModel, Variable};
+use serde::Serialize;
+
+use crate::error::Error;
+
+/// Largest relative gap (|bound - objective| / max(1e-12, |objective|)) still called optimal.
+pub const PROVED_GAP: f64 = 1e-9;
+
+/// A variable of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct VarId(pub usize);
+
+/// Optimisation direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sense {
+    /// Maximise the objective.
+    Maximize,
+    /// Minimise the objective.
+    Minimize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct VarDef {
+    name: String,
+    lower: f64,
+    upper: f64,
+    integer: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Row {
+    name: String,
+    terms: Vec<(VarId, f64)>,
+    lower: f64,
+    upper: f64,
+}
+
+/// A mixed-integer linear program: named variables with bounds and integrality, ranged rows
+/// `lower <= sum a_j x_j <= upper`, and a linear objective with a constant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Milp {
+    name: String,
+    sense: Sense,
+    constant: f64,
+    objective: Vec<(VarId, f64)>,
+    vars: Vec<VarDef>,
+    rows: Vec<Row>,
+}
+
+/// Options of one solve.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SolveOptions {
+    /// Wall-clock limit, seconds (`None`: no limit).
+    pub time_limit_s: Option<f64>,
+    /// HiGHS `mip_rel_gap`; 0 asks for a proved optimum.
+    pub mip_rel_gap: f64,
+    /// HiGHS `threads`; keep 1 and run independent solves in parallel instead.
+    pub threads: u32,
+}
+
+impl Default for SolveOptions {
+    fn default() -> Self {
+        SolveOptions {
+            time_limit_s: None,
+            mip_rel_gap: 0.0,
+            threads: 1,
+        }
+    }
+}
+
+/// How a solve ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MilpStatus {
+    /// Proved optimal: HiGHS reports optimality and the gap is at most [`PROVED_GAP`].
+    Optimal,
+    /// Stopped by `mip_rel_gap` with a positive gap.
+    GapLimit,
+    /// Stopped by the time limit (or another HiGHS limit); see the incumbent and bound.
+    TimeLimit,
+    /// No feasible solution exists.
+    Infeasible,
+    /// The objective is unbounded.
+    Unbounded,
+}
+
+impl std::fmt::Display for MilpStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MilpStatus::Optimal => "optimal",
+            MilpStatus::GapLimit => "gap limit",
+            MilpStatus::TimeLimit => "time limit",
+            MilpStatus::Infeasible => "infeasible",
+            MilpStatus::Unbounded => "unbounded",
+        })
+    }
+}
+
+/// The outcome of a solve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MilpSolution {
+    /// How the solve ended.
+    pub status: MilpStatus,
+    /// Objective of the incumbent (constant included), if one was found.
+    pub objective: Option<f64>,
+    /// Best bound on the optimum (constant included), if HiGHS has one.
+    pub best_bound: Option<f64>,
+    /// Relative gap |bound - objective| / max(1e-12, |objective|), if both exist.
+    pub gap: Option<f64>,
+    /// Wall-clock seconds spent in HiGHS (model building included).
+    pub solve_time_s: f64,
+    /// Variable values of the incumbent, indexed by [`VarId`].
+    pub values: Option<Vec<f64>>,
+}
+
+impl MilpSolution {
+    /// True when the objective is a proved optimum.
+    pub fn is_optimal(&self) -> bool {
+        self.status == MilpStatus::Optimal
+    }
+}
+
+impl Milp {
+    /// An empty model.
+    pub fn new(name: impl Into<String>, sense: Sense) -> Self {
+        Milp {
+            name: name.into(),
+            sense,
+            constant: 0.0,
+            objective: Vec::new(),
+            vars: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a continuous variable in [lower, upper].
+    pub fn continuous(&mut self, name: impl Into<String>, lower: f64, upper: f64) -> VarId {
+        self.push_var(name.into(), lower, upper, false)
+    }
+
+    /// Adds a binary variable.
+    pub fn binary(&mut self, name: impl Into<String>) -> VarId {
+        self.push_var(name.into(), 0.0, 1.0, true)
+    }
+
+    fn push_var(&mut self, name: String, lower: f64, upper: f64, integer: bool) -> VarId {
+        self.vars.push(VarDef {
+            name,
+            lower,
+            upper,
+            integer,
+        });
+        VarId(self.vars.len() - 1)
+    }
+
+    /// Fixes a variable's bounds to `value`.
+    pub fn fix(&mut self, v: VarId, value: f64) {
+        self.vars[v.0].lower = value;
+        self.vars[v.0].upper = value;
+    }
+
+    /// Adds the row `lower <= sum terms <= upper` (use infinities for one-sided rows).
+    pub fn row(
+        &mut self,
+        name: impl Into<String>,
+        terms: Vec<(VarId, f64)>,
+        lower: f64,
+        upper: f64,
+    ) {
+        self.rows.push(Row {
+            name: name.into(),
+            terms,
+            lower,
+            upper,
+        });
+    }
+
+    /// Adds `objective += coefficient * v`.
+    pub fn add_objective(&mut self, v: VarId, coefficient: f64) {
+        if coefficient != 0.0 {
+            self.objective.push((v, coefficient));
+        }
+    }
+
+    /// Adds a constant to the objective.
+    pub fn add_constant(&mut self, c: f64) {
+        self.constant += c;
+    }
+
+    /// Number of variables.
+    pub fn num_vars(&self) -> usize {
+        self.vars.len()
+    }
+
+    /// Number of integer variables.
+    pub fn num_integers(&self) -> usize {
+        self.vars.iter().filter(|v| v.integer).count()
+    }
+
+    /// Number of rows.
+    pub fn num_rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The objective (constant included) at the given values.
+    pub fn objective_at(&self, values: &[f64]) -> f64 {
+        self.constant
+            + self
+                .objective
+                .iter()
+                .map(|&(v, c)| c * values[v.0])
+                .sum::<f64>()
+    }
+
+    /// Largest violation of any row or bound at the given values (0 when feasible).
+    pub fn max_violation(&self, values: &[f64]) -> f64 {
+        let rows = self.rows.iter().map(|r| {
+            let a: f64 = r.terms.iter().map(|&(v, c)| c * values[v.0]).sum();
+            (r.lower - a).max(a - r.upper).max(0.0)
+        });
+        let bounds = self.vars.iter().zip(values).map(|(d, &x)| {
+            let integrality = if d.integer {
+                (x - x.round()).abs()
+            } else {
+                0.0
+            };
+            (d.lower - x).max(x - d.upper).max(integrality).max(0.0)
+        });
+        rows.chain(bounds).fold(0.0, f64::max)
+    }
+
+    /// The model in CPLEX LP format. The objective constant, which LP readers treat
+    /// differently, becomes the coefficient of a variable `obj_constant` fixed to 1.
+    pub fn to_lp(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let _ = writeln!(out, "\\ {}", self.name);
+        let _ = writeln!(
+            out,
+            "\\ {} variables ({} integer), {} rows",
+            self.vars.len(),
+            self.num_integers(),
+            self.rows.len()
+        );
+        out.push_str(match self.sense {
+            Sense::Maximize => "Maximize\n",
+            Sense::Minimize => "Minimize\n",
+        });
+        let mut objective: Vec<(String, f64)> = self
+            .objective
+            .iter()
+            .map(|&(v, c)| (self.vars[v.0].name.clone(), c))
+            .collect();
+        if self.constant != 0.0 {
+            objective.push(("obj_constant".into(), self.constant));
+        }
+        write_terms(&mut out, " obj:", &objective);
+        out.push_str("Subject To\n");
+        for r in &self.rows {
+            let terms: Vec<(String, f64)> = r
+                .terms
+                .iter()
+                .map(|&(v, c)| (self.vars[v.0].name.clone(), c))
+                .collect();
+            let mut emit = |suffix: &str, op: &str, rhs: f64| {
+                write_terms(&mut out, &format!(" {}{suffix}:", r.name), &terms);
+                let _ = writeln!(out, "   {op} {}", number(rhs));
+            };
+            if r.lower == r.upper {
+                emit("", "=", r.lower);
+            } else {
+                match (r.lower.is_finite(), r.upper.is_finite()) {
+                    (true, true) => {
+                        emit("_lo", ">=", r.lower);
+                        emit("_up", "<=", r.upper);
+                    }
+                    (true, false) => emit("", ">=", r.lower),
+                    (false, true) => emit("", "<=", r.upper),
+                    (false, false) => {}
+                }
+            }
+        }
+        out.push_str("Bounds\n");
+        for d in &self.vars {
+            let binary = d.integer && d.lower == 0.0 && d.upper == 1.0;
+            if binary || (d.lower == 0.0 && d.upper == f64::INFINITY) {
+                continue;
+            }
+            if d.lower == d.upper {
+                let _ = writeln!(out, " {} = {}", d.name, number(d.lower));
+            } else if d.lower == f64::NEG_INFINITY && d.upper == f64::INFINITY {
+                let _ = writeln!(out, " {} free", d.name);
+            } else {
+                let lower = if d.lower.is_finite() {
+                    number(d.lower)
+                } else {
+                    "-inf".into()
+                };
+                let upper = if d.upper.is_finite() {
+                    number(d.upper)
+                } else {
+                    "+inf".into()
+                };
+                let _ = writeln!(out, " {lower} <= {} <= {upper}", d.name);
+            }
+        }
+        if self.constant != 0.0 {
+            out.push_str(" obj_constant = 1\n");
+        }
+        let binaries: Vec<&str> = self
+            .vars
+            .iter()
+            .filter(|d| d.integer && d.lower == 0.0 && d.upper == 1.0)
+            .map(|d| d.name.as_str())
+            .collect();
+        let generals: Vec<&str> = self
+            .vars
+            .iter()
+            .filter(|d| d.integer && !(d.lower == 0.0 && d.upper == 1.0))
+            .map(|d| d.name.as_str())
+            .collect();
+        for (title, names) in [("Binaries", binaries), ("Generals", generals)] {
+            if !names.is_empty() {
+                let _ = writeln!(out, "{title}");
+                for chunk in names.chunks(8) {
+                    let _ = writeln!(out, " {}", chunk.join(" "));
+                }
+            }
+        }
+        out.push_str("End\n");
+        out
+    }
+
+    /// Solves with HiGHS. `start` is a full assignment used as the MIP start (HiGHS takes a
+    /// feasible one as its first incumbent).
+    pub fn solve(
+        &self,
+        options: &SolveOptions,
+        start: Option<&[f64]>,
+    ) -> Result<MilpSolution, Error> {
+        let began = Instant::now();
+        let mut problem = ProblemVariables::new();
+        let vars: Vec<Variable> = self
+            .vars
+            .iter()
+            .map(|d| {
+                let mut def = variable().min(d.lower).max(d.upper);
+                if d.integer {
+                    def = def.integer();
+                }
+                problem.add(def)
+            })
+            .collect();
+        let expr = |terms: &[(VarId, f64)]| -> Expression {
+            terms.iter().map(|&(v, c)| c * vars[v.0]).sum()
+        };
+        let objective = expr(&self.objective);
+        let unsolved = match self.sense {
+            Sense::Maximize => problem.maximise(objective),
+            Sense::Minimize => problem.minimise(objective),
+        };
+        let mut model = unsolved.using(good_lp::highs);
+        for r in &self.rows {
+            let e = expr(&r.terms);
+            if r.lower == r.upper {
+                model.add_constraint(e.eq(r.lower));
+            } else {
+                if r.lower.is_finite() {
+                    model.add_constraint(e.clone().geq(r.lower));
+                }
+                if r.upper.is_finite() {
+                    model.add_constraint(e.leq(r.upper));
+                }
+            }
+        }
+        let mut raw = model
+            .try_into_inner()
+            .map_err(|e| Error::Solver(format!("building the HiGHS model: {e}")))?;
+        let set = |raw: &mut highs::Model, key: &str, value: f64| {
+            raw.try_set_option(key, value)
+                .map_err(|e| Error::Solver(format!("setting {key}: {e:?}")))
+        };
+        if let Some(limit) = options.time_limit_s {
+            set(&mut raw, "time_limit", limit)?;
+        }
+        set(&mut raw, "mip_rel_gap", options.mip_rel_gap)?;
+        set(&mut raw, "mip_abs_gap", 0.0)?;
+        raw.try_set_option("threads", options.threads.max(1) as i32)
+            .map_err(|e| Error::Solver(format!("setting threads: {e:?}")))?;
+        if let Some(values) = start {
+            raw.try_set_solution(Some(values), None, None, None)
+                .map_err(|e| Error::Solver(format!("passing the MIP start: {e:?}")))?;
+        }
+        let solved = raw
+            .try_solve()
+            .map_err(|e| Error::Solver(format!("solving: {e:?}")))?;
+        use highs::{HighsModelStatus as S, HighsSolutionStatus};
+        let values = (solved.primal_solution_status() == HighsSolutionStatus::Feasible)
+            .then(|| solved.get_solution().columns().to_vec());
+        let objective = values.as_deref().map(|v| self.objective_at(v));
+        let integer = self.vars.iter().any(|d| d.integer);
+        let best_bound = if integer {
+            solved
+                .double_info_value(c"mip_dual_bound")
+                .ok()
+                .filter(|b| b.is_finite())
+                .map(|b| b + self.constant)
+        } else {
+            objective.filter(|_| solved.status() == S::Optimal)
+        };
+        let gap = match (objective, best_bound) {
+            (Some(o), Some(b)) => Some((b - o).abs() / o.abs().max(1e-12)),
+            _ => None,
+        };
+        let status = match solved.status() {
+            S::Optimal | S::ObjectiveBound | S::ObjectiveTarget if objective.is_some() => {
+                if gap.is_some_and(|g| g <= PROVED_GAP) {
+                    MilpStatus::Optimal
+                } else {
+                    MilpStatus::GapLimit
+                }
+            }
+            S::Infeasible | S::UnboundedOrInfeasible => MilpStatus::Infeasible,
+            S::Unbounded => MilpStatus::Unbounded,
+            S::ReachedTimeLimit
+            | S::ReachedSolutionLimit
+            | S::ReachedInterrupt
+            | S::ReachedIterationLimit
+            | S::ReachedMemoryLimit => MilpStatus::TimeLimit,
+            other => return Err(Error::Solver(format!("HiGHS ended with status {other:?}"))),
+        };
+        Ok(MilpSolution {
+            status,
+            objective,
+            best_bound,
+            gap,
+            solve_time_s: began.elapsed().as_secs_f64(),
+            values,
+        })
+    }
+}
+
+fn number(x: f64) -> String {
+    format!("{x}")
+}
+
+/// Writes `label term term ...`, wrapping lines well under the LP format's 255 characters.
+fn write_terms(out: &mut String, label: &str, terms: &[(String, f64)]) {
+    let mut line = label.to_string();
+    if terms.is_empty() {
+        line.push_str(" 0 obj_zero");
+    }
+    for (i, (name, c)) in terms.iter().enumerate() {
+        let sign = if *c < 0.0 {
+            "- "
+        } else if i == 0 {
+            ""
+        } else {
+            "+ "
+        };
+        let coefficient = if c.abs() == 1.0 {
+            String::new()
+        } else {
+            format!("{} ", number(c.abs()))
+        };
+        let piece = format!(" {sign}{coefficient}{name}");
+        if line.len() + piece.len() > 200 {
+            out.push_str(&line);
+            out.push('\n');
+            line = "  ".to_string();
+        }
+        line.push_str(&piece);
+    }
+    out.push_str(&line);
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Knapsack: values 10, 13, 7; weights 3, 4, 2; capacity 6. By hand: {0,1} too heavy (7),
+    /// {1,2} = 20 (weight 6), {0,2} = 17 (weight 5), {0,1,2} too heavy: optimum 20 plus the
+    /// constant 5.
+    fn knapsack() -> (Milp, Vec<VarId>) {
+        let mut m = Milp::new("knapsack", Sense::Maximize);
+        let x: Vec<VarId> = (0..3).map(|i| m.binary(format!("x{i}"))).collect();
+        for (v, c) in x.iter().zip([10.0, 13.0, 7.0]) {
+            m.add_objective(*v, c);
+        }
+        m.add_constant(5.0);
+        m.row(
+            "cap",
+            x.iter()
+                .zip([3.0, 4.0, 2.0])
+                .map(|(v, w)| (*v, w))
+                .collect(),
+            f64::NEG_INFINITY,
+            6.0,
+        );
+        (m, x)
+    }
+
+    #[test]
+    fn knapsack_is_solved_to_the_hand_computed_optimum() {
+        let (m, x) = knapsack();
+        let s = m.solve(&SolveOptions::default(), None).unwrap();
+        assert_eq!(s.status, MilpStatus::Optimal);
+        assert!((s.objective.unwrap() - 25.0).abs() < 1e-9);
+        assert!((s.best_bound.unwrap() - 25.0).abs() < 1e-6);
+        let v = s.values.unwrap();
+        assert_eq!(
+            x.iter().map(|i| v[i.0].round() as i32).collect::<Vec<_>>(),
+            vec![0, 1, 1]
+        );
+        assert_eq!(m.max_violation(&v), 0.0);
+    }
+
+    #[test]
+    fn infeasible_model_is_reported_as_such() {
+        let mut m = Milp::new("infeasible", Sense::Minimize);
+        let a = m.binary("a");
+        m.row("need_two", vec![(a, 1.0)], 2.0, f64::INFINITY);
+        let s = m.solve(&SolveOptions::default(), None).unwrap();
+        assert_eq!(s.status, MilpStatus::Infeasible);
+        assert!(s.objective.is_none());
+    }
+
+    #[test]
+    fn lp_text_lists_objective_rows_bounds_and_binaries() {
+        let (m, _) = knapsack();
+        let lp = m.to_lp();
+        assert!(lp.contains("Maximize\n obj: 10 x0 + 13 x1 + 7 x2 + 5 obj_constant\n"));
+        assert!(lp.contains(" cap: 3 x0 + 4 x1 + 2 x2\n   <= 6\n"));
+        assert!(lp.contains(" obj_constant = 1\n"));
+        assert!(lp.contains("Binaries\n x0 x1 x2\n"));
+        assert!(lp.ends_with("End\n"));
+    }
+}

@@ -1,0 +1,296 @@
+//! Exact MILP of P1 (18), with the routing choice of Section III-C modelled exactly.
+//!
+//! Variables (objective in milliseconds, [`OBJECTIVE_SCALE`], for the solver's tolerances):
+//! * `x_s{n}_e{i}` binary: x_{n,i} of (18c); capacity rows `cap_s{n}` are (18b).
+//! * `cloud_e{i}` in [0,1]: 1 iff no edge server caches i, forced by
+//!   `cloud_e{i} + sum_n x_{n,i} >= 1` and `cloud_e{i} + x_{n,i} <= 1`.
+//! * per routing demand d = (n_u, m, R) of [`LatencyModel::demands`] and expert i in R:
+//!   `y_d{d}_e{i}_s{n}` in [0,1], "i is served by the other edge server n", with
+//!   `x_{n_u,i} + sum_n y + cloud_i = 1` (an expert on n_u is served there, one held elsewhere
+//!   by one holder, the cloud only when nobody holds it) and `y <= x_{n,i}`.
+//! * per demand and other server n: `z_d{d}_s{n}` binary, "the token visits n" (`y <= z`),
+//!   paying T_{n_u,n,m} + T^CP_E(n); for |R| = 1 it merges with y (no binary needed).
+//! * `w_d{d}` >= x_{n_u,i} (n_u computes) and `v_d{d}` >= cloud_i (the cloud is visited).
+//!
+//! The objective is F(X) = sum_d W_d (G_d(empty) - G_d(X)): the constant sum_d W_d G_d(empty)
+//! minus the weighted routing latency. For fixed binary x and z the continuous variables are at
+//! an integral optimum (each expert picks its cheapest visited holder; w, v are pushed down to
+//! their lower bounds by non-negative costs), so the MILP optimum is max F exactly.
+//!
+//! [`Scope`] fixes servers, which gives the successive subproblem P2_n of (19): servers before n
+//! fixed to the earlier placement, n free, later ones empty.
+
+use super::evaluate::LatencyModel;
+use super::model::{ExpertId, Placement, ServerId};
+use crate::error::Error;
+use crate::milp::{Milp, MilpSolution, Sense, SolveOptions, VarId};
+
+/// The MILP objective is F in seconds times this (milliseconds).
+pub const OBJECTIVE_SCALE: f64 = 1e3;
+
+/// What the MILP may decide on a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scope {
+    /// x_{n,.} are decision variables.
+    Free,
+    /// x_{n,.} are fixed to this set of experts.
+    Fixed(Vec<ExpertId>),
+}
+
+#[derive(Debug, Clone)]
+struct DemandVars {
+    associated: Option<VarId>,
+    cloud_visit: Option<VarId>,
+    /// Per other server: the visit binary (None when |R| = 1).
+    visit: Vec<Option<VarId>>,
+    /// Per expert of R (same order), per server: y (None for n_u).
+    serve: Vec<Vec<Option<VarId>>>,
+}
+
+/// The P1 / P2_n model of an instance and the map from its variables back to a placement.
+#[derive(Debug, Clone)]
+pub struct SlimCachingMilp {
+    /// The model.
+    pub milp: Milp,
+    x: Vec<Vec<VarId>>,
+    cloud: Vec<Option<VarId>>,
+    demands: Vec<DemandVars>,
+}
+
+/// An exact solve: the solver's outcome in F's units (seconds) and the decoded placement.
+#[derive(Debug, Clone)]
+pub struct ExactSolution {
+    /// Status, objective, bound and gap with objective and bound converted to seconds.
+    pub solution: MilpSolution,
+    /// The incumbent's placement, if one was found.
+    pub placement: Option<Placement>,
+}
+
+impl SlimCachingMilp {
+    /// Builds P1 (all servers free) or a restricted model (one [`Scope`] per server).
+    pub fn build(model: &LatencyModel, scope: &[Scope]) -> Self {
+        assert_eq!(scope.len(), model.servers(), "one scope per server");
+        let servers = model.servers();
+        let experts = model.experts();
+        let mut milp = Milp::new(
+            format!("SlimCaching P1 (18): {servers} servers, {experts} experts, objective F in ms"),
+            Sense::Maximize,
+        );
+        let x: Vec<Vec<VarId>> = (0..servers)
+            .map(|n| {
+                (0..experts)
+                    .map(|e| milp.binary(format!("x_s{n}_e{e}")))
+                    .collect()
+            })
+            .collect();
+        for (n, s) in scope.iter().enumerate() {
+            match s {
+                Scope::Free => {
+                    let terms = (0..experts)
+                        .map(|e| (x[n][e], model.expert_bytes(ExpertId(e as u32)) as f64))
+                        .collect();
+                    let q = model.capacity(ServerId(n as u32)) as f64;
+                    milp.row(format!("cap_s{n}"), terms, f64::NEG_INFINITY, q);
+                }
+                Scope::Fixed(set) => {
+                    for e in 0..experts {
+                        milp.fix(x[n][e], 0.0);
+                    }
+                    for e in set {
+                        milp.fix(x[n][e.index()], 1.0);
+                    }
+                }
+            }
+        }
+        let mut cloud = vec![None; experts];
+        for d in model.demands() {
+            for &e in &d.missing {
+                if cloud[e.index()].is_some() {
+                    continue;
+                }
+                let c = milp.continuous(format!("cloud_e{e}"), 0.0, 1.0);
+                let mut any: Vec<(VarId, f64)> = vec![(c, 1.0)];
+                for (n, xs) in x.iter().enumerate() {
+                    any.push((xs[e.index()], 1.0));
+                    milp.row(
+                        format!("cloud_up_e{e}_s{n}"),
+                        vec![(c, 1.0), (xs[e.index()], 1.0)],
+                        f64::NEG_INFINITY,
+                        1.0,
+                    );
+                }
+                milp.row(format!("cloud_lo_e{e}"), any, 1.0, f64::INFINITY);
+                cloud[e.index()] = Some(c);
+            }
+        }
+        let mut demands = Vec::with_capacity(model.demands().len());
+        for (di, d) in model.demands().iter().enumerate() {
+            let costs = model.costs(d.model, d.server);
+            let w = d.weight * OBJECTIVE_SCALE;
+            let nu = d.server.index();
+            let single = d.missing.len() == 1;
+            milp.add_constant(w * model.cloud_latency(d));
+            let associated = (costs.associated_compute > 0.0).then(|| {
+                let v = milp.continuous(format!("w_d{di}"), 0.0, 1.0);
+                milp.add_objective(v, -w * costs.associated_compute);
+                for &e in &d.missing {
+                    milp.row(
+                        format!("use_d{di}_e{e}"),
+                        vec![(v, 1.0), (x[nu][e.index()], -1.0)],
+                        0.0,
+                        f64::INFINITY,
+                    );
+                }
+                v
+            });
+            let cloud_visit = (costs.cloud_visit > 0.0).then(|| {
+                let v = milp.continuous(format!("v_d{di}"), 0.0, 1.0);
+                milp.add_objective(v, -w * costs.cloud_visit);
+                for &e in &d.missing {
+                    let c = cloud[e.index()].expect("cloud variable of a demanded expert");
+                    milp.row(
+                        format!("cloudvisit_d{di}_e{e}"),
+                        vec![(v, 1.0), (c, -1.0)],
+                        0.0,
+                        f64::INFINITY,
+                    );
+                }
+                v
+            });
+            let visit: Vec<Option<VarId>> = (0..servers)
+                .map(|n| {
+                    (n != nu && !single).then(|| {
+                        let z = milp.binary(format!("z_d{di}_s{n}"));
+                        milp.add_objective(z, -w * costs.edge_visit[n]);
+                        z
+                    })
+                })
+                .collect();
+            let mut serve = Vec::with_capacity(d.missing.len());
+            for &e in &d.missing {
+                let c = cloud[e.index()].expect("cloud variable of a demanded expert");
+                milp.add_objective(c, -w * costs.cloud_return);
+                let mut assign = vec![(x[nu][e.index()], 1.0), (c, 1.0)];
+                let ys: Vec<Option<VarId>> = (0..servers)
+                    .map(|n| {
+                        (n != nu).then(|| {
+                            let y = milp.continuous(format!("y_d{di}_e{e}_s{n}"), 0.0, 1.0);
+                            let visit_cost = if single { costs.edge_visit[n] } else { 0.0 };
+                            milp.add_objective(y, -w * (costs.edge_return[n] + visit_cost));
+                            milp.row(
+                                format!("hold_d{di}_e{e}_s{n}"),
+                                vec![(y, 1.0), (x[n][e.index()], -1.0)],
+                                f64::NEG_INFINITY,
+                                0.0,
+                            );
+                            if let Some(z) = visit[n] {
+                                milp.row(
+                                    format!("open_d{di}_e{e}_s{n}"),
+                                    vec![(y, 1.0), (z, -1.0)],
+                                    f64::NEG_INFINITY,
+                                    0.0,
+                                );
+                            }
+                            assign.push((y, 1.0));
+                            y
+                        })
+                    })
+                    .collect();
+                milp.row(format!("assign_d{di}_e{e}"), assign, 1.0, 1.0);
+                serve.push(ys);
+            }
+            demands.push(DemandVars {
+                associated,
+                cloud_visit,
+                visit,
+                serve,
+            });
+        }
+        SlimCachingMilp {
+            milp,
+            x,
+            cloud,
+            demands,
+        }
+    }
+
+    /// P1: every server free.
+    pub fn p1(model: &LatencyModel) -> Self {
+        Self::build(model, &vec![Scope::Free; model.servers()])
+    }
+
+    /// The placement encoded by a solution's values.
+    pub fn decode(&self, values: &[f64]) -> Placement {
+        let experts = self.x.first().map_or(0, Vec::len);
+        let mut p = Placement::empty(self.x.len(), experts);
+        for (n, xs) in self.x.iter().enumerate() {
+            for (e, v) in xs.iter().enumerate() {
+                if values[v.0] > 0.5 {
+                    p.insert(ServerId(n as u32), ExpertId(e as u32));
+                }
+            }
+        }
+        p
+    }
+
+    /// A full, feasible assignment of every variable for placement `x` (routing by the
+    /// evaluator): a MIP start, and a check that the model encodes the evaluator.
+    pub fn values_for(&self, model: &LatencyModel, placement: &Placement) -> Vec<f64> {
+        let mut v = vec![0.0; self.milp.num_vars()];
+        for (n, xs) in self.x.iter().enumerate() {
+            for (e, var) in xs.iter().enumerate() {
+                if placement.contains(ServerId(n as u32), ExpertId(e as u32)) {
+                    v[var.0] = 1.0;
+                }
+            }
+        }
+        for (e, c) in self.cloud.iter().enumerate() {
+            if let Some(c) = c {
+                let held = (0..self.x.len())
+                    .any(|n| placement.contains(ServerId(n as u32), ExpertId(e as u32)));
+                v[c.0] = if held { 0.0 } else { 1.0 };
+            }
+        }
+        for (d, vars) in model.demands().iter().zip(&self.demands) {
+            let route = model.route(d, |n, e| placement.contains(n, e));
+            if let (Some(a), false) = (vars.associated, route.at_associated.is_empty()) {
+                v[a.0] = 1.0;
+            }
+            if let (Some(c), false) = (vars.cloud_visit, route.at_cloud.is_empty()) {
+                v[c.0] = 1.0;
+            }
+            for (e, n) in &route.at_edge {
+                let k = d
+                    .missing
+                    .iter()
+                    .position(|m| m == e)
+                    .expect("routed expert of R");
+                if let Some(y) = vars.serve[k][n.index()] {
+                    v[y.0] = 1.0;
+                }
+                if let Some(z) = vars.visit[n.index()] {
+                    v[z.0] = 1.0;
+                }
+            }
+        }
+        v
+    }
+
+    /// Solves; `start` (e.g. a heuristic's placement) is passed as the MIP start.
+    pub fn solve(
+        &self,
+        model: &LatencyModel,
+        options: &SolveOptions,
+        start: Option<&Placement>,
+    ) -> Result<ExactSolution, Error> {
+        let start_values = start.map(|p| self.values_for(model, p));
+        let mut solution = self.milp.solve(options, start_values.as_deref())?;
+        let placement = solution.values.as_deref().map(|v| self.decode(v));
+        solution.objective = solution.objective.map(|o| o / OBJECTIVE_SCALE);
+        solution.best_bound = solution.best_bound.map(|b| b / OBJECTIVE_SCALE);
+        Ok(ExactSolution {
+            solution,
+            placement,
+        })
+    }
+}

@@ -1,0 +1,6 @@
+//! moe-opt: the papers' algorithms and baselines, instance generators and importers, and the
+//! orchestration behind the `moe-opt` command line. Problem definitions, evaluators and exact
+//! MILPs live in the `formulations` crate; generic checks of set functions in `verification`.
+#![deny(missing_docs)]
+
+pub mod slimcaching;

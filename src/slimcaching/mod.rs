@@ -1,0 +1,11 @@
+//! SlimCaching (paper 000): the paper's algorithms and baselines, instance generators and the
+//! importer of real activation counts. The formulation (instance, evaluator, MILP) is
+//! `formulations::slimcaching`.
+//!
+//! ## References
+//! ../shared/papers/000_e52eafead23a117e.txt: Q. Chen, X. Chen, K. Huang, "SlimCaching: Edge
+//! Caching of Mixture-of-Experts for Distributed Inference".
+
+pub mod algorithms;
+pub mod generate;
+pub mod import;
