@@ -468,11 +468,12 @@ mod tests {
         let t = Tolerance::default();
         assert!(check_supermodular(&f, Mode::Exhaustive, t).holds());
         let w = check_submodular(&f, Mode::Exhaustive, t);
-        // First violation in lattice order: S = {}, x = 1, y = 0: f(1|{}) = 1 < f(1|{0}) = 3.
+        // First violation in lattice order (S, then x, then y ascending): S = {}, x = 0,
+        // y = 1: f(0|{}) = 1 < f(0|{1}) = 4 - 1 = 3.
         let w = w.witness().unwrap();
         assert_eq!(
             (w.smaller.clone(), w.larger.clone(), w.element),
-            (vec![], vec![0], 1)
+            (vec![], vec![1], 0)
         );
         assert_eq!((w.gain_smaller, w.gain_larger), (1.0, 3.0));
         // Random chains find violations too.
