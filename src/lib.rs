@@ -3,4 +3,6 @@
 //! MILPs live in the `formulations` crate; generic checks of set functions in `verification`.
 #![deny(missing_docs)]
 
+pub mod cli;
+pub mod report;
 pub mod slimcaching;

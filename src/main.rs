@@ -1,1 +1,11 @@
-fn main() {}
+//! The `moe-opt` binary: see `moe_opt::cli`.
+
+use clap::Parser;
+
+fn main() {
+    let cli = moe_opt::cli::Cli::parse();
+    if let Err(e) = moe_opt::cli::run(cli) {
+        eprintln!("error: {}", e.message);
+        std::process::exit(e.code);
+    }
+}

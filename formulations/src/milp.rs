@@ -8,7 +8,8 @@
 //! constant, so the objective is re-evaluated on the returned values and the constant is added
 //! to the bound. The absolute MIP gap is set to 0 so that only `mip_rel_gap` can stop the
 //! search early; a solve is called [`MilpStatus::Optimal`] only when HiGHS reports optimality
-//! and the relative gap is at most [`PROVED_GAP`].
+//! and the gap is at most [`PROVED_GAP`]. Models should be scaled so that objectives of
+//! interest are at least about 1 (the gap is absolute below 1).
 
 use std::time::Instant;
 
@@ -17,7 +18,7 @@ use serde::Serialize;
 
 use crate::error::Error;
 
-/// Largest relative gap (|bound - objective| / max(1e-12, |objective|)) still called optimal.
+/// Largest gap (see [`MilpSolution::gap`]) still called optimal.
 pub const PROVED_GAP: f64 = 1e-9;
 
 /// A variable of the model.
@@ -120,7 +121,9 @@ pub struct MilpSolution {
     pub objective: Option<f64>,
     /// Best bound on the optimum (constant included), if HiGHS has one.
     pub best_bound: Option<f64>,
-    /// Relative gap |bound - objective| / max(1e-12, |objective|), if both exist.
+    /// Gap |bound - objective| / max(1, |objective|), in the model's own units, if both
+    /// exist: relative for objectives above 1 and absolute below, so that an optimum of 0
+    /// recomputed with a rounding residue of 1e-14 still counts as proved.
     pub gap: Option<f64>,
     /// Wall-clock seconds spent in HiGHS (model building included).
     pub solve_time_s: f64,
@@ -424,7 +427,7 @@ impl Milp {
             objective.filter(|_| solved.status() == S::Optimal)
         };
         let gap = match (objective, best_bound) {
-            (Some(o), Some(b)) => Some((b - o).abs() / o.abs().max(1e-12)),
+            (Some(o), Some(b)) => Some((b - o).abs() / o.abs().max(1.0)),
             _ => None,
         };
         let status = match solved.status() {

@@ -1,1 +1,1701 @@
-//! (being written)
+//! Seeded SlimCaching instance generators: the presets `tiny`, `small` and `paper`.
+//!
+//! Every knob lives in [`GeneratorConfig`] (serde, so sweeps over the axes of Figs. 6-10 can
+//! vary storage Q, local experts rho, models per user, bandwidth B_u, N, U and the library).
+//! [`generate`] is a pure function of (config, seed): all randomness comes from
+//! `ChaCha8Rng::seed_from_u64(seed)` split into independent ChaCha streams (one for the shapes,
+//! one per model's popularity, one per user's requests and activations, one per node position),
+//! so the same pair gives byte-identical JSON. With the paper library, changing N, U, Q, rho or
+//! B_u leaves every model's popularity and each user's requests and activations unchanged
+//! (user u's draws depend only on the seed, u and the library), which keeps sweeps paired.
+//!
+//! ## Presets
+//!
+//! * `tiny`: exhaustive search is feasible: N in {1, 2}, 2 synthetic models (one Top-1 and one
+//!   Top-2, order varies with the seed), 1-2 layers of 2-4 experts, 2-3 users requesting 1-2
+//!   models, rho = 1, and N x E <= 16 (so at most 2^16 placements); expert sizes 2-6 bytes and Q
+//!   a uniform 30-60% of the library's bytes, so a server fits roughly 30-60% of the experts.
+//! * `small`: HiGHS proves P1 optimal within seconds: N = 2-3, U = 4-6, 3 synthetic models
+//!   (Top-1, Top-2, Top-2), 2-3 layers of 4-6 experts, at most 6 sets per layer (24 tokens),
+//!   expert sizes 1-3 bytes, Q 15-30% of the library, rho = 3, servers placed uniformly. (On
+//!   seeds 0-29 the MILP is optimal in under 0.5 s for most and about 8 s at worst; a grid
+//!   layout, which makes the servers near-symmetric, a Top-4 model, wider size ranges or 8 sets
+//!   per layer each left some seeds unproved after 10 s, so the preset avoids them.)
+//! * `paper`: Section VI-A as described below; 256 synthetic tokens per (user, model, layer)
+//!   give about 60,000 sets in all (2.5 MB of JSON).
+//!
+//! The wireless model, compute and cloud latency are the paper's in every preset, so latencies
+//! stay realistic even where sizes are small integers.
+//!
+//! ## Network (Section III-C, eqs. (3)-(4), Section VI-A)
+//!
+//! Users lie uniformly in a square of side `area_side_m` (1 km). Servers lie on a grid
+//! ([`ServerLayout::Grid`]: ceil(sqrt N) columns, cell centres; the 2 x 2 centres for N = 4) or
+//! uniformly ([`ServerLayout::Uniform`]). Rates follow eq. (3)/(4):
+//!
+//! R = B log2(1 + P G d^-alpha / (N0 B)),
+//!
+//! with d in metres clamped to at least `min_distance_m` (1 m, so that co-located nodes get a
+//! finite rate). The uplink uses the user power (0.01 W) and B_u (5 MHz), the downlink the server
+//! power (38 dBm) and B_u, edge-edge links the server power, 100 MHz and the server distance (so
+//! the edge-edge matrix is symmetric by construction and `backhaul.symmetric` is set). The
+//! edge<->cloud links are latency-only: `Link { latency_s: 0.01, rate_bps: None }` each way.
+//! Users get `associated_server: None`, so the evaluator applies the rule under eq. (4). If
+//! `total_user_bandwidth_hz` is set, B_u = total / U (the shared-bandwidth setting of Fig. 8(b)).
+//! Compute: 50 / 82.58 / 312 TFLOP/s for user / edge / cloud, each expert of model m getting
+//! 1/E_m of it (eq. (6)).
+//!
+//! ## Model library (Section VI-A)
+//!
+//! The paper's library has 18 models, "nearly 4,000 experts", in three families, but names only
+//! 7 architectures. Reading (following the paper's remark in Section V that "numerous downstream
+//! models are developed by fine-tuning a pre-trained base model" with identical expert sizes):
+//! the 18 models are the 7 architectures plus fine-tuned variants that share their shapes but
+//! have their own activation statistics. Model j is architecture `j mod 7` of
+//! [`PAPER_ARCHITECTURES`] (in the order ST-b-8, ST-b-16, ST-b-32, LLaMA-MoE-3.5B,
+//! MoE-LLaVA-StableLM, -Qwen, -Phi2), variant `j / 7` (named `-ft1`, `-ft2`). For 18 models:
+//! three each of the Switch models and LLaMA-MoE, two of each MoE-LLaVA model, 3,872 experts.
+//!
+//! Shapes (expert bytes = parameters x 2 bytes, bf16/fp16; D_m = hidden size x 2 bytes; FLOPs
+//! per expert per token = 2 x parameters), from the models' public configuration files:
+//!
+//! | architecture | K | MoE layers | experts | hidden | expert parameters | bytes (MiB) |
+//! |---|---|---|---|---|---|---|
+//! | ST-b-8/16/32 (google/switch-base-*) | 1 | 12 | 8/16/32 | 768 | 2 x 768 x 3072 (d_model, d_ff; wi, wo) | 9 |
+//! | MoE-LLaVA-StableLM-1.6B-4e | 2 | 12 | 4 | 2048 | 3 x 2048 x 5632 (SwiGLU) | 66 |
+//! | MoE-LLaVA-Qwen-1.8B-4e | 2 | 12 | 4 | 2048 | 3 x 2048 x 5504 (Qwen's w1, w2, c_proj use intermediate_size / 2) | 64.5 -> 65 |
+//! | MoE-LLaVA-Phi2-2.7B-4e | 2 | 16 | 4 | 2560 | 2 x 2560 x 10240 + biases (fc1, fc2) | 100.02 -> 100 |
+//! | LLaMA-MoE-3.5B (4/16) | 4 | 32 | 16 | 4096 | 3 x 4096 x 688 (LLaMA-2-7B's FFN split in 16) | 16.125 -> 16 |
+//!
+//! Switch-base is T5-base (12 encoder + 12 decoder blocks) with every other FFN an MoE layer:
+//! 12 MoE layers. MoE-LLaVA's "sparse" mode makes every other decoder layer MoE (StableLM-2-1.6B
+//! and Qwen-1.8B have 24 layers, Phi-2 has 32). LLaMA-MoE converts all 32 FFNs. The MoE-LLaVA
+//! Qwen and Phi2 sizes are approximate (biases and Qwen's halved intermediate size as read from
+//! the configs). Expert bytes are rounded to the nearest multiple of 1 MiB (ties up) so the
+//! knapsack DPs can work on 1 MiB units; capacities Q are exact bytes (5 GB = 5 x 10^9 bytes).
+//! FLOPs use the unrounded parameter counts.
+//!
+//! Synthetic libraries ([`SyntheticLibrary`], for `tiny` and `small`) draw shapes from ranges,
+//! give the models the K values of a list in a seeded rotation (so K = 1 and K = 2 mix), use
+//! small integer expert sizes, and borrow D_m and the FLOPs of a random paper architecture so
+//! that latencies stay realistic.
+//!
+//! ## Requests (Sections III-D and VI-A)
+//!
+//! Section III-D: p_{u,m} "typically follows a Zipf-type popularity distribution". The library
+//! models have a global Zipf popularity (exponent `model_popularity_zipf`, 0.8, over
+//! a seeded random ranking). Each user draws its number of models uniformly in
+//! `models_per_user` (3 to 5) and picks them by popularity without replacement; p_{u,m} is Zipf
+//! over the order of drawing with exponent `request_zipf` (1.0): p_j = j^-s / sum_k k^-s.
+//!
+//! ## Activations p_{u,S} (a synthetic topic model)
+//!
+//! Per (model, layer) the experts have a Zipf popularity over a seeded random ranking,
+//! log pi_i = -s_l ln(rank_i + 1), whose exponent s_l rises linearly from `layer_skew_first` to
+//! `layer_skew_last` with depth (deeper MoE layers are more skewed, Section I), and `topics`
+//! latent topics with affinities a(i, c) ~ N(0, 1). A user perturbs each log popularity by
+//! `user_noise` x N(0, 1) (users differ) and has its own topic mixture theta_u (log-weights
+//! `topic_spread` x N(0, 1), normalised). It then emits `tokens_per_layer` synthetic tokens per
+//! (requested model, layer): a token draws a topic c ~ theta_u and activates the Top-K of
+//!
+//! score_i = log pi_{u,i} + gamma a(i, c) + Gumbel noise   (gamma = `topic_affinity`),
+//!
+//! ties by lower index. For K = 1 this is sampling from softmax(log pi + gamma a_c) (the
+//! Gumbel-max trick); for K > 1 the shared topic makes experts with similar affinities
+//! co-activate, so K-sets are not independent draws. p_{u,S} is the empirical frequency of each
+//! set: count / tokens. With `max_sets_per_layer` only the most frequent sets are kept (ties by
+//! the sorted expert list) and p = count / kept tokens. Either way the probabilities are ratios
+//! of integers with a common denominator and sum to 1 up to float rounding (far below the
+//! validator's 1e-6). Only requested models get distributions.
+//!
+//! ## Local experts rho_u (Section III-B)
+//!
+//! "Predetermined based on user preferences (e.g., their most frequently used experts)": user u
+//! holds the `local_experts_per_user` experts of its requested models with the largest
+//! frequency sum_m p_{u,m} sum_{S containing i} p_{u,S}, ties by (model, layer, index). If its
+//! requested models have fewer experts than that, it holds all of them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use formulations::slimcaching::validate::{validate, MAX_SERVERS, MAX_TOP_K};
+use formulations::slimcaching::{
+    ActivationSet, Backhaul, Cloud, EdgeServer, ExpertRef, Instance, LayerActivation, LayerId,
+    Link, ModelId, ModelRequest, MoeModel, User,
+};
+use formulations::Error;
+use rand::seq::SliceRandom;
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// One mebibyte, the unit expert sizes are rounded to.
+pub const MIB: u64 = 1 << 20;
+
+/// ChaCha stream of the shape draws (N, U, synthetic models, storage fraction).
+const STREAM_SHAPES: u64 = 1;
+/// ChaCha stream of the library's global model popularity.
+const STREAM_MODEL_RANKING: u64 = 2;
+/// ChaCha stream of uniformly placed servers.
+const STREAM_SERVER_POSITIONS: u64 = 3;
+/// Base of the per-model popularity streams (+ model index).
+const STREAM_MODEL_BASE: u64 = 1 << 32;
+/// Base of the per-user request / activation streams (+ user index).
+const STREAM_USER_BASE: u64 = 2 << 32;
+/// Base of the per-user position streams (+ user index).
+const STREAM_USER_POSITION_BASE: u64 = 3 << 32;
+
+/// The generator presets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Preset {
+    /// Exhaustive search is feasible: N * E <= 16.
+    Tiny,
+    /// The MILP proves optimality within seconds.
+    Small,
+    /// Section VI-A: N = 4, U = 20, 18 models, about 4,000 experts.
+    Paper,
+}
+
+impl Preset {
+    /// Every preset, smallest first.
+    pub const ALL: [Preset; 3] = [Preset::Tiny, Preset::Small, Preset::Paper];
+
+    /// The preset's command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Tiny => "tiny",
+            Preset::Small => "small",
+            Preset::Paper => "paper",
+        }
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Preset {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Preset::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "unknown preset '{s}' (expected one of {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// An inclusive range `min..=max` a value is drawn from uniformly (equal bounds fix it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Between<T> {
+    /// Smallest value.
+    pub min: T,
+    /// Largest value.
+    pub max: T,
+}
+
+impl<T: Copy> Between<T> {
+    /// The range holding only `v`.
+    pub fn exactly(v: T) -> Self {
+        Between { min: v, max: v }
+    }
+}
+
+/// Server storage Q_n (the same on every server).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Storage {
+    /// Q in bytes (the paper: 5 GB = 5e9).
+    Bytes(u64),
+    /// Q as a fraction of the whole library's expert bytes, drawn uniformly per instance
+    /// (synthetic presets, whose library size varies with the seed).
+    LibraryFraction(Between<f64>),
+}
+
+/// Where the edge servers stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerLayout {
+    /// Cell centres of a ceil(sqrt N)-column grid over the square, filled row by row.
+    Grid,
+    /// Uniformly at random in the square.
+    Uniform,
+}
+
+/// The wireless and backhaul parameters of Section VI-A (eqs. (3)-(4)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WirelessConfig {
+    /// Side of the square cell, metres (1 km).
+    pub area_side_m: f64,
+    /// Placement of the servers.
+    pub server_layout: ServerLayout,
+    /// User transmit power P_{u,n}, W (0.01 W).
+    pub user_power_w: f64,
+    /// Server transmit power P_{n,u} (and on edge-edge links), W (38 dBm).
+    pub server_power_w: f64,
+    /// Bandwidth B_u of each user, Hz (5 MHz).
+    pub user_bandwidth_hz: f64,
+    /// If set, B_u = this / U instead (users share a fixed total, Fig. 8(b)).
+    #[serde(default)]
+    pub total_user_bandwidth_hz: Option<f64>,
+    /// Bandwidth between edge servers, Hz (100 MHz).
+    pub edge_bandwidth_hz: f64,
+    /// Path-loss exponent alpha (4).
+    pub path_loss_exponent: f64,
+    /// Antenna-related factor G (1).
+    pub antenna_gain: f64,
+    /// Noise power spectral density N0, dBm/Hz (-174).
+    pub noise_dbm_per_hz: f64,
+    /// Distances are clamped to at least this, metres (1 m).
+    pub min_distance_m: f64,
+    /// Fixed edge->cloud and cloud->edge latency, seconds (0.01 s each way).
+    pub cloud_latency_s: f64,
+}
+
+impl WirelessConfig {
+    /// The values of Section VI-A.
+    pub fn paper() -> Self {
+        WirelessConfig {
+            area_side_m: 1000.0,
+            server_layout: ServerLayout::Grid,
+            user_power_w: 0.01,
+            server_power_w: dbm_to_w(38.0),
+            user_bandwidth_hz: 5e6,
+            total_user_bandwidth_hz: None,
+            edge_bandwidth_hz: 100e6,
+            path_loss_exponent: 4.0,
+            antenna_gain: 1.0,
+            noise_dbm_per_hz: -174.0,
+            min_distance_m: 1.0,
+            cloud_latency_s: 0.01,
+        }
+    }
+}
+
+/// Computing capabilities C, FLOP/s (Section VI-A).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComputeConfig {
+    /// C_u of every user (50 TFLOP/s).
+    pub user_flops: f64,
+    /// Every edge server (82.58 TFLOP/s).
+    pub edge_flops: f64,
+    /// The cloud (312 TFLOP/s).
+    pub cloud_flops: f64,
+}
+
+impl ComputeConfig {
+    /// The values of Section VI-A.
+    pub fn paper() -> Self {
+        ComputeConfig {
+            user_flops: 50e12,
+            edge_flops: 82.58e12,
+            cloud_flops: 312e12,
+        }
+    }
+}
+
+/// A model library with randomly drawn shapes (the `tiny` and `small` presets).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyntheticLibrary {
+    /// Number of models M.
+    pub models: Between<u32>,
+    /// K values handed to the models in a seeded rotation (shuffled, then cycled).
+    pub top_k: Vec<u32>,
+    /// MoE layers L_m per model.
+    pub layers: Between<u32>,
+    /// Experts E_m per layer (raised to K_m if smaller).
+    pub experts_per_layer: Between<u32>,
+    /// Expert size b_m, bytes.
+    pub expert_bytes: Between<u64>,
+    /// Upper bound on N x (total experts); shapes are redrawn until it holds (at most 1,000
+    /// times, then every model gets one layer of max(K_m, min experts) experts).
+    #[serde(default)]
+    pub max_server_expert_pairs: Option<u64>,
+}
+
+/// Which models the instance has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Library {
+    /// The first `models` models of the paper's library (18 in Section VI-A; model j is
+    /// architecture j mod 7, variant j / 7, see the module doc).
+    Paper {
+        /// Number of models M.
+        models: u32,
+    },
+    /// Random shapes.
+    Synthetic(SyntheticLibrary),
+}
+
+/// How users pick models (Section VI-A: "drawn from a Zipf distribution").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestConfig {
+    /// Zipf exponent of the library-wide model popularity used to choose each user's models.
+    pub model_popularity_zipf: f64,
+    /// Zipf exponent of p_{u,m} over a user's models in the order they were chosen.
+    pub request_zipf: f64,
+}
+
+/// Knobs of the synthetic activation generator (see the module doc).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActivationConfig {
+    /// Synthetic tokens per (user, requested model, layer).
+    pub tokens_per_layer: u32,
+    /// Keep only this many most frequent sets per (user, model, layer).
+    #[serde(default)]
+    pub max_sets_per_layer: Option<u32>,
+    /// Zipf exponent of expert popularity in the first MoE layer.
+    pub layer_skew_first: f64,
+    /// Zipf exponent of expert popularity in the last MoE layer.
+    pub layer_skew_last: f64,
+    /// Standard deviation of a user's perturbation of each log popularity.
+    pub user_noise: f64,
+    /// Number of latent topics per (model, layer).
+    pub topics: u32,
+    /// gamma: weight of the topic affinity in the expert scores.
+    pub topic_affinity: f64,
+    /// Standard deviation of a user's topic log-weights.
+    pub topic_spread: f64,
+}
+
+/// Every knob of the generator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorConfig {
+    /// Prefix of the instance name (`{name}-seed{seed}`).
+    pub name: String,
+    /// Number of edge servers N.
+    pub servers: Between<u32>,
+    /// Number of users U.
+    pub users: Between<u32>,
+    /// Storage Q of every server.
+    pub storage: Storage,
+    /// rho: experts each user holds locally.
+    pub local_experts_per_user: u32,
+    /// Number of models each user requests.
+    pub models_per_user: Between<u32>,
+    /// The model library.
+    pub library: Library,
+    /// Model choice and p_{u,m}.
+    pub requests: RequestConfig,
+    /// p_{u,S}.
+    pub activations: ActivationConfig,
+    /// Positions, powers, bandwidths, path loss, cloud latency.
+    pub wireless: WirelessConfig,
+    /// Computing capabilities.
+    pub compute: ComputeConfig,
+}
+
+impl GeneratorConfig {
+    /// The configuration of a preset.
+    pub fn preset(p: Preset) -> Self {
+        let requests = RequestConfig {
+            model_popularity_zipf: 0.8,
+            request_zipf: 1.0,
+        };
+        match p {
+            Preset::Tiny => GeneratorConfig {
+                name: p.name().into(),
+                servers: Between { min: 1, max: 2 },
+                users: Between { min: 2, max: 3 },
+                storage: Storage::LibraryFraction(Between { min: 0.3, max: 0.6 }),
+                local_experts_per_user: 1,
+                models_per_user: Between { min: 1, max: 2 },
+                library: Library::Synthetic(SyntheticLibrary {
+                    models: Between::exactly(2),
+                    top_k: vec![1, 2],
+                    layers: Between { min: 1, max: 2 },
+                    experts_per_layer: Between { min: 2, max: 4 },
+                    expert_bytes: Between { min: 2, max: 6 },
+                    max_server_expert_pairs: Some(16),
+                }),
+                requests,
+                activations: ActivationConfig {
+                    tokens_per_layer: 12,
+                    max_sets_per_layer: None,
+                    layer_skew_first: 0.5,
+                    layer_skew_last: 1.2,
+                    user_noise: 0.5,
+                    topics: 2,
+                    topic_affinity: 1.0,
+                    topic_spread: 1.0,
+                },
+                wireless: WirelessConfig::paper(),
+                compute: ComputeConfig::paper(),
+            },
+            Preset::Small => GeneratorConfig {
+                name: p.name().into(),
+                servers: Between { min: 2, max: 3 },
+                users: Between { min: 4, max: 6 },
+                storage: Storage::LibraryFraction(Between {
+                    min: 0.15,
+                    max: 0.3,
+                }),
+                local_experts_per_user: 3,
+                models_per_user: Between { min: 1, max: 2 },
+                library: Library::Synthetic(SyntheticLibrary {
+                    models: Between::exactly(3),
+                    top_k: vec![1, 2, 2],
+                    layers: Between { min: 2, max: 3 },
+                    experts_per_layer: Between { min: 4, max: 6 },
+                    expert_bytes: Between { min: 1, max: 3 },
+                    max_server_expert_pairs: None,
+                }),
+                requests,
+                activations: ActivationConfig {
+                    tokens_per_layer: 24,
+                    max_sets_per_layer: Some(6),
+                    layer_skew_first: 0.6,
+                    layer_skew_last: 1.4,
+                    user_noise: 0.5,
+                    topics: 3,
+                    topic_affinity: 1.0,
+                    topic_spread: 1.0,
+                },
+                wireless: WirelessConfig {
+                    server_layout: ServerLayout::Uniform,
+                    ..WirelessConfig::paper()
+                },
+                compute: ComputeConfig::paper(),
+            },
+            Preset::Paper => GeneratorConfig {
+                name: p.name().into(),
+                servers: Between::exactly(4),
+                users: Between::exactly(20),
+                storage: Storage::Bytes(5_000_000_000),
+                local_experts_per_user: 200,
+                models_per_user: Between { min: 3, max: 5 },
+                library: Library::Paper { models: 18 },
+                requests,
+                activations: ActivationConfig {
+                    tokens_per_layer: 256,
+                    max_sets_per_layer: None,
+                    layer_skew_first: 0.6,
+                    layer_skew_last: 1.4,
+                    user_noise: 0.5,
+                    topics: 4,
+                    topic_affinity: 1.0,
+                    topic_spread: 1.0,
+                },
+                wireless: WirelessConfig::paper(),
+                compute: ComputeConfig::paper(),
+            },
+        }
+    }
+
+    /// Checks the knobs; the error names the offending field.
+    pub fn check(&self) -> Result<(), Error> {
+        let bad = |field: &str, reason: String| -> Result<(), Error> {
+            Err(Error::Invalid {
+                path: PathBuf::from(CONFIG_PATH),
+                field: field.into(),
+                reason,
+            })
+        };
+        let range = |field: &str, r: Between<u32>, least: u32| -> Result<(), Error> {
+            if r.min < least || r.min > r.max {
+                bad(
+                    field,
+                    format!("needs {least} <= min <= max, got {}..={}", r.min, r.max),
+                )
+            } else {
+                Ok(())
+            }
+        };
+        let finite_nonneg = |field: &str, x: f64| -> Result<(), Error> {
+            if x.is_finite() && x >= 0.0 {
+                Ok(())
+            } else {
+                bad(field, format!("must be finite and >= 0, got {x}"))
+            }
+        };
+        let positive = |field: &str, x: f64| -> Result<(), Error> {
+            if x.is_finite() && x > 0.0 {
+                Ok(())
+            } else {
+                bad(field, format!("must be positive and finite, got {x}"))
+            }
+        };
+        range("servers", self.servers, 1)?;
+        if self.servers.max as usize > MAX_SERVERS {
+            bad(
+                "servers.max",
+                format!("at most {MAX_SERVERS} servers are supported"),
+            )?;
+        }
+        range("users", self.users, 1)?;
+        range("models_per_user", self.models_per_user, 1)?;
+        match self.storage {
+            Storage::Bytes(0) => bad("storage.bytes", "must be positive".into())?,
+            Storage::Bytes(_) => {}
+            Storage::LibraryFraction(r) => {
+                positive("storage.library_fraction.min", r.min)?;
+                if r.max.is_nan() || r.max < r.min || r.max.is_infinite() {
+                    bad(
+                        "storage.library_fraction.max",
+                        format!("must be finite and >= min, got {}", r.max),
+                    )?;
+                }
+            }
+        }
+        match &self.library {
+            Library::Paper { models } => {
+                if *models == 0 {
+                    bad("library.paper.models", "must be at least 1".into())?;
+                }
+            }
+            Library::Synthetic(s) => {
+                range("library.synthetic.models", s.models, 1)?;
+                range("library.synthetic.layers", s.layers, 1)?;
+                range(
+                    "library.synthetic.experts_per_layer",
+                    s.experts_per_layer,
+                    1,
+                )?;
+                if s.expert_bytes.min == 0 || s.expert_bytes.min > s.expert_bytes.max {
+                    bad(
+                        "library.synthetic.expert_bytes",
+                        format!(
+                            "needs 1 <= min <= max, got {}..={}",
+                            s.expert_bytes.min, s.expert_bytes.max
+                        ),
+                    )?;
+                }
+                if s.top_k.is_empty() {
+                    bad("library.synthetic.top_k", "needs at least one K".into())?;
+                }
+                if let Some(&k) = s.top_k.iter().find(|&&k| k == 0 || k > MAX_TOP_K) {
+                    bad(
+                        "library.synthetic.top_k",
+                        format!("K = {k} is outside 1..={MAX_TOP_K}"),
+                    )?;
+                }
+                if let Some(cap) = s.max_server_expert_pairs {
+                    let k_max = s.top_k.iter().copied().max().unwrap_or(1);
+                    let least = u64::from(self.servers.max)
+                        * u64::from(s.models.max)
+                        * u64::from(s.layers.min)
+                        * u64::from(k_max.max(s.experts_per_layer.min));
+                    if least > cap {
+                        bad(
+                            "library.synthetic.max_server_expert_pairs",
+                            format!("{cap} is below the smallest possible N x E = {least}"),
+                        )?;
+                    }
+                }
+            }
+        }
+        let r = &self.requests;
+        finite_nonneg("requests.model_popularity_zipf", r.model_popularity_zipf)?;
+        finite_nonneg("requests.request_zipf", r.request_zipf)?;
+        let a = &self.activations;
+        if a.tokens_per_layer == 0 {
+            bad("activations.tokens_per_layer", "must be at least 1".into())?;
+        }
+        if a.max_sets_per_layer == Some(0) {
+            bad(
+                "activations.max_sets_per_layer",
+                "must be at least 1".into(),
+            )?;
+        }
+        if a.topics == 0 {
+            bad("activations.topics", "must be at least 1".into())?;
+        }
+        finite_nonneg("activations.layer_skew_first", a.layer_skew_first)?;
+        finite_nonneg("activations.layer_skew_last", a.layer_skew_last)?;
+        finite_nonneg("activations.user_noise", a.user_noise)?;
+        finite_nonneg("activations.topic_affinity", a.topic_affinity)?;
+        finite_nonneg("activations.topic_spread", a.topic_spread)?;
+        check_wireless(&self.wireless, CONFIG_PATH, "wireless")?;
+        check_compute(&self.compute, CONFIG_PATH, "compute")?;
+        Ok(())
+    }
+}
+
+/// The `path` of configuration errors.
+const CONFIG_PATH: &str = "<generator config>";
+
+/// Checks wireless knobs; errors name `{prefix}.{field}` in `path`.
+pub(crate) fn check_wireless(w: &WirelessConfig, path: &str, prefix: &str) -> Result<(), Error> {
+    let fields = [
+        ("area_side_m", w.area_side_m),
+        ("user_power_w", w.user_power_w),
+        ("server_power_w", w.server_power_w),
+        ("user_bandwidth_hz", w.user_bandwidth_hz),
+        ("edge_bandwidth_hz", w.edge_bandwidth_hz),
+        ("path_loss_exponent", w.path_loss_exponent),
+        ("antenna_gain", w.antenna_gain),
+        ("min_distance_m", w.min_distance_m),
+        (
+            "total_user_bandwidth_hz",
+            w.total_user_bandwidth_hz.unwrap_or(1.0),
+        ),
+    ];
+    for (name, x) in fields {
+        if !(x.is_finite() && x > 0.0) {
+            return Err(Error::Invalid {
+                path: PathBuf::from(path),
+                field: format!("{prefix}.{name}"),
+                reason: format!("must be positive and finite, got {x}"),
+            });
+        }
+    }
+    if !w.noise_dbm_per_hz.is_finite() {
+        return Err(Error::Invalid {
+            path: PathBuf::from(path),
+            field: format!("{prefix}.noise_dbm_per_hz"),
+            reason: format!("must be finite, got {}", w.noise_dbm_per_hz),
+        });
+    }
+    if !(w.cloud_latency_s.is_finite() && w.cloud_latency_s >= 0.0) {
+        return Err(Error::Invalid {
+            path: PathBuf::from(path),
+            field: format!("{prefix}.cloud_latency_s"),
+            reason: format!("must be finite and >= 0, got {}", w.cloud_latency_s),
+        });
+    }
+    Ok(())
+}
+
+/// Checks compute knobs; errors name `{prefix}.{field}` in `path`.
+pub(crate) fn check_compute(c: &ComputeConfig, path: &str, prefix: &str) -> Result<(), Error> {
+    for (name, x) in [
+        ("user_flops", c.user_flops),
+        ("edge_flops", c.edge_flops),
+        ("cloud_flops", c.cloud_flops),
+    ] {
+        if !(x.is_finite() && x > 0.0) {
+            return Err(Error::Invalid {
+                path: PathBuf::from(path),
+                field: format!("{prefix}.{name}"),
+                reason: format!("must be positive and finite, got {x}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// One of the 7 MoE architectures named in Section VI-A (shapes: see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Architecture {
+    /// Name as in the paper.
+    pub name: &'static str,
+    /// K_m.
+    pub top_k: u32,
+    /// L_m, MoE layers.
+    pub layers: u32,
+    /// E_m.
+    pub experts_per_layer: u32,
+    /// Hidden size (elements); D_m = 2 x this bytes.
+    pub hidden_size: u64,
+    /// Parameters of one expert.
+    pub expert_params: u64,
+}
+
+impl Architecture {
+    /// The instance's model: bf16 bytes rounded to 1 MiB, D_m = 2 x hidden, 2 x params FLOPs.
+    pub fn to_model(&self, name: String) -> MoeModel {
+        MoeModel {
+            name,
+            top_k: self.top_k,
+            layers: self.layers,
+            experts_per_layer: self.experts_per_layer,
+            expert_bytes: round_to_mib(2 * self.expert_params),
+            hidden_bytes: 2 * self.hidden_size,
+            expert_flops: 2.0 * self.expert_params as f64,
+        }
+    }
+}
+
+/// The paper's architectures, in the order the library cycles through them.
+pub const PAPER_ARCHITECTURES: [Architecture; 7] = [
+    Architecture {
+        name: "ST-b-8",
+        top_k: 1,
+        layers: 12,
+        experts_per_layer: 8,
+        hidden_size: 768,
+        expert_params: 2 * 768 * 3072,
+    },
+    Architecture {
+        name: "ST-b-16",
+        top_k: 1,
+        layers: 12,
+        experts_per_layer: 16,
+        hidden_size: 768,
+        expert_params: 2 * 768 * 3072,
+    },
+    Architecture {
+        name: "ST-b-32",
+        top_k: 1,
+        layers: 12,
+        experts_per_layer: 32,
+        hidden_size: 768,
+        expert_params: 2 * 768 * 3072,
+    },
+    Architecture {
+        name: "LLaMA-MoE-3.5B",
+        top_k: 4,
+        layers: 32,
+        experts_per_layer: 16,
+        hidden_size: 4096,
+        expert_params: 3 * 4096 * 688,
+    },
+    Architecture {
+        name: "MoE-LLaVA-StableLM-1.6B-4e",
+        top_k: 2,
+        layers: 12,
+        experts_per_layer: 4,
+        hidden_size: 2048,
+        expert_params: 3 * 2048 * 5632,
+    },
+    Architecture {
+        name: "MoE-LLaVA-Qwen-1.8B-4e",
+        top_k: 2,
+        layers: 12,
+        experts_per_layer: 4,
+        hidden_size: 2048,
+        expert_params: 3 * 2048 * 5504,
+    },
+    Architecture {
+        name: "MoE-LLaVA-Phi2-2.7B-4e",
+        top_k: 2,
+        layers: 16,
+        experts_per_layer: 4,
+        hidden_size: 2560,
+        expert_params: 2 * 2560 * 10240 + 10240 + 2560,
+    },
+];
+
+/// `bytes` rounded to the nearest multiple of 1 MiB (ties up), at least 1 MiB.
+pub fn round_to_mib(bytes: u64) -> u64 {
+    ((bytes + MIB / 2) / MIB).max(1) * MIB
+}
+
+/// dBm to watts.
+pub fn dbm_to_w(dbm: f64) -> f64 {
+    10f64.powf((dbm - 30.0) / 10.0)
+}
+
+/// Achievable rate of eqs. (3)-(4), bit/s: B log2(1 + P G d^-alpha / (N0 B)), d clamped to
+/// `min_distance_m`.
+pub fn rate_bps(bandwidth_hz: f64, power_w: f64, distance_m: f64, w: &WirelessConfig) -> f64 {
+    let n0 = dbm_to_w(w.noise_dbm_per_hz);
+    let d = distance_m.max(w.min_distance_m);
+    let snr = power_w * w.antenna_gain * d.powf(-w.path_loss_exponent) / (n0 * bandwidth_hz);
+    bandwidth_hz * (1.0 + snr).log2()
+}
+
+/// The first `models` models of the paper's library (see the module doc).
+pub fn paper_library(models: u32) -> Vec<MoeModel> {
+    (0..models as usize)
+        .map(|j| {
+            let arch = &PAPER_ARCHITECTURES[j % PAPER_ARCHITECTURES.len()];
+            let variant = j / PAPER_ARCHITECTURES.len();
+            let name = if variant == 0 {
+                arch.name.to_string()
+            } else {
+                format!("{}-ft{variant}", arch.name)
+            };
+            arch.to_model(name)
+        })
+        .collect()
+}
+
+/// The RNG of `stream` under `seed`.
+fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng
+}
+
+/// Uniform in the open interval (0, 1).
+fn open01(rng: &mut impl RngCore) -> f64 {
+    ((rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+}
+
+/// Standard normal (Box-Muller).
+fn normal(rng: &mut impl RngCore) -> f64 {
+    let (a, b) = (open01(rng), open01(rng));
+    (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+}
+
+/// Standard Gumbel.
+fn gumbel(rng: &mut impl RngCore) -> f64 {
+    -(-open01(rng).ln()).ln()
+}
+
+fn draw_u32(rng: &mut impl Rng, r: Between<u32>) -> u32 {
+    rng.random_range(r.min..=r.max)
+}
+
+/// Links, servers and cloud of an instance (everything but models and demands).
+pub(crate) struct Network {
+    pub servers: Vec<EdgeServer>,
+    pub cloud: Cloud,
+    pub backhaul: Backhaul,
+    /// Per user, per server.
+    pub uplink: Vec<Vec<Link>>,
+    /// Per user, per server.
+    pub downlink: Vec<Vec<Link>>,
+}
+
+/// Server positions (metres) per the layout.
+fn server_positions(w: &WirelessConfig, n: usize, seed: u64) -> Vec<(f64, f64)> {
+    let side = w.area_side_m;
+    match w.server_layout {
+        ServerLayout::Grid => {
+            let cols = (1..=n).find(|c| c * c >= n).unwrap_or(1);
+            let rows = n.div_ceil(cols).max(1);
+            (0..n)
+                .map(|k| {
+                    let (c, r) = ((k % cols) as f64, (k / cols) as f64);
+                    (
+                        (c + 0.5) * side / cols as f64,
+                        (r + 0.5) * side / rows as f64,
+                    )
+                })
+                .collect()
+        }
+        ServerLayout::Uniform => {
+            let mut rng = stream(seed, STREAM_SERVER_POSITIONS);
+            (0..n)
+                .map(|_| (rng.random::<f64>() * side, rng.random::<f64>() * side))
+                .collect()
+        }
+    }
+}
+
+/// Builds the network of eqs. (3)-(4) for `servers` servers and `users` users.
+pub(crate) fn build_network(
+    w: &WirelessConfig,
+    c: &ComputeConfig,
+    servers: usize,
+    users: usize,
+    storage_bytes: u64,
+    seed: u64,
+) -> Network {
+    let spos = server_positions(w, servers, seed);
+    let dist = |a: (f64, f64), b: (f64, f64)| ((a.0 - b.0).powi(2) + (a.1 - b.1).powi(2)).sqrt();
+    let edge_to_edge = (0..servers)
+        .map(|i| {
+            (0..servers)
+                .map(|j| {
+                    (i != j).then(|| Link {
+                        latency_s: 0.0,
+                        rate_bps: Some(rate_bps(
+                            w.edge_bandwidth_hz,
+                            w.server_power_w,
+                            dist(spos[i], spos[j]),
+                            w,
+                        )),
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let cloud_link = Link {
+        latency_s: w.cloud_latency_s,
+        rate_bps: None,
+    };
+    let bandwidth = w
+        .total_user_bandwidth_hz
+        .map_or(w.user_bandwidth_hz, |t| t / users.max(1) as f64);
+    let mut uplink = Vec::with_capacity(users);
+    let mut downlink = Vec::with_capacity(users);
+    for u in 0..users {
+        let mut rng = stream(seed, STREAM_USER_POSITION_BASE + u as u64);
+        let pos = (
+            rng.random::<f64>() * w.area_side_m,
+            rng.random::<f64>() * w.area_side_m,
+        );
+        let rate = |power: f64, n: usize| Link {
+            latency_s: 0.0,
+            rate_bps: Some(rate_bps(bandwidth, power, dist(pos, spos[n]), w)),
+        };
+        uplink.push((0..servers).map(|n| rate(w.user_power_w, n)).collect());
+        downlink.push((0..servers).map(|n| rate(w.server_power_w, n)).collect());
+    }
+    Network {
+        servers: vec![
+            EdgeServer {
+                storage_bytes,
+                compute_flops: c.edge_flops,
+            };
+            servers
+        ],
+        cloud: Cloud {
+            compute_flops: c.cloud_flops,
+        },
+        backhaul: Backhaul {
+            symmetric: true,
+            edge_to_edge,
+            edge_to_cloud: vec![cloud_link; servers],
+            cloud_to_edge: vec![cloud_link; servers],
+        },
+        uplink,
+        downlink,
+    }
+}
+
+/// Draws a synthetic library for `servers` servers.
+fn synthetic_library(s: &SyntheticLibrary, servers: u32, rng: &mut ChaCha8Rng) -> Vec<MoeModel> {
+    let count = draw_u32(rng, s.models) as usize;
+    let mut ks = s.top_k.clone();
+    ks.shuffle(rng);
+    let k_of = |j: usize| ks[j % ks.len()];
+    let fits = |models: &[MoeModel]| {
+        s.max_server_expert_pairs.is_none_or(|cap| {
+            let total: u64 = models
+                .iter()
+                .map(|m| u64::from(m.layers) * u64::from(m.experts_per_layer))
+                .sum();
+            u64::from(servers) * total <= cap
+        })
+    };
+    let synthetic = |j: usize, layers: u32, experts: u32, bytes: u64, arch: &Architecture| {
+        let k = k_of(j);
+        MoeModel {
+            name: format!("syn{j}-top{k}"),
+            top_k: k,
+            layers,
+            experts_per_layer: experts.max(k),
+            expert_bytes: bytes,
+            hidden_bytes: 2 * arch.hidden_size,
+            expert_flops: 2.0 * arch.expert_params as f64,
+        }
+    };
+    for _ in 0..1000 {
+        let models: Vec<MoeModel> = (0..count)
+            .map(|j| {
+                let layers = draw_u32(rng, s.layers);
+                let experts = draw_u32(rng, s.experts_per_layer);
+                let bytes = rng.random_range(s.expert_bytes.min..=s.expert_bytes.max);
+                let arch = &PAPER_ARCHITECTURES[rng.random_range(0..PAPER_ARCHITECTURES.len())];
+                synthetic(j, layers, experts, bytes, arch)
+            })
+            .collect();
+        if fits(&models) {
+            return models;
+        }
+    }
+    (0..count)
+        .map(|j| {
+            synthetic(
+                j,
+                1,
+                s.experts_per_layer.min,
+                s.expert_bytes.min,
+                &PAPER_ARCHITECTURES[j % PAPER_ARCHITECTURES.len()],
+            )
+        })
+        .collect()
+}
+
+/// Per (model, layer): the base log popularity and the topic affinities a(c, i).
+struct LayerPopularity {
+    log_popularity: Vec<f64>,
+    affinity: Vec<Vec<f64>>,
+}
+
+fn model_popularity(
+    seed: u64,
+    m: usize,
+    model: &MoeModel,
+    a: &ActivationConfig,
+) -> Vec<LayerPopularity> {
+    let mut rng = stream(seed, STREAM_MODEL_BASE + m as u64);
+    let e = model.experts_per_layer as usize;
+    (0..model.layers)
+        .map(|l| {
+            let depth = if model.layers == 1 {
+                0.5
+            } else {
+                f64::from(l) / f64::from(model.layers - 1)
+            };
+            let skew = a.layer_skew_first + (a.layer_skew_last - a.layer_skew_first) * depth;
+            let mut rank: Vec<usize> = (0..e).collect();
+            rank.shuffle(&mut rng);
+            let log_popularity = rank
+                .iter()
+                .map(|&r| -skew * ((r + 1) as f64).ln())
+                .collect();
+            let affinity = (0..a.topics)
+                .map(|_| (0..e).map(|_| normal(&mut rng)).collect())
+                .collect();
+            LayerPopularity {
+                log_popularity,
+                affinity,
+            }
+        })
+        .collect()
+}
+
+/// Index drawn from non-negative `weights` (not all zero).
+fn categorical(rng: &mut impl RngCore, weights: &[f64]) -> usize {
+    let total: f64 = weights.iter().sum();
+    let mut x = open01(rng) * total;
+    for (i, &w) in weights.iter().enumerate() {
+        if x < w {
+            return i;
+        }
+        x -= w;
+    }
+    weights.iter().rposition(|&w| w > 0.0).unwrap_or(0)
+}
+
+/// The sparse distribution from set counts: keeps the `max_sets` most frequent (ties by the
+/// set), p = count / kept total; sorted by decreasing count, then set.
+pub(crate) fn sets_from_counts(
+    counts: BTreeMap<Vec<u32>, u64>,
+    max_sets: Option<usize>,
+) -> Vec<ActivationSet> {
+    let mut sets: Vec<(Vec<u32>, u64)> = counts.into_iter().filter(|(_, c)| *c > 0).collect();
+    sets.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    if let Some(k) = max_sets {
+        sets.truncate(k);
+    }
+    let total: u64 = sets.iter().map(|s| s.1).sum();
+    sets.into_iter()
+        .map(|(experts, c)| ActivationSet {
+            experts,
+            p: c as f64 / total as f64,
+        })
+        .collect()
+}
+
+/// The user's `rho` most frequently activated experts of its requested models (frequency
+/// sum_m p_{u,m} sum_{S containing i} p_{u,S}, ties by expert), sorted by expert.
+pub(crate) fn most_frequent_experts(
+    models: &[MoeModel],
+    requests: &[ModelRequest],
+    activations: &[LayerActivation],
+    rho: usize,
+) -> Vec<ExpertRef> {
+    let mut freq: BTreeMap<ExpertRef, f64> = BTreeMap::new();
+    for r in requests.iter().filter(|r| r.p > 0.0) {
+        let model = &models[r.model.index()];
+        for l in 0..model.layers {
+            for expert in 0..model.experts_per_layer {
+                freq.insert(
+                    ExpertRef {
+                        model: r.model,
+                        layer: LayerId(l),
+                        expert,
+                    },
+                    0.0,
+                );
+            }
+        }
+    }
+    for act in activations {
+        let p_model = requests
+            .iter()
+            .find(|r| r.model == act.model)
+            .map_or(0.0, |r| r.p);
+        for set in &act.sets {
+            for &expert in &set.experts {
+                let key = ExpertRef {
+                    model: act.model,
+                    layer: act.layer,
+                    expert,
+                };
+                if let Some(f) = freq.get_mut(&key) {
+                    *f += p_model * set.p;
+                }
+            }
+        }
+    }
+    let mut ranked: Vec<(ExpertRef, f64)> = freq.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    ranked.truncate(rho);
+    let mut local: Vec<ExpertRef> = ranked.into_iter().map(|(r, _)| r).collect();
+    local.sort();
+    local
+}
+
+/// Top-K of `scores`, ties by lower index, sorted ascending.
+fn top_k(scores: &[f64], k: usize) -> Vec<u32> {
+    let mut idx: Vec<u32> = (0..scores.len() as u32).collect();
+    let cmp = |a: &u32, b: &u32| {
+        scores[*b as usize]
+            .total_cmp(&scores[*a as usize])
+            .then_with(|| a.cmp(b))
+    };
+    if k < idx.len() {
+        idx.select_nth_unstable_by(k - 1, cmp);
+        idx.truncate(k);
+    }
+    idx.sort_unstable();
+    idx
+}
+
+/// One user's requests, activations and local experts.
+fn generate_user(
+    config: &GeneratorConfig,
+    seed: u64,
+    u: usize,
+    models: &[MoeModel],
+    ranking_weight: &[f64],
+    popularity: &[Vec<LayerPopularity>],
+) -> (Vec<ModelRequest>, Vec<LayerActivation>, Vec<ExpertRef>) {
+    let a = &config.activations;
+    let mut rng = stream(seed, STREAM_USER_BASE + u as u64);
+    let count = (draw_u32(&mut rng, config.models_per_user) as usize).min(models.len());
+    let mut weights = ranking_weight.to_vec();
+    let mut chosen = Vec::with_capacity(count);
+    for _ in 0..count {
+        let m = categorical(&mut rng, &weights);
+        weights[m] = 0.0;
+        chosen.push(m);
+    }
+    let zipf: Vec<f64> = (1..=count)
+        .map(|j| (j as f64).powf(-config.requests.request_zipf))
+        .collect();
+    let norm: f64 = zipf.iter().sum();
+    let mut requests: Vec<ModelRequest> = chosen
+        .iter()
+        .zip(&zipf)
+        .map(|(&m, &w)| ModelRequest {
+            model: ModelId(m as u32),
+            p: w / norm,
+        })
+        .collect();
+    requests.sort_by_key(|r| r.model);
+    let mut activations = Vec::new();
+    for r in &requests {
+        let m = r.model.index();
+        let model = &models[m];
+        let theta: Vec<f64> = (0..a.topics)
+            .map(|_| (a.topic_spread * normal(&mut rng)).exp())
+            .collect();
+        for (l, pop) in popularity[m].iter().enumerate() {
+            let user_log_pop: Vec<f64> = pop
+                .log_popularity
+                .iter()
+                .map(|&x| x + a.user_noise * normal(&mut rng))
+                .collect();
+            let mut counts: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
+            let mut scores = vec![0.0; user_log_pop.len()];
+            for _ in 0..a.tokens_per_layer {
+                let c = categorical(&mut rng, &theta);
+                for (i, s) in scores.iter_mut().enumerate() {
+                    *s = user_log_pop[i] + a.topic_affinity * pop.affinity[c][i] + gumbel(&mut rng);
+                }
+                *counts
+                    .entry(top_k(&scores, model.top_k as usize))
+                    .or_insert(0) += 1;
+            }
+            activations.push(LayerActivation {
+                model: r.model,
+                layer: LayerId(l as u32),
+                sets: sets_from_counts(counts, a.max_sets_per_layer.map(|k| k as usize)),
+            });
+        }
+    }
+    let local = most_frequent_experts(
+        models,
+        &requests,
+        &activations,
+        config.local_experts_per_user as usize,
+    );
+    (requests, activations, local)
+}
+
+/// Generates an instance, or says which knob is invalid. The result is validated.
+pub fn try_generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
+    config.check()?;
+    let mut shapes = stream(seed, STREAM_SHAPES);
+    let n = draw_u32(&mut shapes, config.servers);
+    let users = draw_u32(&mut shapes, config.users) as usize;
+    let models = match &config.library {
+        Library::Paper { models } => paper_library(*models),
+        Library::Synthetic(s) => synthetic_library(s, n, &mut shapes),
+    };
+    let storage = match config.storage {
+        Storage::Bytes(q) => q,
+        Storage::LibraryFraction(r) => {
+            let total: u64 = models
+                .iter()
+                .map(|m| u64::from(m.layers) * u64::from(m.experts_per_layer) * m.expert_bytes)
+                .sum();
+            let f = r.min + (r.max - r.min) * shapes.random::<f64>();
+            ((f * total as f64).round() as u64).max(1)
+        }
+    };
+    let network = build_network(
+        &config.wireless,
+        &config.compute,
+        n as usize,
+        users,
+        storage,
+        seed,
+    );
+    let mut ranking: Vec<usize> = (0..models.len()).collect();
+    ranking.shuffle(&mut stream(seed, STREAM_MODEL_RANKING));
+    let ranking_weight: Vec<f64> = ranking
+        .iter()
+        .map(|&r| ((r + 1) as f64).powf(-config.requests.model_popularity_zipf))
+        .collect();
+    let popularity: Vec<Vec<LayerPopularity>> = models
+        .iter()
+        .enumerate()
+        .map(|(m, model)| model_popularity(seed, m, model, &config.activations))
+        .collect();
+    let Network {
+        servers,
+        cloud,
+        backhaul,
+        uplink,
+        downlink,
+    } = network;
+    let users = uplink
+        .into_iter()
+        .zip(downlink)
+        .enumerate()
+        .map(|(u, (uplink, downlink))| {
+            let (requests, activations, local_experts) =
+                generate_user(config, seed, u, &models, &ranking_weight, &popularity);
+            User {
+                compute_flops: config.compute.user_flops,
+                associated_server: None,
+                uplink,
+                downlink,
+                local_experts,
+                requests,
+                activations,
+            }
+        })
+        .collect();
+    let instance = Instance {
+        name: format!("{}-seed{seed}", config.name),
+        servers,
+        cloud,
+        backhaul,
+        models,
+        users,
+    };
+    validate(&instance).map_err(|e| e.in_file(format!("<generated {}>", instance.name)))?;
+    Ok(instance)
+}
+
+/// Generates the instance of `config` and `seed`.
+///
+/// # Panics
+/// If the configuration is invalid (see [`GeneratorConfig::check`]; use [`try_generate`] for
+/// configurations read from users). The presets are valid.
+pub fn generate(config: &GeneratorConfig, seed: u64) -> Instance {
+    try_generate(config, seed).unwrap_or_else(|e| panic!("invalid generator configuration: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use formulations::slimcaching::ExpertCatalogue;
+
+    const SEEDS: [u64; 5] = [0, 1, 2, 7, 12345];
+
+    fn experts(instance: &Instance) -> usize {
+        ExpertCatalogue::new(&instance.models).len()
+    }
+
+    #[test]
+    fn preset_names_round_trip() {
+        for p in Preset::ALL {
+            assert_eq!(p.name().parse::<Preset>(), Ok(p));
+        }
+        assert_eq!(Preset::ALL.map(Preset::name), ["tiny", "small", "paper"]);
+        assert!("huge"
+            .parse::<Preset>()
+            .unwrap_err()
+            .contains("tiny, small, paper"));
+    }
+
+    #[test]
+    fn every_preset_validates_for_several_seeds() {
+        for p in Preset::ALL {
+            let config = GeneratorConfig::preset(p);
+            for seed in SEEDS {
+                let i = generate(&config, seed);
+                assert_eq!(validate(&i), Ok(()), "{p} seed {seed}");
+                assert_eq!(i.name, format!("{}-seed{seed}", p.name()));
+                assert!(i.users.iter().all(|u| u.associated_server.is_none()));
+            }
+        }
+    }
+
+    #[test]
+    fn same_seed_same_json_other_seed_other_json() {
+        for p in Preset::ALL {
+            let config = GeneratorConfig::preset(p);
+            let a = serde_json::to_string(&generate(&config, 3)).unwrap();
+            let b = serde_json::to_string(&generate(&config, 3)).unwrap();
+            let c = serde_json::to_string(&generate(&config, 4)).unwrap();
+            assert_eq!(a, b, "{p}");
+            assert_ne!(a, c, "{p}");
+        }
+    }
+
+    #[test]
+    fn config_round_trips_through_json() {
+        for p in Preset::ALL {
+            let config = GeneratorConfig::preset(p);
+            let text = serde_json::to_string(&config).unwrap();
+            let back: GeneratorConfig = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, config);
+        }
+    }
+
+    #[test]
+    fn tiny_is_small_enough_for_exhaustive_search() {
+        let config = GeneratorConfig::preset(Preset::Tiny);
+        let mut server_counts = std::collections::BTreeSet::new();
+        let mut mixed_k = false;
+        for seed in 0..40 {
+            let i = generate(&config, seed);
+            let n = i.servers.len();
+            server_counts.insert(n);
+            assert!(
+                n * experts(&i) <= 16,
+                "seed {seed}: N*E = {}",
+                n * experts(&i)
+            );
+            assert_eq!(i.models.len(), 2);
+            assert!((2..=3).contains(&i.users.len()));
+            for m in &i.models {
+                assert!((1..=2).contains(&m.layers));
+                assert!((2..=4).contains(&m.experts_per_layer));
+                assert!((1..=2).contains(&m.top_k));
+            }
+            let ks: Vec<u32> = i.models.iter().map(|m| m.top_k).collect();
+            mixed_k |= ks.contains(&1) && ks.contains(&2);
+            // Q is 30-60% of the library's bytes.
+            let total: u64 = i
+                .models
+                .iter()
+                .map(|m| u64::from(m.layers * m.experts_per_layer) * m.expert_bytes)
+                .sum();
+            let q = i.servers[0].storage_bytes as f64;
+            assert!(
+                q >= 0.3 * total as f64 - 0.5 && q <= 0.6 * total as f64 + 0.5,
+                "seed {seed}: Q = {q} of {total}"
+            );
+        }
+        assert_eq!(server_counts.into_iter().collect::<Vec<_>>(), vec![1, 2]);
+        assert!(mixed_k);
+    }
+
+    #[test]
+    fn small_has_sparse_distributions() {
+        let config = GeneratorConfig::preset(Preset::Small);
+        for seed in SEEDS {
+            let i = generate(&config, seed);
+            assert!((2..=3).contains(&i.servers.len()));
+            assert!((4..=6).contains(&i.users.len()));
+            let mut ks: Vec<u32> = i.models.iter().map(|m| m.top_k).collect();
+            ks.sort();
+            assert_eq!(ks, vec![1, 2, 2]);
+            for u in &i.users {
+                for act in &u.activations {
+                    assert!(!act.sets.is_empty() && act.sets.len() <= 6);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn small_milp_proves_optimality_quickly() {
+        use formulations::milp::SolveOptions;
+        use formulations::slimcaching::{LatencyModel, SlimCachingMilp};
+        // Seeds 0-29 all prove optimality, most within 0.5 s, the slowest in about 8 s.
+        let config = GeneratorConfig::preset(Preset::Small);
+        for seed in [0, 1, 2, 3] {
+            let i = generate(&config, seed);
+            let model = LatencyModel::new(&i);
+            let milp = SlimCachingMilp::p1(&model);
+            let options = SolveOptions {
+                time_limit_s: Some(60.0),
+                ..SolveOptions::default()
+            };
+            let s = milp.solve(&model, &options, None).unwrap();
+            assert!(
+                s.solution.is_optimal(),
+                "seed {seed}: {:?}",
+                s.solution.status
+            );
+        }
+    }
+
+    #[test]
+    fn paper_matches_section_vi_a() {
+        let config = GeneratorConfig::preset(Preset::Paper);
+        for seed in [0, 1, 2] {
+            let i = generate(&config, seed);
+            assert_eq!(i.servers.len(), 4);
+            assert_eq!(i.users.len(), 20);
+            assert_eq!(i.models.len(), 18);
+            let e = experts(&i);
+            assert!((3500..=4500).contains(&e), "{e} experts");
+            // 3 x (ST-b-8 + ST-b-16 + ST-b-32 + LLaMA-MoE) + 2 x (MoE-LLaVA x 3)
+            // = 3 x (96 + 192 + 384 + 512) + 2 x (48 + 48 + 64).
+            assert_eq!(e, 3872);
+            for s in &i.servers {
+                assert_eq!(s.storage_bytes, 5_000_000_000);
+                assert_eq!(s.compute_flops, 82.58e12);
+            }
+            assert_eq!(i.cloud.compute_flops, 312e12);
+            for m in &i.models {
+                assert_eq!(m.expert_bytes % MIB, 0, "{}", m.name);
+            }
+            let catalogue = ExpertCatalogue::new(&i.models);
+            for (u, user) in i.users.iter().enumerate() {
+                assert_eq!(user.compute_flops, 50e12);
+                assert!((3..=5).contains(&user.requests.len()), "user {u}");
+                let pool: usize = user
+                    .requests
+                    .iter()
+                    .map(|r| catalogue.experts_of(r.model).count())
+                    .sum();
+                assert_eq!(user.local_experts.len(), pool.min(200), "user {u}");
+                let requested: Vec<ModelId> = user.requests.iter().map(|r| r.model).collect();
+                assert!(user
+                    .local_experts
+                    .iter()
+                    .all(|r| requested.contains(&r.model)));
+            }
+            // Nearly all users hold exactly 200 (3 models always have >= 144 experts).
+            let full = i
+                .users
+                .iter()
+                .filter(|u| u.local_experts.len() == 200)
+                .count();
+            assert!(full >= 15, "only {full} users hold 200 experts");
+        }
+    }
+
+    #[test]
+    fn paper_shapes_follow_the_public_configs() {
+        let lib = paper_library(18);
+        let by_name = |n: &str| lib.iter().find(|m| m.name == n).unwrap().clone();
+        // switch-base: d_model 768, d_ff 3072: 2 x 768 x 3072 x 2 bytes = 9 MiB.
+        let st = by_name("ST-b-32");
+        assert_eq!((st.top_k, st.layers, st.experts_per_layer), (1, 12, 32));
+        assert_eq!(st.expert_bytes, 9 * MIB);
+        assert_eq!(st.hidden_bytes, 1536);
+        assert_eq!(st.expert_flops, 9_437_184.0);
+        // LLaMA-MoE-3.5B: 3 x 4096 x 688 x 2 bytes = 16.125 MiB -> 16 MiB.
+        let llama = by_name("LLaMA-MoE-3.5B-ft2");
+        assert_eq!(
+            (llama.top_k, llama.layers, llama.experts_per_layer),
+            (4, 32, 16)
+        );
+        assert_eq!(llama.expert_bytes, 16 * MIB);
+        assert_eq!(llama.hidden_bytes, 8192);
+        // Qwen-1.8B: 3 x 2048 x 5504 x 2 bytes = 64.5 MiB -> 65 MiB (ties up).
+        assert_eq!(by_name("MoE-LLaVA-Qwen-1.8B-4e").expert_bytes, 65 * MIB);
+        assert_eq!(by_name("MoE-LLaVA-StableLM-1.6B-4e").expert_bytes, 66 * MIB);
+        assert_eq!(
+            by_name("MoE-LLaVA-Phi2-2.7B-4e-ft1").expert_bytes,
+            100 * MIB
+        );
+        let count = |prefix: &str| lib.iter().filter(|m| m.name.starts_with(prefix)).count();
+        assert_eq!(count("ST-b-"), 9);
+        assert_eq!(count("LLaMA-MoE"), 3);
+        assert_eq!(count("MoE-LLaVA"), 6);
+    }
+
+    #[test]
+    fn rates_follow_eq_3() {
+        let w = WirelessConfig::paper();
+        // Hand-computed: N0 = 10^-20.4 W/Hz; 0.01 W at 100 m over 5 MHz:
+        // SNR = 1e-10 / (3.981e-21 * 5e6) = 5023.8, R = 5e6 log2(5024.8) = 61.474 Mbit/s.
+        assert!((rate_bps(5e6, 0.01, 100.0, &w) - 61.474213e6).abs() < 1.0);
+        // 0.01 W at 1 km: SNR = 0.5024, R = 2.936 Mbit/s.
+        assert!((rate_bps(5e6, 0.01, 1000.0, &w) - 2.936236e6).abs() < 1.0);
+        // 38 dBm = 6.3096 W over 100 MHz at 500 m: 799.2 Mbit/s.
+        assert!((rate_bps(100e6, dbm_to_w(38.0), 500.0, &w) - 799.199177e6).abs() < 10.0);
+        // Distances below 1 m are clamped.
+        assert_eq!(rate_bps(5e6, 0.01, 0.0, &w), rate_bps(5e6, 0.01, 1.0, &w));
+    }
+
+    #[test]
+    fn paper_network_is_symmetric_with_latency_only_cloud_links() {
+        let i = generate(&GeneratorConfig::preset(Preset::Paper), 5);
+        let b = &i.backhaul;
+        assert!(b.symmetric);
+        for n in 0..4 {
+            assert_eq!(
+                b.edge_to_cloud[n],
+                Link {
+                    latency_s: 0.01,
+                    rate_bps: None
+                }
+            );
+            assert_eq!(b.cloud_to_edge[n], b.edge_to_cloud[n]);
+            for m in 0..4 {
+                assert_eq!(b.edge_to_edge[n][m], b.edge_to_edge[m][n]);
+            }
+        }
+        // 2 x 2 grid in 1 km: side neighbours 500 m apart, diagonal 707 m.
+        let r01 = b.edge_to_edge[0][1].unwrap().rate_bps.unwrap();
+        let r03 = b.edge_to_edge[0][3].unwrap().rate_bps.unwrap();
+        assert!((r01 - 799.199177e6).abs() < 10.0);
+        assert!(r03 < r01);
+        // Same distance, 631x the power: every downlink is faster than its uplink.
+        for u in &i.users {
+            for n in 0..4 {
+                assert!(u.downlink[n].rate_bps.unwrap() > u.uplink[n].rate_bps.unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn shared_bandwidth_divides_among_users() {
+        let mut config = GeneratorConfig::preset(Preset::Paper);
+        config.library = Library::Paper { models: 3 };
+        config.local_experts_per_user = 10;
+        config.activations.tokens_per_layer = 8;
+        let base = generate(&config, 1);
+        config.wireless.total_user_bandwidth_hz = Some(20.0 * 5e6);
+        let shared = generate(&config, 1);
+        // 100 MHz shared by 20 users is 5 MHz each: the same links.
+        assert_eq!(base.users[3].uplink, shared.users[3].uplink);
+        config.wireless.total_user_bandwidth_hz = Some(10.0 * 5e6);
+        let halved = generate(&config, 1);
+        assert!(
+            halved.users[3].uplink[0].rate_bps.unwrap() < base.users[3].uplink[0].rate_bps.unwrap()
+        );
+    }
+
+    #[test]
+    fn requests_are_zipf_over_drawn_models() {
+        let i = generate(&GeneratorConfig::preset(Preset::Paper), 9);
+        for u in &i.users {
+            let mut ps: Vec<f64> = u.requests.iter().map(|r| r.p).collect();
+            ps.sort_by(|a, b| b.total_cmp(a));
+            // Exponent 1: p_j = (1/j) / H_n.
+            let h: f64 = (1..=ps.len()).map(|j| 1.0 / j as f64).sum();
+            for (j, p) in ps.iter().enumerate() {
+                assert!((p - 1.0 / ((j + 1) as f64 * h)).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn deeper_layers_are_more_skewed() {
+        // Average over users of the top set's probability in the first vs the last layer of
+        // LLaMA-MoE (32 layers), with the per-user noise and topics turned off.
+        let mut config = GeneratorConfig::preset(Preset::Paper);
+        config.activations.user_noise = 0.0;
+        config.activations.topic_affinity = 0.0;
+        config.activations.tokens_per_layer = 2000;
+        config.library = Library::Paper { models: 4 };
+        config.models_per_user = Between::exactly(4);
+        let i = generate(&config, 2);
+        let top_share = |layer: u32| -> f64 {
+            i.users
+                .iter()
+                .map(|u| {
+                    let act = u
+                        .activations
+                        .iter()
+                        .find(|a| a.model == ModelId(3) && a.layer == LayerId(layer))
+                        .unwrap();
+                    act.sets.iter().map(|s| s.p).fold(0.0, f64::max)
+                })
+                .sum::<f64>()
+                / i.users.len() as f64
+        };
+        assert!(
+            top_share(31) > top_share(0) + 0.05,
+            "{} vs {}",
+            top_share(31),
+            top_share(0)
+        );
+    }
+
+    #[test]
+    fn local_experts_are_the_most_frequent() {
+        let i = generate(&GeneratorConfig::preset(Preset::Paper), 4);
+        for u in &i.users {
+            // Independent recomputation of frequencies.
+            let mut freq: BTreeMap<ExpertRef, f64> = BTreeMap::new();
+            for act in &u.activations {
+                let pm = u.requests.iter().find(|r| r.model == act.model).unwrap().p;
+                for s in &act.sets {
+                    for &e in &s.experts {
+                        *freq
+                            .entry(ExpertRef {
+                                model: act.model,
+                                layer: act.layer,
+                                expert: e,
+                            })
+                            .or_insert(0.0) += pm * s.p;
+                    }
+                }
+            }
+            let f = |r: &ExpertRef| freq.get(r).copied().unwrap_or(0.0);
+            let held_min = u.local_experts.iter().map(f).fold(f64::INFINITY, f64::min);
+            let other_max = freq
+                .iter()
+                .filter(|(r, _)| !u.local_experts.contains(r))
+                .map(|(_, &v)| v)
+                .fold(0.0, f64::max);
+            assert!(held_min >= other_max, "{held_min} < {other_max}");
+        }
+    }
+
+    #[test]
+    fn set_counts_become_probabilities() {
+        let counts: BTreeMap<Vec<u32>, u64> = [
+            (vec![0, 1], 5),
+            (vec![1, 2], 3),
+            (vec![0, 2], 3),
+            (vec![2, 3], 1),
+        ]
+        .into_iter()
+        .collect();
+        let all = sets_from_counts(counts.clone(), None);
+        assert_eq!(all[0].experts, vec![0, 1]);
+        assert_eq!(all[0].p, 5.0 / 12.0);
+        assert_eq!(all[3].p, 1.0 / 12.0);
+        // Keep 2: {0,1} (5) and, of the two 3s, {0,2} (lexicographically first); p over 8.
+        let kept = sets_from_counts(counts, Some(2));
+        assert_eq!(kept.len(), 2);
+        assert_eq!(kept[1].experts, vec![0, 2]);
+        assert_eq!(kept[1].p, 3.0 / 8.0);
+    }
+
+    #[test]
+    fn bad_configs_name_the_field() {
+        let mut config = GeneratorConfig::preset(Preset::Tiny);
+        config.servers = Between { min: 3, max: 2 };
+        let e = try_generate(&config, 0).unwrap_err().to_string();
+        assert!(e.contains("servers"), "{e}");
+        let mut config = GeneratorConfig::preset(Preset::Small);
+        config.activations.tokens_per_layer = 0;
+        let e = try_generate(&config, 0).unwrap_err().to_string();
+        assert!(e.contains("activations.tokens_per_layer"), "{e}");
+        let mut config = GeneratorConfig::preset(Preset::Paper);
+        config.wireless.user_bandwidth_hz = -1.0;
+        let e = try_generate(&config, 0).unwrap_err().to_string();
+        assert!(e.contains("wireless.user_bandwidth_hz"), "{e}");
+    }
+}

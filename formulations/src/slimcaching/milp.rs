@@ -93,8 +93,8 @@ impl SlimCachingMilp {
                     milp.row(format!("cap_s{n}"), terms, f64::NEG_INFINITY, q);
                 }
                 Scope::Fixed(set) => {
-                    for e in 0..experts {
-                        milp.fix(x[n][e], 0.0);
+                    for &v in &x[n] {
+                        milp.fix(v, 0.0);
                     }
                     for e in set {
                         milp.fix(x[n][e.index()], 1.0);

@@ -1,0 +1,492 @@
+//! The `moe-opt` command line. Bad input (unreadable or invalid files, unknown names, sizes
+//! beyond a method's limit) ends with exit code 2 and one line on stderr; a solver failure
+//! with exit code 1.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use formulations::milp::{MilpStatus, SolveOptions};
+use formulations::slimcaching::{self as sc, Instance, LatencyModel, SlimCachingMilp};
+
+use crate::report::{CompareReport, InstanceInfo, MethodReport, SolveReport, VERSION};
+use crate::slimcaching::algorithms::EXHAUSTIVE_LIMIT;
+use crate::slimcaching::generate::{generate, GeneratorConfig, Preset};
+use crate::slimcaching::methods::{self, Method, MethodRun, Reference, RunOptions};
+
+/// Exact optimisation and the papers' algorithms for MoE expert placement, caching and scheduling.
+#[derive(Debug, Parser)]
+#[command(name = "moe-opt", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate a seeded instance from a preset.
+    Generate {
+        /// The problem.
+        problem: Problem,
+        /// Generator preset.
+        #[arg(long, default_value = "small")]
+        preset: String,
+        /// Random seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Output file (JSON).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Solve an instance with one method and report its placement and latency.
+    Solve {
+        /// Instance file (JSON).
+        file: PathBuf,
+        /// Method (milp, exhaustive, greedy, lazy-greedy, successive-dp, successive-maxconv,
+        /// lfu, random, u-shaped).
+        #[arg(long, default_value = "milp")]
+        method: String,
+        #[command(flatten)]
+        options: SolveArgs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run several methods on an instance and compare each with the exact optimum.
+    Compare {
+        /// Instance file (JSON).
+        file: PathBuf,
+        /// Comma-separated methods (default: all; exhaustive only where its size limit allows).
+        #[arg(long, value_delimiter = ',')]
+        methods: Option<Vec<String>>,
+        #[command(flatten)]
+        options: SolveArgs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the exact MILP in CPLEX LP format.
+    WriteLp {
+        /// Instance file (JSON).
+        file: PathBuf,
+        /// Output file (.lp).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Generate small instances, solve each exactly and with every algorithm, print the tables.
+    Demo {
+        /// Instances per preset (tiny and small).
+        #[arg(long, default_value_t = 3)]
+        instances: u64,
+        /// First seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Problem {
+    /// Expert caching on edge servers (paper 000).
+    Slimcaching,
+}
+
+#[derive(Debug, Args)]
+struct SolveArgs {
+    /// MILP time limit, seconds.
+    #[arg(long)]
+    time_limit: Option<f64>,
+    /// MILP relative gap at which to stop (0 = prove optimality).
+    #[arg(long, default_value_t = 0.0)]
+    gap: f64,
+    /// Seed of randomised methods.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+impl SolveArgs {
+    fn run_options(&self) -> Result<RunOptions, CliError> {
+        if let Some(t) = self.time_limit {
+            if !(t.is_finite() && t >= 0.0) {
+                return Err(CliError::input(format!(
+                    "--time-limit must be a non-negative number of seconds, got {t}"
+                )));
+            }
+        }
+        if !(self.gap.is_finite() && self.gap >= 0.0) {
+            return Err(CliError::input(format!(
+                "--gap must be a non-negative number, got {}",
+                self.gap
+            )));
+        }
+        Ok(RunOptions {
+            solve: SolveOptions {
+                time_limit_s: self.time_limit,
+                mip_rel_gap: self.gap,
+                threads: 1,
+            },
+            seed: self.seed,
+        })
+    }
+}
+
+/// A failure with its exit code.
+#[derive(Debug)]
+pub struct CliError {
+    /// 2 for bad input, 1 for a failure of moe-opt or the solver.
+    pub code: i32,
+    /// One line for stderr.
+    pub message: String,
+}
+
+impl CliError {
+    fn input(message: impl Into<String>) -> Self {
+        CliError {
+            code: 2,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<formulations::Error> for CliError {
+    fn from(e: formulations::Error) -> Self {
+        let code = match e {
+            formulations::Error::Solver(_) => 1,
+            _ => 2,
+        };
+        CliError {
+            code,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Runs a parsed command line, printing to stdout.
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Generate {
+            problem: Problem::Slimcaching,
+            preset,
+            seed,
+            output,
+        } => {
+            let preset: Preset = preset.parse().map_err(CliError::input)?;
+            let instance = generate(&GeneratorConfig::preset(preset), seed);
+            write_json(&output, &instance)?;
+            eprintln!(
+                "wrote {} ({})",
+                output.display(),
+                summary(&InstanceInfo::new(&instance))
+            );
+            Ok(())
+        }
+        Command::Solve {
+            file,
+            method,
+            options,
+            json,
+        } => {
+            let method: Method = method.parse().map_err(CliError::input)?;
+            let instance = sc::load(&file)?;
+            let model = LatencyModel::new(&instance);
+            let run = methods::run(method, &model, &options.run_options()?)?;
+            let report = SolveReport::new(&instance, &model, &run);
+            if json {
+                println!("{}", to_json(&report));
+            } else {
+                print!("{}", solve_text(&report));
+            }
+            Ok(())
+        }
+        Command::Compare {
+            file,
+            methods: names,
+            options,
+            json,
+        } => {
+            let instance = sc::load(&file)?;
+            let chosen = match names {
+                Some(names) => names
+                    .iter()
+                    .map(|n| n.parse::<Method>().map_err(CliError::input))
+                    .collect::<Result<Vec<_>, _>>()?,
+                None => default_methods(&instance),
+            };
+            let report = compare(&instance, &chosen, &options.run_options()?)?;
+            if json {
+                println!("{}", to_json(&report));
+            } else {
+                print!("{}", compare_text(&report));
+            }
+            Ok(())
+        }
+        Command::WriteLp { file, output } => {
+            let instance = sc::load(&file)?;
+            let model = LatencyModel::new(&instance);
+            let milp = SlimCachingMilp::p1(&model);
+            write_file(&output, milp.milp.to_lp().as_bytes())?;
+            eprintln!(
+                "wrote {} ({} variables, {} integer, {} rows)",
+                output.display(),
+                milp.milp.num_vars(),
+                milp.milp.num_integers(),
+                milp.milp.num_rows()
+            );
+            Ok(())
+        }
+        Command::Demo { instances, seed } => demo(instances, seed),
+    }
+}
+
+/// Every method, with exhaustive search only where its size limit allows.
+fn default_methods(instance: &Instance) -> Vec<Method> {
+    let pairs = instance.servers.len() * InstanceInfo::new(instance).experts;
+    Method::ALL
+        .into_iter()
+        .filter(|m| *m != Method::Exhaustive || pairs <= EXHAUSTIVE_LIMIT)
+        .collect()
+}
+
+/// Runs the methods and rates each against the best reference found (a proved optimum if any).
+pub fn compare(
+    instance: &Instance,
+    chosen: &[Method],
+    options: &RunOptions,
+) -> Result<CompareReport, CliError> {
+    let model = LatencyModel::new(instance);
+    let runs: Vec<MethodRun> = chosen
+        .iter()
+        .map(|&m| methods::run(m, &model, options))
+        .collect::<Result<_, _>>()?;
+    let reference = Reference::from_runs(&runs);
+    Ok(CompareReport {
+        moe_opt_version: VERSION,
+        instance: InstanceInfo::new(instance),
+        reference,
+        methods: runs
+            .iter()
+            .map(|r| MethodReport::new(r, reference))
+            .collect(),
+    })
+}
+
+fn demo(instances: u64, first_seed: u64) -> Result<(), CliError> {
+    println!(
+        "moe-opt {VERSION} demo: SlimCaching (paper 000), exact optimum vs the paper's algorithms\n"
+    );
+    let options = RunOptions {
+        solve: SolveOptions {
+            time_limit_s: Some(60.0),
+            ..SolveOptions::default()
+        },
+        seed: 0,
+    };
+    let mut all = Vec::new();
+    for preset in [Preset::Tiny, Preset::Small] {
+        for seed in first_seed..first_seed + instances {
+            let instance = generate(&GeneratorConfig::preset(preset), seed);
+            let report = compare(&instance, &default_methods(&instance), &options)?;
+            print!("{}", compare_text(&report));
+            println!();
+            all.push(report);
+        }
+    }
+    print!("{}", demo_summary(&all));
+    Ok(())
+}
+
+/// Per method over the demo's instances: how many had a proved optimum, mean and worst ratio.
+fn demo_summary(reports: &[CompareReport]) -> String {
+    let mut rows = Vec::new();
+    for method in Method::ALL {
+        let ratios: Vec<f64> = reports
+            .iter()
+            .filter(|r| matches!(r.reference, Reference::Optimum(_)))
+            .flat_map(|r| r.methods.iter().filter(|m| m.method == method))
+            .filter_map(|m| m.ratio)
+            .collect();
+        if ratios.is_empty() {
+            continue;
+        }
+        let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
+        let worst = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        rows.push(vec![
+            method.name().to_string(),
+            method.description().to_string(),
+            ratios.len().to_string(),
+            format!("{mean:.4}"),
+            format!("{worst:.4}"),
+        ]);
+    }
+    let proved = reports
+        .iter()
+        .filter(|r| matches!(r.reference, Reference::Optimum(_)))
+        .count();
+    format!(
+        "Summary: F(X) / F(OPT) over the {proved} of {} instances with a proved optimum\n{}",
+        reports.len(),
+        table(
+            &["method", "what", "instances", "mean ratio", "worst ratio"],
+            &rows,
+            2
+        )
+    )
+}
+
+fn summary(info: &InstanceInfo) -> String {
+    format!(
+        "{}: {} servers, {} users, {} models, {} experts, K <= {}",
+        info.name, info.servers, info.users, info.models, info.experts, info.max_top_k
+    )
+}
+
+fn ms(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{:.4}", v * 1e3))
+}
+
+fn status_text(m: &MethodReport) -> String {
+    match (&m.exact, m.feasible) {
+        (Some(e), _) => match (e.status, e.gap) {
+            (MilpStatus::Optimal, _) => "optimal".into(),
+            (s, Some(g)) => format!("{s} (gap {:.2}%)", g * 100.0),
+            (s, None) => s.to_string(),
+        },
+        (None, Some(true)) if m.method == Method::Exhaustive => "optimal".into(),
+        (None, Some(true)) => "feasible".into(),
+        (None, Some(false)) => "INFEASIBLE".into(),
+        (None, None) => "-".into(),
+    }
+}
+
+fn compare_text(r: &CompareReport) -> String {
+    let reference = match r.reference {
+        Reference::Optimum(v) => format!("proved optimum F* = {:.4} ms", v * 1e3),
+        Reference::Bound(v) => format!(
+            "no proved optimum; ratios are lower bounds against the MILP bound {:.4} ms",
+            v * 1e3
+        ),
+        Reference::None => "no optimum or bound (ratios unavailable)".into(),
+    };
+    let rows: Vec<Vec<String>> = r
+        .methods
+        .iter()
+        .map(|m| {
+            let ratio = match (m.ratio, r.reference) {
+                (Some(x), Reference::Bound(_)) => format!(">={x:.4}"),
+                (Some(x), _) => format!("{x:.4}"),
+                (None, _) => "-".into(),
+            };
+            vec![
+                m.method.name().to_string(),
+                ms(m.objective_s),
+                ms(m.avg_latency_s),
+                ratio,
+                status_text(m),
+                format!("{:.3}", m.runtime_s),
+                m.evaluations.map_or("-".into(), |e| e.to_string()),
+            ]
+        })
+        .collect();
+    format!(
+        "{}\n  T^max = {} ms; {}\n{}",
+        summary(&r.instance),
+        ms(r.methods.iter().find_map(|m| m.max_latency_s)),
+        reference,
+        table(
+            &[
+                "method",
+                "F (ms)",
+                "avg latency (ms)",
+                "F/F*",
+                "status",
+                "runtime (s)",
+                "gain evals"
+            ],
+            &rows,
+            1
+        )
+    )
+}
+
+fn solve_text(r: &SolveReport) -> String {
+    let m = &r.result;
+    let mut out = format!(
+        "{}\n  method {}: F = {} ms, average latency {} ms (T^max {} ms), {}, {:.3} s\n",
+        summary(&r.instance),
+        m.method,
+        ms(m.objective_s),
+        ms(m.avg_latency_s),
+        ms(m.max_latency_s),
+        status_text(m),
+        m.runtime_s
+    );
+    if let Some(e) = &m.exact {
+        out.push_str(&format!(
+            "  MILP: status {}, objective {} ms, best bound {} ms, gap {}, {:.3} s in HiGHS\n",
+            e.status,
+            ms(e.objective_s),
+            ms(e.best_bound_s),
+            e.gap.map_or("-".into(), |g| format!("{:.3e}", g)),
+            e.solve_time_s
+        ));
+    }
+    if let (Some(placement), Some(used)) = (&r.placement, &r.storage_used_bytes) {
+        for (n, experts) in placement.iter().enumerate() {
+            out.push_str(&format!(
+                "  server {n}: {} experts, {} of {} bytes\n",
+                experts.len(),
+                used[n],
+                r.storage_bytes[n]
+            ));
+        }
+    }
+    out
+}
+
+/// A plain text table: the first `left` columns left-aligned, the others right-aligned.
+fn table(headers: &[&str], rows: &[Vec<String>], left: usize) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| -> String {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i < left {
+                    format!("{c:<w$}", w = widths[i])
+                } else {
+                    format!("{c:>w$}", w = widths[i])
+                }
+            })
+            .collect();
+        format!("  {}\n", parts.join("  ").trim_end())
+    };
+    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
+    out.push_str(&line(widths.iter().map(|w| "-".repeat(*w)).collect()));
+    for row in rows {
+        out.push_str(&line(row.clone()));
+    }
+    out
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string_pretty(value).expect("reports always serialise")
+}
+
+fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), CliError> {
+    let mut text = to_json(value);
+    text.push('\n');
+    write_file(path, text.as_bytes())
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    std::fs::write(path, bytes).map_err(|source| {
+        formulations::Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+        .into()
+    })
+}

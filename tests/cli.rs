@@ -1,0 +1,241 @@
+//! The command line as a user meets it: generate, solve, compare, write-lp and the errors.
+//!
+//! JSON outputs are snapshotted with the wall-clock fields redacted; error cases assert the
+//! exit code 2 and a single `error:` line on stderr that names the file and the field.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+
+fn moe_opt() -> Command {
+    Command::cargo_bin("moe-opt").expect("the binary is built for tests")
+}
+
+/// A fresh folder for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("moe-opt-cli-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn generate(dir: &std::path::Path, preset: &str, seed: u64) -> PathBuf {
+    let file = dir.join(format!("{preset}-{seed}.json"));
+    moe_opt()
+        .args(["generate", "slimcaching", "--preset", preset, "--seed"])
+        .arg(seed.to_string())
+        .arg("-o")
+        .arg(&file)
+        .assert()
+        .success();
+    file
+}
+
+/// Rounds every float to 9 significant digits so snapshots do not depend on the last bits.
+fn rounded(mut v: serde_json::Value) -> serde_json::Value {
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Number(n) if n.is_f64() => {
+                let x = n.as_f64().unwrap();
+                let r: f64 = format!("{x:.8e}").parse().unwrap();
+                *v = serde_json::json!(r);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
+            serde_json::Value::Object(o) => o.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut v);
+    v
+}
+
+fn stderr_line(output: &std::process::Output) -> String {
+    let text = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(text.lines().count(), 1, "one line on stderr, got: {text}");
+    text
+}
+
+#[test]
+fn generate_is_deterministic_per_seed() {
+    let dir = scratch("generate");
+    let a = std::fs::read(generate(&dir, "tiny", 3)).unwrap();
+    let b_file = dir.join("again.json");
+    moe_opt()
+        .args([
+            "generate",
+            "slimcaching",
+            "--preset",
+            "tiny",
+            "--seed",
+            "3",
+            "-o",
+        ])
+        .arg(&b_file)
+        .assert()
+        .success();
+    assert_eq!(a, std::fs::read(b_file).unwrap());
+    let c = std::fs::read(generate(&dir, "tiny", 4)).unwrap();
+    assert_ne!(a, c);
+}
+
+#[test]
+fn compare_json_rates_every_method_against_the_proved_optimum() {
+    let dir = scratch("compare");
+    let file = generate(&dir, "tiny", 1);
+    let out = moe_opt()
+        .arg("compare")
+        .arg(&file)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["reference"]["kind"], "optimum");
+    let names: Vec<&str> = report["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "milp",
+            "exhaustive",
+            "greedy",
+            "lazy-greedy",
+            "successive-dp",
+            "successive-maxconv",
+            "lfu",
+            "random",
+            "u-shaped"
+        ]
+    );
+    for m in report["methods"].as_array().unwrap() {
+        let ratio = m["ratio"].as_f64().unwrap();
+        assert!(ratio <= 1.0 + 1e-6, "{}: ratio {ratio}", m["method"]);
+    }
+    insta::assert_json_snapshot!("compare_tiny_1", rounded(report), {
+        ".methods[].runtime_s" => "[runtime]",
+        ".methods[].exact.solve_time_s" => "[runtime]",
+    });
+}
+
+#[test]
+fn solve_json_reports_placement_and_users() {
+    let dir = scratch("solve");
+    let file = generate(&dir, "tiny", 2);
+    let out = moe_opt()
+        .arg("solve")
+        .arg(&file)
+        .args(["--method", "successive-dp", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    insta::assert_json_snapshot!("solve_tiny_2_successive_dp", rounded(report), {
+        ".result.runtime_s" => "[runtime]",
+    });
+}
+
+#[test]
+fn text_compare_names_every_method_and_the_reference() {
+    let dir = scratch("text");
+    let file = generate(&dir, "small", 1);
+    let out = moe_opt().arg("compare").arg(&file).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("proved optimum F* ="), "{text}");
+    for name in ["milp", "greedy", "successive-maxconv", "lfu", "u-shaped"] {
+        assert!(text.contains(name), "{name} missing from:\n{text}");
+    }
+}
+
+#[test]
+fn write_lp_writes_a_cplex_lp_file() {
+    let dir = scratch("lp");
+    let file = generate(&dir, "tiny", 1);
+    let lp = dir.join("p1.lp");
+    moe_opt()
+        .arg("write-lp")
+        .arg(&file)
+        .arg("-o")
+        .arg(&lp)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(lp).unwrap();
+    assert!(text.starts_with("\\ SlimCaching P1 (18)"));
+    assert!(text.contains("\nSubject To\n") && text.contains("\nBinaries\n"));
+    assert!(text.ends_with("End\n"));
+}
+
+#[test]
+fn a_missing_file_is_bad_input() {
+    let out = moe_opt()
+        .args(["compare", "/nonexistent/instance.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let line = stderr_line(&out);
+    assert!(
+        line.starts_with("error: /nonexistent/instance.json: "),
+        "{line}"
+    );
+}
+
+#[test]
+fn malformed_json_names_line_and_column() {
+    let dir = scratch("malformed");
+    let file = dir.join("bad.json");
+    std::fs::write(&file, "{\n  \"servers\": [,]\n}\n").unwrap();
+    let out = moe_opt().arg("solve").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let line = stderr_line(&out);
+    assert!(line.contains("bad.json: line 2, column"), "{line}");
+}
+
+#[test]
+fn an_invalid_probability_names_the_field() {
+    let dir = scratch("invalid");
+    let file = generate(&dir, "tiny", 1);
+    let mut instance: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    instance["users"][0]["requests"][0]["p"] = serde_json::json!(1.5);
+    std::fs::write(&file, serde_json::to_vec(&instance).unwrap()).unwrap();
+    let out = moe_opt().arg("solve").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let line = stderr_line(&out);
+    assert!(
+        line.contains("users[0].requests[0].p: probability 1.5 is outside [0, 1]"),
+        "{line}"
+    );
+}
+
+#[test]
+fn an_unknown_method_lists_the_known_ones() {
+    let dir = scratch("method");
+    let file = generate(&dir, "tiny", 1);
+    let out = moe_opt()
+        .arg("solve")
+        .arg(&file)
+        .args(["--method", "simplex"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let line = stderr_line(&out);
+    assert!(line.contains("unknown method `simplex`") && line.contains("successive-maxconv"));
+}
+
+#[test]
+fn exhaustive_search_refuses_a_large_instance() {
+    let dir = scratch("large");
+    let file = generate(&dir, "small", 1);
+    let out = moe_opt()
+        .arg("solve")
+        .arg(&file)
+        .args(["--method", "exhaustive"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    stderr_line(&out);
+}
