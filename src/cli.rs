@@ -10,7 +10,8 @@ use formulations::slimcaching::{self as sc, Instance, LatencyModel, SlimCachingM
 
 use crate::report::{CompareReport, InstanceInfo, MethodReport, SolveReport, VERSION};
 use crate::slimcaching::algorithms::EXHAUSTIVE_LIMIT;
-use crate::slimcaching::generate::{generate, GeneratorConfig, Preset};
+use crate::slimcaching::generate::{generate, try_generate, GeneratorConfig, Preset};
+use crate::slimcaching::import::{from_activation_counts, ImportConfig};
 use crate::slimcaching::methods::{self, Method, MethodRun, Reference, RunOptions};
 
 /// Exact optimisation and the papers' algorithms for MoE expert placement, caching and scheduling.
@@ -23,16 +24,53 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Generate a seeded instance from a preset.
+    /// Generate a seeded instance from a preset or a generator configuration.
     Generate {
         /// The problem.
         problem: Problem,
-        /// Generator preset.
+        /// Generator preset (tiny, small, paper).
         #[arg(long, default_value = "small")]
         preset: String,
+        /// Generator configuration (JSON, the format printed by --print-config); overrides
+        /// --preset.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print the configuration (of --preset or --config) as JSON and exit.
+        #[arg(long)]
+        print_config: bool,
         /// Random seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Output file (JSON).
+        #[arg(short, long, required_unless_present = "print_config")]
+        output: Option<PathBuf>,
+    },
+    /// Build an instance from a real activation-count file (../shared/data/activation-counts).
+    Import {
+        /// The problem.
+        problem: Problem,
+        /// The activation-count file (gzip JSON, format moe-activation-counts/v1).
+        #[arg(long)]
+        counts: PathBuf,
+        /// Import configuration (JSON); defaults to the paper network (4 servers, 20 users,
+        /// 5 GB, 200 local experts).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Overrides the number of edge servers.
+        #[arg(long)]
+        servers: Option<u32>,
+        /// Overrides the number of users (groups of prompts).
+        #[arg(long)]
+        users: Option<u32>,
+        /// Overrides the storage per server, bytes.
+        #[arg(long)]
+        storage_bytes: Option<u64>,
+        /// Overrides the experts each user holds locally.
+        #[arg(long)]
+        local_experts: Option<u32>,
+        /// Overrides the seed of the prompt grouping and node positions.
+        #[arg(long)]
+        seed: Option<u64>,
         /// Output file (JSON).
         #[arg(short, long)]
         output: PathBuf,
@@ -165,18 +203,47 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Generate {
             problem: Problem::Slimcaching,
             preset,
+            config,
+            print_config,
             seed,
             output,
         } => {
-            let preset: Preset = preset.parse().map_err(CliError::input)?;
-            let instance = generate(&GeneratorConfig::preset(preset), seed);
-            write_json(&output, &instance)?;
-            eprintln!(
-                "wrote {} ({})",
-                output.display(),
-                summary(&InstanceInfo::new(&instance))
-            );
-            Ok(())
+            let config = match config {
+                Some(path) => formulations::error::read_json(&path)?,
+                None => GeneratorConfig::preset(preset.parse().map_err(CliError::input)?),
+            };
+            if print_config {
+                println!("{}", to_json(&config));
+                return Ok(());
+            }
+            let Some(output) = output else {
+                return Err(CliError::input("--output is required"));
+            };
+            let instance = try_generate(&config, seed)?;
+            write_instance(&output, &instance)
+        }
+        Command::Import {
+            problem: Problem::Slimcaching,
+            counts,
+            config,
+            servers,
+            users,
+            storage_bytes,
+            local_experts,
+            seed,
+            output,
+        } => {
+            let mut config: ImportConfig = match config {
+                Some(path) => formulations::error::read_json(&path)?,
+                None => ImportConfig::default(),
+            };
+            config.servers = servers.unwrap_or(config.servers);
+            config.users = users.unwrap_or(config.users);
+            config.storage_bytes = storage_bytes.unwrap_or(config.storage_bytes);
+            config.local_experts_per_user = local_experts.unwrap_or(config.local_experts_per_user);
+            config.seed = seed.unwrap_or(config.seed);
+            let instance = from_activation_counts(&counts, &config)?;
+            write_instance(&output, &instance)
         }
         Command::Solve {
             file,
@@ -473,6 +540,17 @@ fn table(headers: &[&str], rows: &[Vec<String>], left: usize) -> String {
 
 fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string_pretty(value).expect("reports always serialise")
+}
+
+/// Writes an instance file and says so on stderr.
+fn write_instance(path: &Path, instance: &Instance) -> Result<(), CliError> {
+    write_json(path, instance)?;
+    eprintln!(
+        "wrote {} ({})",
+        path.display(),
+        summary(&InstanceInfo::new(instance))
+    );
+    Ok(())
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), CliError> {

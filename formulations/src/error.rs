@@ -87,7 +87,16 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Resu
         path: path.to_path_buf(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|e| {
+    parse_json(path, &text)
+}
+
+/// Parses JSON text read from `path` into `T`; a failure is an [`Error::Json`] naming the file,
+/// line and column.
+pub fn parse_json<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+    text: &str,
+) -> Result<T, Error> {
+    serde_json::from_str(text).map_err(|e| {
         let mut message = e.to_string();
         if let Some(at) = message.rfind(" at line ") {
             message.truncate(at);

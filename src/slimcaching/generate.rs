@@ -712,14 +712,15 @@ pub struct Architecture {
 impl Architecture {
     /// The instance's model: bf16 bytes rounded to 1 MiB, D_m = 2 x hidden, 2 x params FLOPs.
     pub fn to_model(&self, name: String) -> MoeModel {
+        let shape = super::import::ExpertShape::bf16(self.expert_params, self.hidden_size);
         MoeModel {
             name,
             top_k: self.top_k,
             layers: self.layers,
             experts_per_layer: self.experts_per_layer,
-            expert_bytes: round_to_mib(2 * self.expert_params),
-            hidden_bytes: 2 * self.hidden_size,
-            expert_flops: 2.0 * self.expert_params as f64,
+            expert_bytes: shape.expert_bytes,
+            hidden_bytes: shape.hidden_bytes,
+            expert_flops: shape.expert_flops,
         }
     }
 }

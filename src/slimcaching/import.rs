@@ -93,6 +93,18 @@ pub struct ExpertShape {
     pub expert_flops: f64,
 }
 
+impl ExpertShape {
+    /// bf16 weights: expert bytes 2 x parameters rounded to 1 MiB, D_m = 2 x hidden size,
+    /// FLOPs per token 2 x parameters (one multiply-add per weight).
+    pub fn bf16(expert_params: u64, hidden_size: u64) -> Self {
+        ExpertShape {
+            expert_bytes: round_to_mib(2 * expert_params),
+            hidden_bytes: 2 * hidden_size,
+            expert_flops: 2.0 * expert_params as f64,
+        }
+    }
+}
+
 /// A model whose shape moe-opt knows (from its public configuration, see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownModel {
@@ -111,11 +123,7 @@ pub struct KnownModel {
 impl KnownModel {
     /// bf16 bytes rounded to 1 MiB, D_m = 2 x hidden, 2 x parameters FLOPs.
     pub fn shape(&self) -> ExpertShape {
-        ExpertShape {
-            expert_bytes: round_to_mib(2 * self.expert_params),
-            hidden_bytes: 2 * self.hidden_size,
-            expert_flops: 2.0 * self.expert_params as f64,
-        }
+        ExpertShape::bf16(self.expert_params, self.hidden_size)
     }
 }
 
@@ -294,18 +302,7 @@ fn read_counts(path: &Path) -> Result<CountsFile, Error> {
     flate2::read::GzDecoder::new(file)
         .read_to_string(&mut text)
         .map_err(io)?;
-    serde_json::from_str(&text).map_err(|e| {
-        let mut message = e.to_string();
-        if let Some(at) = message.rfind(" at line ") {
-            message.truncate(at);
-        }
-        Error::Json {
-            path: path.to_path_buf(),
-            line: e.line(),
-            column: e.column(),
-            message,
-        }
-    })
+    formulations::error::parse_json(path, &text)
 }
 
 /// Checks the header and the shape of `counts`.
