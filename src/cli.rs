@@ -8,11 +8,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use formulations::milp::{MilpStatus, SolveOptions};
 use formulations::slimcaching::{self as sc, Instance, LatencyModel, SlimCachingMilp};
 
+use crate::claims::ClaimInfo;
 use crate::report::{CompareReport, InstanceInfo, MethodReport, SolveReport, VERSION};
 use crate::slimcaching::algorithms::EXHAUSTIVE_LIMIT;
+use crate::slimcaching::claims::{registry, CheckOptions, SlimClaim};
 use crate::slimcaching::generate::{generate, try_generate, GeneratorConfig, Preset};
 use crate::slimcaching::import::{from_activation_counts, ImportConfig};
 use crate::slimcaching::methods::{self, Method, MethodRun, Reference, RunOptions};
+use crate::verify::{ClaimRow, VerifyOptions};
 
 /// Exact optimisation and the papers' algorithms for MoE expert placement, caching and scheduling.
 #[derive(Debug, Parser)]
@@ -109,6 +112,46 @@ enum Command {
         /// Output file (.lp).
         #[arg(short, long)]
         output: PathBuf,
+    },
+    /// List the registered claims of the papers.
+    Claims {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check claims on generated and worst-case-searched instances against proved optima.
+    Verify {
+        /// Only this claim (id as listed by `moe-opt claims`).
+        #[arg(long)]
+        claim: Option<String>,
+        /// Only the claims of this paper file (e.g. 000_e52eafead23a117e.txt).
+        #[arg(long)]
+        paper: Option<String>,
+        /// Re-check one saved instance file (with --claim).
+        #[arg(long, requires = "claim")]
+        instance: Option<PathBuf>,
+        /// Generated instances per claim.
+        #[arg(long, default_value_t = 200)]
+        instances: u64,
+        /// Base seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Parallel workers (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// MILP time limit per solve, seconds (a solve stopped by it makes the instance
+        /// inconclusive, never a pass).
+        #[arg(long, default_value_t = 20.0)]
+        time_limit: f64,
+        /// Neighbours tried by the worst-case search of each ratio claim (0: none).
+        #[arg(long, default_value_t = 1000)]
+        search: usize,
+        /// Output folder: journal.jsonl, claims.csv, instances.csv, counterexamples/.
+        #[arg(long, default_value = "verify-out")]
+        out: PathBuf,
+        /// Continue an interrupted run from OUT/journal.jsonl.
+        #[arg(long)]
+        resume: bool,
     },
     /// Generate small instances, solve each exactly and with every algorithm, print the tables.
     Demo {
@@ -300,6 +343,87 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Demo { instances, seed } => demo(instances, seed),
+        Command::Claims { json } => {
+            let infos: Vec<ClaimInfo> = registry().iter().map(|c| c.info).collect();
+            if json {
+                println!("{}", to_json(&infos));
+            } else {
+                let rows: Vec<Vec<String>> = infos
+                    .iter()
+                    .map(|i| {
+                        vec![
+                            i.id.into(),
+                            i.place.into(),
+                            i.bound.into(),
+                            i.statement.into(),
+                        ]
+                    })
+                    .collect();
+                print!(
+                    "{}",
+                    table(&["id", "place", "bound", "statement"], &rows, 4)
+                );
+            }
+            Ok(())
+        }
+        Command::Verify {
+            claim,
+            paper,
+            instance,
+            instances,
+            seed,
+            jobs,
+            time_limit,
+            search,
+            out,
+            resume,
+        } => {
+            let all = registry();
+            let chosen: Vec<SlimClaim> = all
+                .into_iter()
+                .filter(|c| claim.as_deref().is_none_or(|id| c.info.id == id))
+                .filter(|c| paper.as_deref().is_none_or(|p| c.info.paper == p))
+                .collect();
+            if chosen.is_empty() {
+                let ids: Vec<&str> = registry().iter().map(|c| c.info.id).collect();
+                return Err(CliError::input(format!(
+                    "no claim matches; known claims: {}",
+                    ids.join(", ")
+                )));
+            }
+            if !(time_limit.is_finite() && time_limit > 0.0) {
+                return Err(CliError::input(format!(
+                    "--time-limit must be a positive number of seconds, got {time_limit}"
+                )));
+            }
+            let check = CheckOptions {
+                solve: SolveOptions {
+                    time_limit_s: Some(time_limit),
+                    ..SolveOptions::default()
+                },
+            };
+            if let Some(file) = instance {
+                let inst = sc::load(&file)?;
+                let c = &chosen[0];
+                let result = (c.check)(&inst, &check);
+                println!("{}", to_json(&result));
+                return Ok(());
+            }
+            let options = VerifyOptions {
+                instances,
+                seed,
+                jobs: jobs
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                search_iterations: search,
+                shrink_steps: 200,
+                check,
+                out: out.clone(),
+                resume,
+            };
+            let rows = crate::verify::run(&chosen, &options)?;
+            print!("{}", verify_text(&rows, &out));
+            Ok(())
+        }
     }
 }
 
@@ -396,6 +520,57 @@ fn demo_summary(reports: &[CompareReport]) -> String {
             2
         )
     )
+}
+
+fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
+    let mut text = String::new();
+    let table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let verdict = match r.verdict.as_str() {
+                "holds" => format!("holds on {}", r.checked),
+                "violated" => format!("violated on {} of {}", r.failed, r.checked),
+                v => v.to_string(),
+            };
+            let worst = match (
+                r.worst_ratio,
+                r.bound_at_worst,
+                r.measured_min,
+                r.measured_max,
+            ) {
+                (Some(x), Some(b), _, _) => format!("ratio {x:.4} (bound {b:.4})"),
+                (Some(x), None, _, _) => format!("ratio {x:.4}"),
+                (None, _, Some(lo), Some(hi)) => format!("measured {lo:.4}..{hi:.4}"),
+                _ => "-".into(),
+            };
+            vec![r.id.clone(), verdict, r.inconclusive.to_string(), worst]
+        })
+        .collect();
+    text.push_str(&table(
+        &["claim", "verdict", "inconclusive", "worst ratio / measured"],
+        &table_rows,
+        2,
+    ));
+    for r in rows {
+        if let Some(path) = &r.counterexample {
+            text.push_str(&format!(
+                "{}: counterexample {} ({})\n  re-check: moe-opt verify --claim {} --instance {}\n",
+                r.id,
+                out.join(path).display(),
+                r.note,
+                r.id,
+                out.join(path).display()
+            ));
+        } else if r.verdict == "inconclusive" {
+            text.push_str(&format!("{}: inconclusive: {}\n", r.id, r.note));
+        }
+    }
+    text.push_str(&format!(
+        "claims: {}  instances: {}\n",
+        out.join("claims.csv").display(),
+        out.join("instances.csv").display()
+    ));
+    text
 }
 
 fn summary(info: &InstanceInfo) -> String {

@@ -3,6 +3,8 @@
 //! MILPs live in the `formulations` crate; generic checks of set functions in `verification`.
 #![deny(missing_docs)]
 
+pub mod claims;
 pub mod cli;
 pub mod report;
 pub mod slimcaching;
+pub mod verify;

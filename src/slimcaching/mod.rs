@@ -7,6 +7,8 @@
 //! Caching of Mixture-of-Experts for Distributed Inference".
 
 pub mod algorithms;
+pub mod claims;
 pub mod generate;
 pub mod import;
 pub mod methods;
+pub mod mutate;

@@ -1,0 +1,76 @@
+//! The claims registry: every claim of the papers that moe-opt checks, as a hypothesis with
+//! an id, its place in the paper, what is measured and the bound, and the outcome of checking
+//! it on one instance. The verdict of a claim comes only from these per-instance outcomes: a
+//! claim is `violated` when some instance fails it, `holds` when it was checked (against a
+//! proved optimum where it is a ratio claim) on at least one instance and none failed, and
+//! `inconclusive` otherwise.
+
+use serde::{Deserialize, Serialize};
+
+/// A claim of a paper, as moe-opt states and checks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ClaimInfo {
+    /// Stable id, `<problem>/<place>-<what>`, e.g. `slimcaching/prop3-greedy-ratio`.
+    pub id: &'static str,
+    /// Paper file in ../shared/papers/.
+    pub paper: &'static str,
+    /// Where the paper states it (Prop., Thm., Lemma, eq.).
+    pub place: &'static str,
+    /// The statement in words.
+    pub statement: &'static str,
+    /// What moe-opt measures on an instance.
+    pub measured: &'static str,
+    /// The bound or property claimed, in words (e.g. `ratio >= 1 - 1/e = 0.632`).
+    pub bound: &'static str,
+    /// The instances it is checked on.
+    pub family: &'static str,
+}
+
+/// The outcome of checking a claim on one instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The claim holds on this instance (ratio claims: against a proved optimum).
+    Pass,
+    /// The claim fails on this instance; the check's witness says how.
+    Fail,
+    /// Nothing can be concluded (no proved optimum, the property is undefined here, ...).
+    Inconclusive,
+}
+
+/// Whether a ratio claim's reference value is a proved optimum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReferenceKind {
+    /// Exhaustive search, or a MILP solved with status optimal.
+    Optimum,
+    /// Only a bound (a MILP stopped by a limit).
+    Bound,
+    /// No reference (property claims, or no solver result).
+    None,
+}
+
+/// What checking a claim on one instance found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Pass, fail or inconclusive.
+    pub outcome: Outcome,
+    /// The algorithm's value (ratio claims), or the measured quantity (e.g. a curvature).
+    pub value: Option<f64>,
+    /// The optimum (or bound) the value is compared with.
+    pub reference: Option<f64>,
+    /// Whether `reference` is a proved optimum.
+    pub reference_kind: ReferenceKind,
+    /// The exact solver's status when one was used (`optimal`, `time_limit`, `exhaustive`).
+    pub solver_status: Option<String>,
+    /// value / reference where both exist and reference != 0.
+    pub ratio: Option<f64>,
+    /// The bound the ratio must respect on this instance (constant, or e.g. (1 - kappa)/2
+    /// computed on the instance).
+    pub bound: Option<f64>,
+    /// One line for humans: why it passed, failed or was inconclusive.
+    pub note: String,
+    /// On failure: the evidence (sets, element and marginal gains, or the placements and
+    /// values), re-checkable by anyone.
+    pub witness: Option<serde_json::Value>,
+}

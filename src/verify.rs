@@ -1,0 +1,593 @@
+//! `moe-opt verify`: checks registered claims on many instances, in parallel, with a journal
+//! that makes runs resumable and outputs that depend only on the seed.
+//!
+//! A run has three phases per claim:
+//! 1. **generated**: the claim's family at seeds derived from `--seed` and the instance index;
+//! 2. **searched**: for ratio claims, a hill climb ([`verification::search::local_search`])
+//!    over the instance's numbers ([`crate::slimcaching::mutate::perturb`]) from the generated
+//!    instance with the worst ratio, driving the ratio down; the best instance found is
+//!    checked and recorded like the others;
+//! 3. **counterexample**: when some instance fails, the smallest failing one is shrunk
+//!    ([`verification::search::shrink`] with [`crate::slimcaching::mutate::shrink_candidates`])
+//!    and saved under `OUT/counterexamples/`, re-checkable with `verify --instance FILE
+//!    --claim ID`.
+//!
+//! Every finished instance is appended to `OUT/journal.jsonl` at once (a crash loses nothing
+//! already finished); `--resume` reads the journal and skips what it holds. At the end the
+//! journal is rewritten in a fixed order and the tables are written, so the same seed gives
+//! byte-identical files whatever `--jobs` and however often the run was interrupted. No
+//! wall-clock time enters any output.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use formulations::slimcaching::Instance;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use verification::search::{local_search, shrink, SearchOptions};
+
+use crate::claims::{Check, ClaimInfo, Outcome, ReferenceKind};
+use crate::report::InstanceInfo;
+use crate::slimcaching::claims::{CheckOptions, SlimClaim};
+use crate::slimcaching::mutate;
+
+/// Where an instance of a run came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The claim's family at a derived seed.
+    Generated,
+    /// The worst-case search's best instance.
+    Searched,
+}
+
+/// One checked instance: a line of the journal and of instances.csv.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Claim id.
+    pub claim: String,
+    /// Generated or searched.
+    pub source: Source,
+    /// Instance index within the claim and source.
+    pub index: u64,
+    /// Family seed the instance was generated from (the search's start for searched ones).
+    pub family_seed: u64,
+    /// SHA-256 of the instance's canonical JSON.
+    pub instance_sha256: String,
+    /// Edge servers.
+    pub servers: usize,
+    /// Users.
+    pub users: usize,
+    /// Experts.
+    pub experts: usize,
+    /// Largest K.
+    pub max_top_k: u32,
+    /// What the check found.
+    pub check: Check,
+}
+
+/// Options of a run.
+#[derive(Debug, Clone)]
+pub struct VerifyOptions {
+    /// Generated instances per claim.
+    pub instances: u64,
+    /// Base seed.
+    pub seed: u64,
+    /// Parallel workers.
+    pub jobs: usize,
+    /// Neighbours tried by the worst-case search per ratio claim (0: no search).
+    pub search_iterations: usize,
+    /// Successful shrink steps at most.
+    pub shrink_steps: usize,
+    /// Options of the checks (MILP time limit).
+    pub check: CheckOptions,
+    /// Output folder (journal, tables, counterexamples).
+    pub out: PathBuf,
+    /// Continue from the journal in `out`.
+    pub resume: bool,
+}
+
+/// The verdict of one claim over a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClaimRow {
+    /// Claim id.
+    pub id: String,
+    /// Paper file.
+    pub paper: String,
+    /// Place in the paper.
+    pub place: String,
+    /// holds, violated or inconclusive.
+    pub verdict: String,
+    /// Instances with a pass or fail outcome.
+    pub checked: usize,
+    /// Instances that failed.
+    pub failed: usize,
+    /// Instances without a conclusion.
+    pub inconclusive: usize,
+    /// Lowest ratio among checked instances (ratio claims).
+    pub worst_ratio: Option<f64>,
+    /// The bound on the worst-ratio instance.
+    pub bound_at_worst: Option<f64>,
+    /// The claimed bound in words.
+    pub bound: String,
+    /// Smallest and largest measured value of the checked instances (e.g. a curvature), for
+    /// claims about a quantity rather than a ratio.
+    pub measured_min: Option<f64>,
+    /// See `measured_min`.
+    pub measured_max: Option<f64>,
+    /// Saved smallest counterexample, relative to the output folder.
+    pub counterexample: Option<String>,
+    /// Why inconclusive, or the counterexample's note.
+    pub note: String,
+}
+
+/// Derives the family seed of instance `index`.
+pub fn family_seed(seed: u64, index: u64) -> u64 {
+    let mut z = seed
+        .wrapping_add(index.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn record(
+    claim: &ClaimInfo,
+    source: Source,
+    index: u64,
+    seed: u64,
+    inst: &Instance,
+    check: Check,
+) -> Record {
+    let info = InstanceInfo::new(inst);
+    Record {
+        claim: claim.id.into(),
+        source,
+        index,
+        family_seed: seed,
+        instance_sha256: info.sha256,
+        servers: info.servers,
+        users: info.users,
+        experts: info.experts,
+        max_top_k: info.max_top_k,
+        check,
+    }
+}
+
+/// The journal: records keyed by (claim, source, index), appended as they finish.
+struct Journal {
+    path: PathBuf,
+    file: Mutex<File>,
+    done: BTreeMap<(String, Source, u64), Record>,
+}
+
+impl Journal {
+    fn open(out: &Path, resume: bool) -> Result<Self, formulations::Error> {
+        let io = |source| formulations::Error::Io {
+            path: out.to_path_buf(),
+            source,
+        };
+        std::fs::create_dir_all(out).map_err(io)?;
+        let path = out.join("journal.jsonl");
+        let mut done = BTreeMap::new();
+        if resume && path.exists() {
+            let reader = BufReader::new(File::open(&path).map_err(io)?);
+            for (i, line) in reader.lines().enumerate() {
+                let line = line.map_err(io)?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                // A line cut short by a crash is the last one: skip it, the task reruns.
+                match serde_json::from_str::<Record>(&line) {
+                    Ok(r) => {
+                        done.insert((r.claim.clone(), r.source, r.index), r);
+                    }
+                    Err(e) if e.is_eof() => {}
+                    Err(e) => {
+                        return Err(formulations::Error::Json {
+                            path: path.clone(),
+                            line: i + 1,
+                            column: e.column(),
+                            message: e.to_string(),
+                        })
+                    }
+                }
+            }
+        }
+        // Start the file afresh from what was read (drops a torn last line).
+        let mut file = File::create(&path).map_err(io)?;
+        for r in done.values() {
+            writeln!(
+                file,
+                "{}",
+                serde_json::to_string(r).expect("records serialise")
+            )
+            .map_err(io)?;
+        }
+        file.flush().map_err(io)?;
+        let file = OpenOptions::new().append(true).open(&path).map_err(io)?;
+        Ok(Journal {
+            path,
+            file: Mutex::new(file),
+            done,
+        })
+    }
+
+    fn append(&self, r: &Record) {
+        let line = serde_json::to_string(r).expect("records serialise");
+        let mut f = self.file.lock().expect("journal lock");
+        // A write failure loses only this line from the journal; the run itself goes on.
+        let _ = writeln!(f, "{line}").and_then(|_| f.flush());
+    }
+}
+
+fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() || total == 0 {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar
+}
+
+/// Runs the claims; returns one row per claim, in registry order.
+pub fn run(
+    claims: &[SlimClaim],
+    options: &VerifyOptions,
+) -> Result<Vec<ClaimRow>, formulations::Error> {
+    let mut journal = Journal::open(&options.out, options.resume)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .build()
+        .map_err(|e| formulations::Error::Solver(format!("thread pool: {e}")))?;
+
+    // Phase 1: generated instances.
+    let tasks: Vec<(usize, u64)> = claims
+        .iter()
+        .enumerate()
+        .flat_map(|(c, claim)| {
+            let done = &journal.done;
+            (0..options.instances)
+                .filter(move |&i| {
+                    !done.contains_key(&(claim.info.id.to_string(), Source::Generated, i))
+                })
+                .map(move |i| (c, i))
+        })
+        .collect();
+    let bar = progress(tasks.len() as u64, "generated instances");
+    let fresh: Vec<Record> = pool.install(|| {
+        tasks
+            .par_iter()
+            .map(|&(c, i)| {
+                let claim = &claims[c];
+                let seed = family_seed(options.seed, i);
+                let instance = (claim.family)(seed);
+                let check = (claim.check)(&instance, &options.check);
+                let r = record(&claim.info, Source::Generated, i, seed, &instance, check);
+                journal.append(&r);
+                bar.inc(1);
+                r
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    for r in fresh {
+        journal.done.insert((r.claim.clone(), r.source, r.index), r);
+    }
+
+    // Phase 2: worst-case search for ratio claims, from the worst generated instance.
+    if options.search_iterations > 0 {
+        let todo: Vec<usize> = (0..claims.len())
+            .filter(|&c| {
+                !journal
+                    .done
+                    .contains_key(&(claims[c].info.id.to_string(), Source::Searched, 0))
+            })
+            .collect();
+        let bar = progress(todo.len() as u64, "worst-case searches");
+        let searched: Vec<Record> = pool.install(|| {
+            todo.par_iter()
+                .filter_map(|&c| {
+                    let claim = &claims[c];
+                    let worst = journal
+                        .done
+                        .values()
+                        .filter(|r| r.claim == claim.info.id && r.source == Source::Generated)
+                        .filter(|r| r.check.reference_kind == ReferenceKind::Optimum)
+                        .filter_map(|r| r.check.ratio.map(|x| (x, r.family_seed)))
+                        .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))?;
+                    let start = (claim.family)(worst.1);
+                    let score = |inst: &Instance| {
+                        let c = (claim.check)(inst, &options.check);
+                        (c.reference_kind == ReferenceKind::Optimum)
+                            .then_some(c.ratio)
+                            .flatten()
+                    };
+                    let found = local_search(
+                        start,
+                        mutate::perturb,
+                        score,
+                        SearchOptions {
+                            iterations: options.search_iterations,
+                            seed: family_seed(options.seed, worst.1),
+                        },
+                    )?;
+                    let check = (claim.check)(&found.best, &options.check);
+                    // Saved so that a failure found by the search can be shrunk and re-checked.
+                    let path = searched_path(&options.out, &claim.info);
+                    let text =
+                        serde_json::to_string_pretty(&found.best).expect("instances serialise");
+                    if std::fs::create_dir_all(path.parent().expect("a folder"))
+                        .and_then(|_| std::fs::write(&path, text + "\n"))
+                        .is_err()
+                    {
+                        return None;
+                    }
+                    let r = record(
+                        &claim.info,
+                        Source::Searched,
+                        0,
+                        worst.1,
+                        &found.best,
+                        check,
+                    );
+                    journal.append(&r);
+                    bar.inc(1);
+                    Some(r)
+                })
+                .collect()
+        });
+        bar.finish_and_clear();
+        for r in searched {
+            journal.done.insert((r.claim.clone(), r.source, r.index), r);
+        }
+    }
+
+    // Phase 3: verdicts, and the smallest counterexample of each violated claim.
+    let mut rows = Vec::with_capacity(claims.len());
+    for claim in claims {
+        rows.push(verdict(claim, &journal, options)?);
+    }
+    finish(&journal, claims, &rows, &options.out)?;
+    Ok(rows)
+}
+
+/// Where the worst-case search saves its best instance for a claim.
+fn searched_path(out: &Path, claim: &ClaimInfo) -> PathBuf {
+    out.join("searched")
+        .join(format!("{}.json", claim.id.replace('/', "-")))
+}
+
+/// The verdict of a claim from its records; shrinks and saves its smallest counterexample.
+fn verdict(
+    claim: &SlimClaim,
+    journal: &Journal,
+    options: &VerifyOptions,
+) -> Result<ClaimRow, formulations::Error> {
+    let records: Vec<&Record> = journal
+        .done
+        .values()
+        .filter(|r| r.claim == claim.info.id)
+        .collect();
+    let checked = records
+        .iter()
+        .filter(|r| r.check.outcome != Outcome::Inconclusive)
+        .count();
+    let failed: Vec<&&Record> = records
+        .iter()
+        .filter(|r| r.check.outcome == Outcome::Fail)
+        .collect();
+    let inconclusive = records.len() - checked;
+    let worst = records
+        .iter()
+        .filter(|r| r.check.outcome != Outcome::Inconclusive)
+        .filter_map(|r| r.check.ratio.map(|x| (x, r.check.bound)))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    let measured: Vec<f64> = records
+        .iter()
+        .filter(|r| r.check.outcome != Outcome::Inconclusive && r.check.ratio.is_none())
+        .filter_map(|r| r.check.value)
+        .collect();
+    let measured_min = measured.iter().copied().reduce(f64::min);
+    let measured_max = measured.iter().copied().reduce(f64::max);
+    let mut counterexample = None;
+    let mut note = String::new();
+    // The smallest failing instance: a generated one (rebuilt from its family seed) or the
+    // searched one (read back from where the search saved it).
+    let mut failing: Vec<Instance> = Vec::new();
+    if let Some(first) = failed
+        .iter()
+        .filter(|r| r.source == Source::Generated)
+        .min_by_key(|r| (r.servers * r.experts, r.users, r.index))
+    {
+        failing.push((claim.family)(first.family_seed));
+    }
+    if failed.iter().any(|r| r.source == Source::Searched) {
+        failing.push(formulations::slimcaching::load(&searched_path(
+            &options.out,
+            &claim.info,
+        ))?);
+    }
+    if let Some(instance) = failing.into_iter().min_by_key(mutate::size) {
+        let fails = |i: &Instance| (claim.check)(i, &options.check).outcome == Outcome::Fail;
+        let small = shrink(
+            instance,
+            mutate::shrink_candidates,
+            fails,
+            options.shrink_steps,
+        )
+        .instance;
+        let check = (claim.check)(&small, &options.check);
+        let name = format!("{}.json", claim.info.id.replace('/', "-"));
+        let dir = options.out.join("counterexamples");
+        let io = |source| formulations::Error::Io {
+            path: dir.join(&name),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let text = serde_json::to_string_pretty(&small).expect("instances serialise") + "\n";
+        std::fs::write(dir.join(&name), text).map_err(io)?;
+        counterexample = Some(format!("counterexamples/{name}"));
+        note = check.note;
+    } else if let Some(first) = failed.first() {
+        note = first.check.note.clone();
+    } else if checked == 0 {
+        note = most_common(records.iter().map(|r| r.check.note.as_str()))
+            .unwrap_or("no instance checked")
+            .to_string();
+    }
+    let verdict = if !failed.is_empty() {
+        "violated"
+    } else if checked > 0 {
+        "holds"
+    } else {
+        "inconclusive"
+    };
+    Ok(ClaimRow {
+        id: claim.info.id.into(),
+        paper: claim.info.paper.into(),
+        place: claim.info.place.into(),
+        verdict: verdict.into(),
+        checked,
+        failed: failed.len(),
+        inconclusive,
+        worst_ratio: worst.map(|w| w.0),
+        bound_at_worst: worst.and_then(|w| w.1),
+        bound: claim.info.bound.into(),
+        measured_min,
+        measured_max,
+        counterexample,
+        note,
+    })
+}
+
+/// The serde name of a unit enum (`pass`, `optimum`, ...).
+fn enum_name<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|j| j.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn most_common<'a>(notes: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for n in notes {
+        *counts.entry(n).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|(n, c)| (*c, std::cmp::Reverse(*n)))
+        .map(|(n, _)| n)
+}
+
+/// Rewrites the journal in a fixed order and writes claims.csv and instances.csv.
+fn finish(
+    journal: &Journal,
+    claims: &[SlimClaim],
+    rows: &[ClaimRow],
+    out: &Path,
+) -> Result<(), formulations::Error> {
+    let order: BTreeMap<&str, usize> = claims
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.info.id, i))
+        .collect();
+    let mut records: Vec<&Record> = journal.done.values().collect();
+    records.sort_by_key(|r| {
+        (
+            order.get(r.claim.as_str()).copied().unwrap_or(usize::MAX),
+            r.source,
+            r.index,
+        )
+    });
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| formulations::Error::Io {
+            path: path.clone(),
+            source,
+        }
+    };
+    let tmp = journal.path.with_extension("jsonl.tmp");
+    let mut text = String::new();
+    for r in &records {
+        text.push_str(&serde_json::to_string(r).expect("records serialise"));
+        text.push('\n');
+    }
+    std::fs::write(&tmp, text).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, &journal.path).map_err(io(&journal.path))?;
+
+    let csv_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |e: csv::Error| formulations::Error::Io {
+            path: path.clone(),
+            source: std::io::Error::other(e.to_string()),
+        }
+    };
+    let path = out.join("claims.csv");
+    let mut w = csv::Writer::from_path(&path).map_err(csv_err(&path))?;
+    for row in rows {
+        w.serialize(row).map_err(csv_err(&path))?;
+    }
+    w.flush().map_err(|e| io(&path)(e))?;
+
+    let path = out.join("instances.csv");
+    let mut w = csv::Writer::from_path(&path).map_err(csv_err(&path))?;
+    w.write_record([
+        "claim",
+        "source",
+        "index",
+        "family_seed",
+        "instance_sha256",
+        "servers",
+        "users",
+        "experts",
+        "max_top_k",
+        "outcome",
+        "value",
+        "reference",
+        "reference_kind",
+        "solver_status",
+        "ratio",
+        "bound",
+        "note",
+    ])
+    .map_err(csv_err(&path))?;
+    let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
+    let seen: BTreeSet<&str> = claims.iter().map(|c| c.info.id).collect();
+    for r in records.iter().filter(|r| seen.contains(r.claim.as_str())) {
+        let c = &r.check;
+        w.write_record([
+            r.claim.clone(),
+            match r.source {
+                Source::Generated => "generated".into(),
+                Source::Searched => "searched".into(),
+            },
+            r.index.to_string(),
+            r.family_seed.to_string(),
+            r.instance_sha256.clone(),
+            r.servers.to_string(),
+            r.users.to_string(),
+            r.experts.to_string(),
+            r.max_top_k.to_string(),
+            enum_name(&c.outcome),
+            opt(c.value),
+            opt(c.reference),
+            enum_name(&c.reference_kind),
+            c.solver_status.clone().unwrap_or_default(),
+            opt(c.ratio),
+            opt(c.bound),
+            c.note.clone(),
+        ])
+        .map_err(csv_err(&path))?;
+    }
+    w.flush().map_err(|e| io(&path)(e))?;
+    Ok(())
+}

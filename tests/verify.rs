@@ -1,0 +1,186 @@
+//! `moe-opt verify` as a long run must behave: the same seed gives byte-identical outputs
+//! whatever `--jobs`; a run killed part-way and resumed ends with the same files as an
+//! uninterrupted one (nothing lost, nothing counted twice); a saved counterexample re-checks.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+
+fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("moe-opt")
+}
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("moe-opt-verify-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn verify(out: &Path, extra: &[&str]) {
+    Command::new(bin())
+        .args(["verify", "--seed", "7", "--out"])
+        .arg(out)
+        .args(extra)
+        .assert()
+        .success();
+}
+
+/// Every file of a run, by path relative to its folder.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn outputs_are_byte_identical_whatever_the_jobs() {
+    let dir = scratch("jobs");
+    let args = [
+        "--paper",
+        "000_e52eafead23a117e.txt",
+        "--instances",
+        "12",
+        "--search",
+        "30",
+    ];
+    verify(&dir.join("one"), &[&args[..], &["--jobs", "1"]].concat());
+    verify(&dir.join("two"), &[&args[..], &["--jobs", "2"]].concat());
+    let (a, b) = (files(&dir.join("one")), files(&dir.join("two")));
+    assert!(a.iter().any(|(p, _)| p == "claims.csv"));
+    assert!(a.iter().any(|(p, _)| p == "instances.csv"));
+    assert_eq!(a, b);
+}
+
+#[test]
+fn a_killed_run_resumes_to_the_uninterrupted_result() {
+    let dir = scratch("resume");
+    let args = [
+        "--claim",
+        "slimcaching/thm1-ratio",
+        "--instances",
+        "400",
+        "--search",
+        "0",
+        "--jobs",
+        "1",
+    ];
+    verify(&dir.join("whole"), &args);
+
+    let cut = dir.join("cut");
+    let mut child = StdCommand::new(bin())
+        .args(["verify", "--seed", "7", "--out"])
+        .arg(&cut)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = cut.join("journal.jsonl");
+    let began = Instant::now();
+    let lines = |p: &Path| std::fs::read_to_string(p).map_or(0, |t| t.lines().count());
+    while lines(&journal) < 20 && began.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let partial = lines(&journal);
+    assert!(
+        (20..400).contains(&partial),
+        "the kill should land part-way; journal had {partial} lines"
+    );
+    assert!(
+        !cut.join("claims.csv").exists(),
+        "tables are written only at the end"
+    );
+
+    verify(&cut, &[&args[..], &["--resume"]].concat());
+    let journal_text = std::fs::read_to_string(&journal).unwrap();
+    assert_eq!(
+        journal_text.lines().count(),
+        400,
+        "no instance lost or counted twice"
+    );
+    assert_eq!(files(&dir.join("whole")), files(&cut));
+}
+
+#[test]
+fn a_torn_last_journal_line_is_dropped_and_redone() {
+    let dir = scratch("torn");
+    let args = [
+        "--claim",
+        "slimcaching/prop3-greedy-ratio",
+        "--instances",
+        "10",
+        "--search",
+        "0",
+    ];
+    verify(&dir.join("whole"), &args);
+    let torn = dir.join("torn");
+    std::fs::create_dir_all(&torn).unwrap();
+    let text = std::fs::read_to_string(dir.join("whole/journal.jsonl")).unwrap();
+    let keep: Vec<&str> = text.lines().take(4).collect();
+    let half = &text.lines().nth(4).unwrap()[..40];
+    std::fs::write(
+        torn.join("journal.jsonl"),
+        format!("{}\n{half}", keep.join("\n")),
+    )
+    .unwrap();
+    verify(&torn, &[&args[..], &["--resume"]].concat());
+    assert_eq!(files(&dir.join("whole")), files(&torn));
+}
+
+#[test]
+fn a_saved_counterexample_rechecks_as_a_failure() {
+    let dir = scratch("recheck");
+    verify(
+        &dir,
+        &[
+            "--claim",
+            "slimcaching/prop6-single-server",
+            "--instances",
+            "40",
+        ],
+    );
+    let claims = std::fs::read_to_string(dir.join("claims.csv")).unwrap();
+    assert!(claims.contains(",violated,"), "{claims}");
+    let file = dir.join("counterexamples/slimcaching-prop6-single-server.json");
+    let out = Command::new(bin())
+        .args([
+            "verify",
+            "--claim",
+            "slimcaching/prop6-single-server",
+            "--instance",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let check: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(check["outcome"], "fail");
+}
+
+#[test]
+fn an_unknown_claim_is_bad_input() {
+    let out = Command::new(bin())
+        .args(["verify", "--claim", "slimcaching/prop99"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no claim matches") && err.contains("slimcaching/prop3-greedy-ratio"));
+}
