@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "debug", "moe-opt")
+BIN = os.environ.get("MOE_OPT_BIN", os.path.join(ROOT, "target", "debug", "moe-opt"))
 
 
 def run(*args):
@@ -29,7 +29,12 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--servers", type=int, nargs="+", default=[2, 4])
     p.add_argument("--experts-per-layer", type=int, nargs="+", default=[4, 8, 12, 16, 24, 32])
+    p.add_argument("--paper-models", type=int, nargs="*", default=[],
+                   help="instead of the synthetic sweep: the paper preset (20 users) with the "
+                        "first M models of its library, for each M given")
     args = p.parse_args()
+    if args.paper_models:
+        return paper_sweep(args)
     base = json.loads(run("generate", "slimcaching", "--preset", "small", "--print-config"))
     print(f"{'servers':>7} {'experts':>7} {'N x E':>6} {'K':>3} {'status':>10} {'seconds':>8}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -52,6 +57,29 @@ def main():
                 info, exact = out["instance"], out["result"]["exact"]
                 print(f"{n:>7} {info['experts']:>7} {n * info['experts']:>6} {info['max_top_k']:>3} "
                       f"{exact['status']:>10} {out['result']['runtime_s']:>8.2f}", flush=True)
+
+
+def paper_sweep(args):
+    base = json.loads(run("generate", "slimcaching", "--preset", "paper", "--print-config"))
+    print(f"{'servers':>7} {'models':>6} {'experts':>7} {'N x E':>6} {'K':>3} {'status':>10} {'gap':>8} {'seconds':>8}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.servers:
+            for m in args.paper_models:
+                cfg = json.loads(json.dumps(base))
+                cfg["name"] = f"paper-n{n}-m{m}"
+                cfg["servers"] = {"min": n, "max": n}
+                cfg["library"] = {"paper": {"models": m}}
+                cfg["models_per_user"] = {"min": min(3, m), "max": min(5, m)}
+                cfg_file = os.path.join(tmp, "cfg.json")
+                inst = os.path.join(tmp, "inst.json")
+                with open(cfg_file, "w") as f:
+                    json.dump(cfg, f)
+                run("generate", "slimcaching", "--config", cfg_file, "--seed", str(args.seed), "-o", inst)
+                out = json.loads(run("solve", inst, "--method", "milp", "--time-limit", str(args.time_limit), "--json"))
+                info, exact = out["instance"], out["result"]["exact"]
+                gap = "-" if exact["gap"] is None else f"{exact['gap']:.2%}"
+                print(f"{n:>7} {m:>6} {info['experts']:>7} {n * info['experts']:>6} {info['max_top_k']:>3} "
+                      f"{exact['status']:>10} {gap:>8} {out['result']['runtime_s']:>8.2f}", flush=True)
 
 
 if __name__ == "__main__":

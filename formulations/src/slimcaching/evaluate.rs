@@ -316,9 +316,12 @@ impl LatencyModel {
         route(self.costs(d.model, d.server), d, self.servers, holds)
     }
 
-    /// G(R, X) of one demand.
+    /// G(R, X) of one demand (the latency of [`Self::route`], computed without building the
+    /// route: this is the evaluator's hot path).
     pub fn routing_latency(&self, d: &RoutingDemand, x: &Placement) -> f64 {
-        self.route(d, |n, e| x.contains(n, e)).latency
+        route_latency(self.costs(d.model, d.server), d, self.servers, |n, e| {
+            x.contains(n, e)
+        })
     }
 
     /// F(X) of (17), seconds.
@@ -420,10 +423,12 @@ impl<'a> IncrementalObjective<'a> {
             .demands_of(e)
             .map(|d| {
                 let demand = &self.model.demands[d];
-                let after = self
-                    .model
-                    .route(demand, |s, i| (s == n && i == e) || x.contains(s, i))
-                    .latency;
+                let after = route_latency(
+                    self.model.costs(demand.model, demand.server),
+                    demand,
+                    self.model.servers,
+                    |s, i| (s == n && i == e) || x.contains(s, i),
+                );
                 demand.weight * (self.latency[d] - after)
             })
             .sum()
@@ -543,6 +548,90 @@ fn route(
     }
 }
 
+/// Experts a token sends to other edge servers, handled by the stack-only DP of
+/// [`route_latency`]; more fall back to [`serve_remote`].
+const STACK_REMOTE: usize = 6;
+
+/// The latency of [`route`] without building the route or allocating: the same case split,
+/// and for up to [`STACK_REMOTE`] remote experts the same subset DP on stack arrays.
+fn route_latency(
+    costs: &RouteCosts,
+    d: &RoutingDemand,
+    servers: usize,
+    holds: impl Fn(ServerId, ExpertId) -> bool,
+) -> f64 {
+    let mut associated = false;
+    let mut cloud = 0usize;
+    let mut masks = [0u32; super::validate::MAX_TOP_K as usize];
+    let mut k = 0usize;
+    for &e in &d.missing {
+        if holds(d.server, e) {
+            associated = true;
+            continue;
+        }
+        let mut mask = 0u32;
+        for n in 0..servers {
+            if n != d.server.index() && holds(ServerId(n as u32), e) {
+                mask |= 1 << n;
+            }
+        }
+        if mask == 0 {
+            cloud += 1;
+        } else {
+            masks[k] = mask;
+            k += 1;
+        }
+    }
+    let mut latency = 0.0;
+    if associated {
+        latency += costs.associated_compute;
+    }
+    if cloud > 0 {
+        latency += costs.cloud_visit + cloud as f64 * costs.cloud_return;
+    }
+    let server_cost =
+        |n: usize, count: usize| costs.edge_visit[n] + count as f64 * costs.edge_return[n];
+    latency
+        + match k {
+            0 => 0.0,
+            1 => bits(masks[0])
+                .map(|n| server_cost(n, 1))
+                .fold(f64::INFINITY, f64::min),
+            k if k <= STACK_REMOTE => {
+                let full = (1usize << k) - 1;
+                let mut group = [f64::INFINITY; 1 << STACK_REMOTE];
+                for (g, slot) in group.iter_mut().enumerate().take(full + 1).skip(1) {
+                    let common = bits(g as u32).fold(u32::MAX, |acc, i| acc & masks[i]);
+                    let size = g.count_ones() as usize;
+                    for n in bits(common) {
+                        *slot = slot.min(server_cost(n, size));
+                    }
+                }
+                let mut best = [f64::INFINITY; 1 << STACK_REMOTE];
+                best[0] = 0.0;
+                for s in 1..=full {
+                    let low = s & s.wrapping_neg();
+                    let rest = s ^ low;
+                    let mut sub = rest;
+                    loop {
+                        let g = sub | low;
+                        best[s] = best[s].min(group[g] + best[s ^ g]);
+                        if sub == 0 {
+                            break;
+                        }
+                        sub = (sub - 1) & rest;
+                    }
+                }
+                best[full]
+            }
+            _ => {
+                let remote: Vec<(ExpertId, u32)> =
+                    masks[..k].iter().map(|&m| (ExpertId(0), m)).collect();
+                serve_remote(costs, &remote).0
+            }
+        }
+}
+
 /// Minimum-latency assignment of the remote experts (each with the mask of servers holding it).
 fn serve_remote(
     costs: &RouteCosts,
@@ -647,6 +736,41 @@ mod tests {
                 idx[j] = 0;
                 j += 1;
             }
+        }
+    }
+
+    #[test]
+    fn latency_fast_path_equals_the_route_latency() {
+        // Random demands of up to 8 missing experts (beyond the stack DP's 6) over up to 6
+        // servers with random holdings: the allocation-free latency equals route()'s.
+        let mut state = 777u64;
+        let mut next = |m: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        for _ in 0..2000 {
+            let servers = 1 + next(6) as usize;
+            let costs = RouteCosts {
+                associated_compute: next(10) as f64,
+                edge_visit: (0..servers).map(|_| next(100) as f64 / 7.0).collect(),
+                edge_return: (0..servers).map(|_| next(100) as f64 / 7.0).collect(),
+                cloud_visit: next(100) as f64,
+                cloud_return: next(100) as f64 / 3.0,
+            };
+            let k = 1 + next(8) as u32;
+            let d = RoutingDemand {
+                server: ServerId(next(servers as u64) as u32),
+                model: ModelId(0),
+                missing: (0..k).map(ExpertId).collect(),
+                weight: 1.0,
+            };
+            let held: Vec<Vec<bool>> = (0..servers)
+                .map(|_| (0..k).map(|_| next(3) == 0).collect())
+                .collect();
+            let holds = |n: ServerId, e: ExpertId| held[n.index()][e.index()];
+            let slow = route(&costs, &d, servers, holds).latency;
+            let fast = route_latency(&costs, &d, servers, holds);
+            assert!((fast - slow).abs() <= 1e-9 * slow.abs().max(1.0), "{fast} vs {slow}");
         }
     }
 
