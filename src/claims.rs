@@ -73,4 +73,38 @@ pub struct Check {
     /// On failure: the evidence (sets, element and marginal gains, or the placements and
     /// values), re-checkable by anyone.
     pub witness: Option<serde_json::Value>,
+    /// Signed slack of the claim on this instance, in the claim's own units, for the
+    /// worst-case search to drive down: >= 0 when it holds (how far from failing), < 0 when it
+    /// fails (how badly). `None` when undefined (inconclusive instances). Each claim defines
+    /// it so that, with the same tolerance as its outcome, a margin is < 0 exactly when the
+    /// outcome is a fail (and a fail always has one); a pass may lack one where the claim's
+    /// quantity is undefined (e.g. a ratio against an optimum of 0), and existence claims have
+    /// none (nothing to drive down). Journals written before the field read as `None`.
+    #[serde(default)]
+    pub margin: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_journaled_before_margins_read_without_one() {
+        // A record's check as journals wrote it before `margin` existed.
+        let old = r#"{"outcome":"pass","value":0.5,"reference":null,"reference_kind":"none",
+            "solver_status":null,"ratio":null,"bound":null,"note":"kappa_1 = 0.5",
+            "witness":null}"#;
+        let c: Check = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            (c.outcome, c.value, c.margin),
+            (Outcome::Pass, Some(0.5), None)
+        );
+        // And a margin round-trips.
+        let with = Check {
+            margin: Some(-0.25),
+            ..c
+        };
+        let back: Check = serde_json::from_str(&serde_json::to_string(&with).unwrap()).unwrap();
+        assert_eq!(back.margin, Some(-0.25));
+    }
 }

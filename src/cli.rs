@@ -143,7 +143,7 @@ enum Command {
         /// inconclusive, never a pass).
         #[arg(long, default_value_t = 20.0)]
         time_limit: f64,
-        /// Neighbours tried by the worst-case search of each ratio claim (0: none).
+        /// Neighbours tried by the worst-case search of each claim (0: none).
         #[arg(long, default_value_t = 1000)]
         search: usize,
         /// Output folder: journal.jsonl, claims.csv, instances.csv, counterexamples/.

@@ -3,10 +3,14 @@
 //!
 //! A run has three phases per claim:
 //! 1. **generated**: the claim's family at seeds derived from `--seed` and the instance index;
-//! 2. **searched**: for ratio claims, a hill climb ([`verification::search::local_search`])
-//!    over the instance's numbers ([`crate::slimcaching::mutate::perturb`]) from the generated
-//!    instance with the worst ratio, driving the ratio down; the best instance found is
-//!    checked and recorded like the others;
+//! 2. **searched**: for every claim whose checks report a margin ([`Check::margin`], the
+//!    claim's signed slack: < 0 exactly on a fail), a hill climb
+//!    ([`verification::search::local_search`]) over the instance's numbers
+//!    ([`crate::slimcaching::mutate::perturb`]) driving the margin down, from the generated
+//!    instance with the lowest margin (ties: the lowest family seed); neighbours without a
+//!    margin (inconclusive) are rejected. The best instance found is saved under
+//!    `OUT/searched/`, checked and recorded like the others. Claims without any margin (the
+//!    existence claim `prop2-neither`) are not searched;
 //! 3. **counterexample**: when some instance fails, the smallest failing one is shrunk
 //!    ([`verification::search::shrink`] with [`crate::slimcaching::mutate::shrink_candidates`])
 //!    and saved under `OUT/counterexamples/`, re-checkable with `verify --instance FILE
@@ -29,7 +33,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use verification::search::{local_search, shrink, SearchOptions};
 
-use crate::claims::{Check, ClaimInfo, Outcome, ReferenceKind};
+use crate::claims::{Check, ClaimInfo, Outcome};
 use crate::report::InstanceInfo;
 use crate::slimcaching::claims::{CheckOptions, SlimClaim};
 use crate::slimcaching::mutate;
@@ -78,7 +82,7 @@ pub struct VerifyOptions {
     pub seed: u64,
     /// Parallel workers.
     pub jobs: usize,
-    /// Neighbours tried by the worst-case search per ratio claim (0: no search).
+    /// Neighbours tried by the worst-case search per claim with a margin (0: no search).
     pub search_iterations: usize,
     /// Successful shrink steps at most.
     pub shrink_steps: usize,
@@ -107,10 +111,17 @@ pub struct ClaimRow {
     pub failed: usize,
     /// Instances without a conclusion.
     pub inconclusive: usize,
+    /// Lowest margin ([`Check::margin`]) over the claim's instances, generated and searched:
+    /// < 0 when violated (how badly), otherwise how close the claim came to failing.
+    pub worst_margin: Option<f64>,
     /// Lowest ratio among checked instances (ratio claims).
     pub worst_ratio: Option<f64>,
     /// The bound on the worst-ratio instance.
     pub bound_at_worst: Option<f64>,
+    /// 5 % quantile (nearest rank) of the checked instances' ratios.
+    pub ratio_p05: Option<f64>,
+    /// Median of the checked instances' ratios.
+    pub ratio_median: Option<f64>,
     /// The claimed bound in words.
     pub bound: String,
     /// Smallest and largest measured value of the checked instances (e.g. a curvature), for
@@ -283,7 +294,7 @@ pub fn run(
         journal.done.insert((r.claim.clone(), r.source, r.index), r);
     }
 
-    // Phase 2: worst-case search for ratio claims, from the worst generated instance.
+    // Phase 2: worst-case search of the margin, from the generated instance with the lowest.
     if options.search_iterations > 0 {
         let todo: Vec<usize> = (0..claims.len())
             .filter(|&c| {
@@ -301,16 +312,10 @@ pub fn run(
                         .done
                         .values()
                         .filter(|r| r.claim == claim.info.id && r.source == Source::Generated)
-                        .filter(|r| r.check.reference_kind == ReferenceKind::Optimum)
-                        .filter_map(|r| r.check.ratio.map(|x| (x, r.family_seed)))
+                        .filter_map(|r| r.check.margin.map(|m| (m, r.family_seed)))
                         .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))?;
                     let start = (claim.family)(worst.1);
-                    let score = |inst: &Instance| {
-                        let c = (claim.check)(inst, &options.check);
-                        (c.reference_kind == ReferenceKind::Optimum)
-                            .then_some(c.ratio)
-                            .flatten()
-                    };
+                    let score = |inst: &Instance| (claim.check)(inst, &options.check).margin;
                     let found = local_search(
                         start,
                         mutate::perturb,
@@ -386,11 +391,21 @@ fn verdict(
         .filter(|r| r.check.outcome == Outcome::Fail)
         .collect();
     let inconclusive = records.len() - checked;
+    let worst_margin = records
+        .iter()
+        .filter_map(|r| r.check.margin)
+        .reduce(f64::min);
     let worst = records
         .iter()
         .filter(|r| r.check.outcome != Outcome::Inconclusive)
         .filter_map(|r| r.check.ratio.map(|x| (x, r.check.bound)))
         .min_by(|a, b| a.0.total_cmp(&b.0));
+    let mut ratios: Vec<f64> = records
+        .iter()
+        .filter(|r| r.check.outcome != Outcome::Inconclusive)
+        .filter_map(|r| r.check.ratio)
+        .collect();
+    let ratio_quantiles = verification::ratio::quantiles(&mut ratios);
     let measured: Vec<f64> = records
         .iter()
         .filter(|r| r.check.outcome != Outcome::Inconclusive && r.check.ratio.is_none())
@@ -459,11 +474,14 @@ fn verdict(
         checked,
         failed: failed.len(),
         inconclusive,
+        worst_margin,
         worst_ratio: worst.map(|w| w.0),
         bound_at_worst: worst.and_then(|w| w.1),
         bound: claim.info.bound.into(),
         measured_min,
         measured_max,
+        ratio_p05: ratio_quantiles.map(|q| q[1]),
+        ratio_median: ratio_quantiles.map(|q| q[3]),
         counterexample,
         note,
     })
@@ -557,6 +575,7 @@ fn finish(
         "solver_status",
         "ratio",
         "bound",
+        "margin",
         "note",
     ])
     .map_err(csv_err(&path))?;
@@ -584,10 +603,87 @@ fn finish(
             c.solver_status.clone().unwrap_or_default(),
             opt(c.ratio),
             opt(c.bound),
+            opt(c.margin),
             c.note.clone(),
         ])
         .map_err(csv_err(&path))?;
     }
     w.flush().map_err(|e| io(&path)(e))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::slimcaching::claims::registry;
+
+    fn claims(ids: &[&str]) -> Vec<SlimClaim> {
+        registry()
+            .into_iter()
+            .filter(|c| ids.contains(&c.info.id))
+            .collect()
+    }
+
+    #[test]
+    fn every_claim_with_a_margin_is_searched_from_its_lowest_margin() {
+        let out = std::env::temp_dir().join(format!("moe-opt-verify-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let chosen = claims(&[
+            "slimcaching/prop2-monotone",
+            "slimcaching/prop2-neither",
+            "slimcaching/prop6-single-server",
+        ]);
+        let options = VerifyOptions {
+            instances: 6,
+            seed: 3,
+            jobs: 2,
+            search_iterations: 15,
+            shrink_steps: 0,
+            check: CheckOptions::default(),
+            out: out.clone(),
+            resume: false,
+        };
+        let rows = run(&chosen, &options).unwrap();
+        let journal = Journal::open(&out, true).unwrap();
+        for (claim, row) in chosen.iter().zip(&rows) {
+            let id = claim.info.id;
+            let records: Vec<&Record> = journal.done.values().filter(|r| r.claim == id).collect();
+            let searched = records.iter().find(|r| r.source == Source::Searched);
+            // The lowest margin of the generated instances, ties to the lowest family seed.
+            let start = records
+                .iter()
+                .filter(|r| r.source == Source::Generated)
+                .filter_map(|r| r.check.margin.map(|m| (m, r.family_seed)))
+                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            if id == "slimcaching/prop2-neither" {
+                // An existence claim has no margin, hence no search.
+                assert!(start.is_none() && searched.is_none(), "{id}");
+                assert_eq!(row.worst_margin, None);
+                continue;
+            }
+            let (start_margin, start_seed) = start.expect("margins on the family");
+            let searched = searched.expect("a searched record");
+            assert_eq!(searched.family_seed, start_seed, "{id}");
+            // The climb never accepts a higher margin than its start.
+            assert!(searched.check.margin.unwrap() <= start_margin, "{id}");
+            assert!(searched_path(&out, &claim.info).exists());
+            let lowest = records
+                .iter()
+                .filter_map(|r| r.check.margin)
+                .reduce(f64::min);
+            assert_eq!(row.worst_margin, lowest, "{id}");
+        }
+        // instances.csv carries the margin right after the bound.
+        let text = std::fs::read_to_string(out.join("instances.csv")).unwrap();
+        let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        assert_eq!(at("margin"), at("bound") + 1);
+        let claims_csv = std::fs::read_to_string(out.join("claims.csv")).unwrap();
+        assert!(claims_csv
+            .lines()
+            .next()
+            .unwrap()
+            .contains(",worst_margin,"));
+        let _ = std::fs::remove_dir_all(&out);
+    }
 }

@@ -21,7 +21,9 @@
 //! are checked exhaustively over 2^|ground| sets (|ground| <= 20, a proof for the instance);
 //! above that by 20,000 seeded random chains, and a check that finds no violation that way is
 //! reported inconclusive, never passed. All inequalities use verification's default
-//! [`Tolerance`]: a >= b - (1e-12 + 1e-9 max(|a|, |b|)).
+//! [`Tolerance`]: a >= b - (1e-12 + 1e-9 max(|a|, |b|)), decided as the sign of the slack
+//! (a - b) + 1e-12 + 1e-9 max(|a|, |b|) ([`Tolerance::slack`]). Property checks visit every
+//! inequality ([`worst_slack`]) and report the worst one, not the first violation found.
 //!
 //! ## Optima
 //!
@@ -37,8 +39,8 @@
 //!
 //! 1. `prop1-submodular`, Prop. 1 (Sec. IV-B, App. A): every model Top-1 => F monotone
 //!    non-decreasing and submodular (Definition 1) on V. Exhaustive checks of both; fail with
-//!    the witnesses of whichever is violated. Instances with a K_m > 1 model are inconclusive
-//!    (premise). Family `tiny-top1`.
+//!    the worst violation of whichever is violated. Instances with a K_m > 1 model are
+//!    inconclusive (premise). Family `tiny-top1`.
 //! 2. `prop2-monotone`, Prop. 2, first part: K_m > 1 => F monotone. Reading: "K_m > 1 for any
 //!    m" is read like Prop. 1's "K_m = 1 for any m", i.e. for every model (mixed libraries are
 //!    Prop. 4's subject); other instances are inconclusive. Family `tiny-top2`.
@@ -57,8 +59,9 @@
 //! 5. `prop4-structure`, Prop. 4: along Alg. 3's successive run (X_{<n} = Alg. 3's placement on
 //!    servers before n, later servers empty), F~^mod_n is modular (both sub- and supermodular)
 //!    and non-decreasing and F~^super_n is supermodular and non-decreasing, as set functions on
-//!    server n's experts. The first violation fails the instance (the witness names the server,
-//!    the part and the property). Family `tiny-mixed`.
+//!    server n's experts. Any violation fails the instance; the witness is the worst one (lowest
+//!    margin) and names the server, the part and the property, the note lists every violated
+//!    (server, part, property). Family `tiny-mixed`.
 //! 6. `prop5-subproblem-ratio`, Prop. 5 (App. C), eq. (24): for every server n of Alg. 3's run,
 //!    F~_n(X_n^alg3) >= (1 - kappa_n) F~_n(X_n^*), kappa_n the supermodular curvature
 //!    (Definition 4) of F~^super_n on server n's experts
@@ -70,7 +73,8 @@
 //!    exactness. When kappa_n is otherwise undefined the server is inconclusive. If F~^super_n is not monotone supermodular,
 //!    Definition 4's premise fails: kappa_n is still computed and used, and the note says so.
 //!    Per instance: fail when any server fails; value, reference, ratio and bound are those of
-//!    the worst server (a failing one first, then the lowest ratio). Family `tiny-mixed`.
+//!    the worst server (a failing one first, then the lowest margin, then the lowest ratio).
+//!    Family `tiny-mixed`.
 //! 7. `thm1-ratio`, Thm. 1 (App. D): F(X_alg3) >= (1 - kappa_max)/2 F(X*), kappa_max = max_n
 //!    kappa_n along Alg. 3's run as in 6; for N = 1 the theorem's sharper (1 - kappa_1) is the
 //!    bound. An undefined kappa_n makes the instance inconclusive. Family `tiny-mixed`.
@@ -87,7 +91,7 @@
 //! 10. `prop6-multi-server`, Prop. 6 (App. E (2)): same premises, N >= 2 => kappa_max in
 //!     (1/2, 1) along Alg. 3's run, the maximum over the servers whose F~^super_n does not
 //!     vanish (a vanishing one has no curvature; an undefined kappa_n elsewhere makes the
-//!     instance inconclusive). The interval is open: kappa_max within 1e-9 of an end point
+//!     instance inconclusive). The interval is open: kappa_max closer than 1e-9 to an end point
 //!     fails, and the note says which end point (1/2: no redirection gain anywhere; 1: some
 //!     expert is worthless alone on its server but not next to the others). Value = kappa_max.
 //!     Family `prop6-multi`.
@@ -96,6 +100,55 @@
 //!     F((n, e) | X_{<n})) is solved by both [`algorithms::knapsack_dp`] and
 //!     [`algorithms::knapsack_maxconv`] on the same values, and the optima must agree (relative
 //!     1e-9). Value = the largest relative difference. Family `small`.
+//!
+//! ## Margins
+//!
+//! Every check also reports [`Check::margin`], the claim's signed slack on the instance, which
+//! the worst-case search of `moe-opt verify` drives down. Every claim here is an inequality
+//! (or a minimum of inequalities) judged with a tolerance: with raw slack r (the amount by
+//! which it holds; negative when it is violated) and allowance t = 1e-12 + 1e-9 max of the two
+//! sides, the outcome is a fail exactly when r + t < 0. The margin is the signed distance of r
+//! from the band [-t, t], over a scale: (r + t) / scale below it (a fail), (r - t) / scale
+//! above it. Inside the band the inequality holds with equality within the tolerance and has
+//! no margin. So a margin is < 0 exactly on a fail (decided from the very number the margin is
+//! computed from; the quotient is kept strictly negative), and inconclusive instances
+//! (premise fails, no proved optimum, kappa undefined, ground set too large for an exhaustive
+//! check) have none.
+//!
+//! Why equalities are left out: in these claims they are equalities by structure, whatever the
+//! instance's numbers. Two pairs serving different demands give f(x | A) = f(x | B); a copy of
+//! an expert next to the user's own copy gains 0; F~^mod is modular, so all its sub- and
+//! supermodular inequalities are equalities; Alg. 3 meets the bound 1 - kappa_n = 1 exactly on
+//! a server without K_m > 1 terms. Counting them would pin the margin at t / scale on almost
+//! every instance, and the search, unable to change that, would only inflate max |f| (it
+//! did: a 23 s cloud link on a one-server Prop. 1 instance). Left out, the margin is how close
+//! the tightest inequality that can move is to failing.
+//!
+//! * Ratio claims (`prop3-greedy-ratio`, `prop5-subproblem-ratio`, `thm1-ratio`,
+//!   `remark2-half`): value v, proved optimum r, bound b, raw slack v - b r, scale |r|: the
+//!   margin is ratio - bound moved towards 0 by t / r (at most about 1e-9 + 1e-12 / r). Only
+//!   with a proved optimum and a defined ratio (|r| > 1e-12); a fail against an optimum of 0
+//!   keeps (r + t) / 1e-12 (the algorithm loses value where nothing can be gained). Prop. 5:
+//!   the smallest margin over the servers (the worst server reported is the one with it);
+//!   Remark 2: the worse algorithm's.
+//! * Property claims (`prop1-submodular`, `prop2-monotone`, `prop4-structure`): for each
+//!   property of each set function f, the smallest margin over the inequalities of the
+//!   exhaustive check (monotone: f(x | S); submodular: f(x | S) - f(x | S + y);
+//!   supermodular: f(x | S + y) - f(x | S); the local chains) that are not equalities
+//!   ([`verification::Slack::strict`]), with scale = max(max |f| over the lattice, 1e-12) so
+//!   that margins are comparable across instances; the claim's margin is the minimum over its
+//!   properties (Prop. 1: monotone, submodular; Prop. 2: monotone; Prop. 4: every server, both
+//!   parts, each part's properties). The failure witnesses are the worst inequalities.
+//! * `prop2-neither` (existence): `None` always. The claim is that some instance of the class
+//!   shows both violations; no single instance can fail it, so there is nothing to drive down.
+//! * `prop6-single-server`: 0.05 - |kappa_1 - 1/2| (pass iff >= 0; no band: the reading's
+//!   tolerance 0.05 is the band).
+//! * `prop6-multi-server`: min(kappa_max - 1/2, 1 - kappa_max) - 1e-9 (the open interval with
+//!   the end-point tolerance [`PROP6_END_POINT`]; pass iff >= 0).
+//! * `alg3-equals-alg2` (an equality: the band is the claim): per server, the unused fraction
+//!   of the allowance, (t - |dp - mc|) / t with t = 1e-12 + 1e-9 max(|dp|, |mc|): 1 when the
+//!   two optima are equal, 0 at the tolerance, negative beyond (about
+//!   1 - relative difference / 1e-9); the minimum over the servers.
 //!
 //! ## Families
 //!
@@ -121,8 +174,8 @@ use formulations::slimcaching::{
 use serde::Serialize;
 use serde_json::{json, Value};
 use verification::{
-    check_monotone, check_submodular, check_supermodular, supermodular_curvature, Curvature, Mode,
-    SetFunction, Tolerance, Verdict, Witness,
+    check_monotone, check_submodular, check_supermodular, supermodular_curvature, worst_slack,
+    Curvature, Mode, Property, SetFunction, Slack, Tolerance, Witness,
 };
 
 use super::algorithms;
@@ -150,6 +203,10 @@ pub const P2_ENUMERATION_LIMIT: usize = 20;
 
 /// moe-opt's reading of Prop. 6's "kappa_1 approximately 1/2": |kappa_1 - 1/2| <= this.
 pub const PROP6_SINGLE_TOLERANCE: f64 = 0.05;
+
+/// Prop. 6 (N >= 2) claims kappa_max in the open interval (1/2, 1): closer than this to an end
+/// point fails.
+pub const PROP6_END_POINT: f64 = 1e-9;
 
 /// Computation counts as negligible (Prop. 6) when every T^CP is at most this fraction of the
 /// shortest one-way edge-cloud link time.
@@ -706,7 +763,12 @@ fn witness_json(f: &PlacementFunction, property: &str, w: &Witness) -> Value {
 // Check builders
 // ---------------------------------------------------------------------------------------------
 
-fn property_check(outcome: Outcome, note: String, witness: Option<Value>) -> Check {
+fn property_check(
+    outcome: Outcome,
+    note: String,
+    witness: Option<Value>,
+    margin: Option<f64>,
+) -> Check {
     Check {
         outcome,
         value: None,
@@ -717,11 +779,42 @@ fn property_check(outcome: Outcome, note: String, witness: Option<Value>) -> Che
         bound: None,
         note,
         witness,
+        margin,
     }
 }
 
 fn inconclusive(note: String) -> Check {
-    property_check(Outcome::Inconclusive, note, None)
+    property_check(Outcome::Inconclusive, note, None, None)
+}
+
+/// `slack / max(scale, TOLERANCE.abs)`, kept strictly negative when `slack` is (a quotient
+/// that underflowed to -0 would read as "holds").
+fn normalised(slack: f64, scale: f64) -> f64 {
+    let m = slack / scale.max(TOLERANCE.abs);
+    if slack < 0.0 {
+        m.min(-f64::MIN_POSITIVE)
+    } else {
+        m
+    }
+}
+
+/// A property claim's margin for one property of one set function: the worst slack of the
+/// inequalities that are not equalities within the tolerance ([`Slack::strict`]) over max |f|
+/// on the lattice; `None` when every inequality is an equality.
+fn slack_margin(s: &Slack) -> Option<f64> {
+    s.strict.as_ref().map(|t| normalised(t.slack, s.scale))
+}
+
+/// The worst inequality of a property as re-checkable JSON ([`witness_json`]) with its slack,
+/// the scale, the margin and how many inequalities fail.
+fn slack_json(f: &PlacementFunction, property: &str, s: &Slack) -> Value {
+    let mut w = witness_json(f, property, &s.witness);
+    w["slack"] = json!(s.slack);
+    w["scale"] = json!(s.scale);
+    w["margin"] = json!(slack_margin(s));
+    w["violated_inequalities"] = json!(s.violated);
+    w["inequalities"] = json!(s.checked);
+    w
 }
 
 /// The validated instance's evaluator, or a note naming the broken rule.
@@ -892,18 +985,33 @@ fn enumerate_within(
     }
 }
 
-/// Pass / fail of `value >= bound * reference` against a proved optimum; inconclusive
-/// otherwise.
-fn judge(value: f64, reference: Option<f64>, kind: ReferenceKind, bound: Option<f64>) -> Outcome {
+/// Pass / fail of `value >= bound * reference` against a proved optimum, inconclusive
+/// otherwise, and the margin (see the module doc): the distance of the raw slack
+/// v - b r from the tolerance band [-allowance, allowance] over |r|, i.e. ratio - bound moved
+/// towards 0 by allowance / r; `None` inside the band (the bound is met with equality) and
+/// when the ratio is undefined (|r| <= the absolute tolerance), except on a fail, which keeps
+/// its slack over max(|r|, 1e-12) (then a large negative number: the algorithm loses value
+/// where nothing is to gain). Negative exactly on a fail.
+fn judge(
+    value: f64,
+    reference: Option<f64>,
+    kind: ReferenceKind,
+    bound: Option<f64>,
+) -> (Outcome, Option<f64>) {
     match (kind, reference, bound) {
         (ReferenceKind::Optimum, Some(r), Some(b)) => {
-            if TOLERANCE.at_least(value, b * r) {
-                Outcome::Pass
-            } else {
-                Outcome::Fail
+            let target = b * r;
+            let slack = TOLERANCE.slack(value, target);
+            if slack < 0.0 {
+                return (Outcome::Fail, Some(normalised(slack, r.abs())));
             }
+            let raw = value - target;
+            let allowance = TOLERANCE.abs + TOLERANCE.rel * value.abs().max(target.abs());
+            let margin = (raw > allowance && ratio_of(value, reference).is_some())
+                .then(|| normalised(raw - allowance, r.abs()));
+            (Outcome::Pass, margin)
         }
-        _ => Outcome::Inconclusive,
+        _ => (Outcome::Inconclusive, None),
     }
 }
 
@@ -925,7 +1033,7 @@ fn ratio_check(
     note: String,
     witness: impl FnOnce() -> Value,
 ) -> Check {
-    let outcome = judge(value, reference.value, reference.kind, bound);
+    let (outcome, margin) = judge(value, reference.value, reference.kind, bound);
     Check {
         outcome,
         value: Some(value),
@@ -936,6 +1044,7 @@ fn ratio_check(
         bound,
         note,
         witness: (outcome == Outcome::Fail).then(witness),
+        margin,
     }
 }
 
@@ -962,98 +1071,83 @@ fn fmt_opt(x: Option<f64>) -> String {
 // Props. 1 and 2
 // ---------------------------------------------------------------------------------------------
 
-/// Claim `prop1-submodular`.
-fn check_prop1(instance: &Instance, _options: &CheckOptions) -> Check {
+/// The worst slacks of `properties` of `f` in `mode`, the property claim's margin (their
+/// smallest [`slack_margin`]) and the inequalities visited.
+fn measure<'p>(
+    f: &PlacementFunction,
+    properties: &[(&'p str, Property)],
+    mode: Mode,
+) -> (Vec<(&'p str, Slack)>, Option<f64>, u64) {
+    let slacks: Vec<(&str, Slack)> = properties
+        .iter()
+        .filter_map(|&(name, p)| worst_slack(f, p, mode, TOLERANCE).map(|s| (name, s)))
+        .collect();
+    let margin = slacks
+        .iter()
+        .filter_map(|(_, s)| slack_margin(s))
+        .reduce(f64::min);
+    let checked = slacks.iter().map(|(_, s)| s.checked).sum();
+    (slacks, margin, checked)
+}
+
+fn fmt_margin(m: Option<f64>) -> String {
+    m.map_or_else(|| "undefined".into(), |v| format!("{v:.3e}"))
+}
+
+/// A property claim on F over V (Props. 1 and 2): fail when some property's worst slack is
+/// negative, pass when none is and the lattice was covered, inconclusive otherwise.
+fn property_claim(
+    instance: &Instance,
+    want_top1: bool,
+    properties: &[(&str, Property)],
+    seed: u64,
+) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
         Err(note) => return inconclusive(note),
     };
-    if let Err(note) = premise_top_k(instance, true) {
+    if let Err(note) = premise_top_k(instance, want_top1) {
         return inconclusive(note);
     }
     let (ground, described) = full_ground(&model);
     let f = PlacementFunction::new(&model, &model.empty_placement(), ground, |_| true);
-    let mode = set_mode(f.ground_size(), 1);
-    let checks = [
-        (
-            "monotone non-decreasing",
-            check_monotone(&f, mode, TOLERANCE),
-        ),
-        ("submodular", check_submodular(&f, mode, TOLERANCE)),
-    ];
-    let violated: Vec<Value> = checks
-        .iter()
-        .filter_map(|(p, v)| v.witness().map(|w| witness_json(&f, p, w)))
-        .collect();
-    let names: Vec<&str> = checks
-        .iter()
-        .filter(|(_, v)| !v.holds())
-        .map(|(p, _)| *p)
-        .collect();
-    let how = if exhaustive_mode(mode) {
+    let mode = set_mode(f.ground_size(), seed);
+    let (slacks, margin, checked) = measure(&f, properties, mode);
+    let exhaustive = exhaustive_mode(mode);
+    let how = if exhaustive {
         "exhaustively"
     } else {
         "on sampled chains"
     };
-    if !violated.is_empty() {
+    let failing: Vec<&(&str, Slack)> = slacks.iter().filter(|(_, s)| s.slack < 0.0).collect();
+    if margin.is_some_and(|m| m < 0.0) {
+        let names: Vec<&str> = failing.iter().map(|(p, _)| *p).collect();
+        let gains: Vec<String> = failing
+            .iter()
+            .map(|(p, s)| {
+                format!(
+                    "{p}: gains {:.3e} at A, {:.3e} at B",
+                    s.witness.gain_smaller, s.witness.gain_larger
+                )
+            })
+            .collect();
         return property_check(
             Outcome::Fail,
             format!(
-                "F is not {} on V = {described} (checked {how})",
-                names.join(" and not ")
+                "F is not {} on V = {described} (checked {how}; worst {}; margin {})",
+                names.join(" and not "),
+                gains.join(", "),
+                fmt_margin(margin)
             ),
-            Some(json!({ "ground_set": described, "violations": violated })),
+            Some(json!({
+                "ground_set": described,
+                "violations": failing.iter().map(|(p, s)| slack_json(&f, p, s))
+                    .collect::<Vec<_>>(),
+            })),
+            margin,
         );
     }
-    let outcome = if exhaustive_mode(mode) {
-        Outcome::Pass
-    } else {
-        Outcome::Inconclusive
-    };
-    property_check(
-        outcome,
-        format!(
-            "F monotone and submodular on V = {described}: {} inequalities checked {how}",
-            checked(&checks)
-        ),
-        None,
-    )
-}
-
-fn checked(checks: &[(&str, Verdict)]) -> u64 {
-    checks
-        .iter()
-        .map(|(_, v)| match v {
-            Verdict::Holds { checked, .. } | Verdict::Violated { checked, .. } => *checked,
-        })
-        .sum()
-}
-
-/// Claim `prop2-monotone`.
-fn check_prop2_monotone(instance: &Instance, _options: &CheckOptions) -> Check {
-    let model = match compile(instance) {
-        Ok(m) => m,
-        Err(note) => return inconclusive(note),
-    };
-    if let Err(note) = premise_top_k(instance, false) {
-        return inconclusive(note);
-    }
-    let (ground, described) = full_ground(&model);
-    let f = PlacementFunction::new(&model, &model.empty_placement(), ground, |_| true);
-    let mode = set_mode(f.ground_size(), 2);
-    let v = check_monotone(&f, mode, TOLERANCE);
-    if let Some(w) = v.witness() {
-        return property_check(
-            Outcome::Fail,
-            format!(
-                "F is not monotone on V = {described}: F(A + x) - F(A) = {:.3e} < 0",
-                w.gain_smaller
-            ),
-            Some(json!({ "ground_set": described,
-                         "violations": [witness_json(&f, "monotone non-decreasing", w)] })),
-        );
-    }
-    let exhaustive = exhaustive_mode(mode);
+    let names: Vec<&str> = properties.iter().map(|(p, _)| *p).collect();
     property_check(
         if exhaustive {
             Outcome::Pass
@@ -1061,15 +1155,35 @@ fn check_prop2_monotone(instance: &Instance, _options: &CheckOptions) -> Check {
             Outcome::Inconclusive
         },
         format!(
-            "F monotone on V = {described}: {} inequalities checked {}",
-            checked(&[("monotone", v)]),
-            if exhaustive {
-                "exhaustively"
-            } else {
-                "on sampled chains"
-            }
+            "F {} on V = {described}: {checked} inequalities checked {how}; margin {}",
+            names.join(" and "),
+            fmt_margin(margin)
         ),
         None,
+        margin.filter(|_| exhaustive),
+    )
+}
+
+/// Claim `prop1-submodular`.
+fn check_prop1(instance: &Instance, _options: &CheckOptions) -> Check {
+    property_claim(
+        instance,
+        true,
+        &[
+            ("monotone non-decreasing", Property::Monotone),
+            ("submodular", Property::Submodular),
+        ],
+        1,
+    )
+}
+
+/// Claim `prop2-monotone`.
+fn check_prop2_monotone(instance: &Instance, _options: &CheckOptions) -> Check {
+    property_claim(
+        instance,
+        false,
+        &[("monotone non-decreasing", Property::Monotone)],
+        2,
     )
 }
 
@@ -1122,7 +1236,8 @@ fn check_prop2_neither(instance: &Instance, _options: &CheckOptions) -> Check {
         json!({ "ground_set": described, "not_submodular": not_sub,
                 "not_supermodular": not_sup })
     });
-    property_check(outcome, note, witness)
+    // An existence claim has no margin: no single instance can fail it.
+    property_check(outcome, note, witness, None)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1188,7 +1303,7 @@ fn check_remark2(instance: &Instance, options: &CheckOptions) -> Check {
     let bound = 0.5;
     let failing: Vec<&str> = results
         .iter()
-        .filter(|r| judge(r.2, reference.value, reference.kind, Some(bound)) == Outcome::Fail)
+        .filter(|r| judge(r.2, reference.value, reference.kind, Some(bound)).0 == Outcome::Fail)
         .map(|r| r.0)
         .collect();
     // The worse algorithm decides value and ratio (Alg. 2 on ties).
@@ -1226,6 +1341,13 @@ fn check_remark2(instance: &Instance, options: &CheckOptions) -> Check {
 // Prop. 4
 // ---------------------------------------------------------------------------------------------
 
+/// A part of Prop. 4 on one server: its name, the set function and its claimed properties.
+type Part<'f, 'a> = (
+    &'static str,
+    &'f PlacementFunction<'a>,
+    &'static [(&'static str, Property)],
+);
+
 /// Claim `prop4-structure`.
 fn check_prop4(instance: &Instance, _options: &CheckOptions) -> Check {
     let model = match compile(instance) {
@@ -1238,6 +1360,9 @@ fn check_prop4(instance: &Instance, _options: &CheckOptions) -> Check {
     };
     let mut total = 0u64;
     let mut sampled = false;
+    // The worst (server, part, property) so far: its margin, a description and its evidence.
+    let mut worst: Option<(f64, String, Value)> = None;
+    let mut failing: Vec<String> = Vec::new();
     for n in 0..model.servers() {
         let base = prefix(&run.placement, n);
         let ground = server_ground(&model, n);
@@ -1246,57 +1371,68 @@ fn check_prop4(instance: &Instance, _options: &CheckOptions) -> Check {
         let superm = PlacementFunction::new(&model, &base, ground, |d| top_k(instance, d) > 1);
         let mode = set_mode(modular.ground_size(), 4 + n as u64);
         sampled |= !exhaustive_mode(mode);
-        let parts: [(&str, &str, &PlacementFunction, Verdict); 5] = [
+        let parts: [Part; 2] = [
             (
                 "F~^mod",
-                "monotone non-decreasing",
                 &modular,
-                check_monotone(&modular, mode, TOLERANCE),
-            ),
-            (
-                "F~^mod",
-                "submodular",
-                &modular,
-                check_submodular(&modular, mode, TOLERANCE),
-            ),
-            (
-                "F~^mod",
-                "supermodular",
-                &modular,
-                check_supermodular(&modular, mode, TOLERANCE),
+                &[
+                    ("monotone non-decreasing", Property::Monotone),
+                    ("submodular", Property::Submodular),
+                    ("supermodular", Property::Supermodular),
+                ],
             ),
             (
                 "F~^super",
-                "monotone non-decreasing",
                 &superm,
-                check_monotone(&superm, mode, TOLERANCE),
-            ),
-            (
-                "F~^super",
-                "supermodular",
-                &superm,
-                check_supermodular(&superm, mode, TOLERANCE),
+                &[
+                    ("monotone non-decreasing", Property::Monotone),
+                    ("supermodular", Property::Supermodular),
+                ],
             ),
         ];
-        for (part, property, f, verdict) in &parts {
-            match verdict {
-                Verdict::Holds { checked, .. } => total += checked,
-                Verdict::Violated { witness, .. } => {
-                    let mut w = witness_json(f, property, witness);
+        for (part, f, properties) in parts {
+            let (slacks, _, checked) = measure(f, properties, mode);
+            total += checked;
+            for (property, s) in &slacks {
+                let Some(m) = slack_margin(s) else {
+                    continue;
+                };
+                if m < 0.0 {
+                    failing.push(format!("server {n} {part} {property}"));
+                }
+                if worst.as_ref().is_none_or(|w| m < w.0) {
+                    let mut w = slack_json(f, property, s);
                     w["server"] = json!(n);
                     w["part"] = json!(part);
-                    return property_check(
-                        Outcome::Fail,
-                        format!(
-                            "server {n}: {part} is not {property} (gains {:.3e} at A, {:.3e} \
-                             at B)",
-                            witness.gain_smaller, witness.gain_larger
-                        ),
-                        Some(w),
+                    let at = s.strict.as_ref().map_or(&s.witness, |t| &t.witness);
+                    let what = format!(
+                        "server {n}: {part} {} {property} (gains {:.3e} at A, {:.3e} at B)",
+                        if m < 0.0 {
+                            "is not"
+                        } else {
+                            "is closest to failing"
+                        },
+                        at.gain_smaller,
+                        at.gain_larger
                     );
+                    worst = Some((m, what, w));
                 }
             }
         }
+    }
+    let margin = worst.as_ref().map(|w| w.0);
+    if let Some((m, what, w)) = worst.filter(|w| w.0 < 0.0) {
+        return property_check(
+            Outcome::Fail,
+            format!(
+                "{what}; margin {}; {} violated: {}",
+                fmt_margin(Some(m)),
+                failing.len(),
+                failing.join(", ")
+            ),
+            Some(w),
+            margin,
+        );
     }
     property_check(
         if sampled {
@@ -1306,15 +1442,17 @@ fn check_prop4(instance: &Instance, _options: &CheckOptions) -> Check {
         },
         format!(
             "on all {} servers F~^mod is modular and non-decreasing and F~^super supermodular \
-             and non-decreasing: {total} inequalities checked {}",
+             and non-decreasing: {total} inequalities checked {}; margin {}",
             model.servers(),
             if sampled {
                 "(some on sampled chains only)"
             } else {
                 "exhaustively"
-            }
+            },
+            fmt_margin(margin)
         ),
         None,
+        margin.filter(|_| !sampled),
     )
 }
 
@@ -1394,6 +1532,7 @@ struct ServerRatio {
     kappa: ServerKappa,
     bound: Option<f64>,
     outcome: Outcome,
+    margin: Option<f64>,
 }
 
 /// Claim `prop5-subproblem-ratio`.
@@ -1419,7 +1558,7 @@ fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp: bool) -> 
         let value = model.objective(&with_n) - model.objective(&base);
         let reference = p2_reference(&model, &base, n, options, Some(&with_n), force_milp);
         let bound = kappa.kappa.map(|k| 1.0 - k);
-        let outcome = judge(value, reference.value, reference.kind, bound);
+        let (outcome, margin) = judge(value, reference.value, reference.kind, bound);
         servers.push(ServerRatio {
             server: n,
             value,
@@ -1427,6 +1566,7 @@ fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp: bool) -> 
             kappa,
             bound,
             outcome,
+            margin,
         });
     }
     let rank = |o: Outcome| match o {
@@ -1437,11 +1577,15 @@ fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp: bool) -> 
     let worst = servers
         .iter()
         .min_by(|a, b| {
-            rank(a.outcome).cmp(&rank(b.outcome)).then_with(|| {
-                let ra = ratio_of(a.value, a.reference.value).unwrap_or(f64::INFINITY);
-                let rb = ratio_of(b.value, b.reference.value).unwrap_or(f64::INFINITY);
-                ra.total_cmp(&rb)
-            })
+            let inf = f64::INFINITY;
+            rank(a.outcome)
+                .cmp(&rank(b.outcome))
+                .then_with(|| a.margin.unwrap_or(inf).total_cmp(&b.margin.unwrap_or(inf)))
+                .then_with(|| {
+                    let ra = ratio_of(a.value, a.reference.value).unwrap_or(inf);
+                    let rb = ratio_of(b.value, b.reference.value).unwrap_or(inf);
+                    ra.total_cmp(&rb)
+                })
         })
         .expect("a valid instance has at least one server");
     let count = |o: Outcome| servers.iter().filter(|s| s.outcome == o).count();
@@ -1452,6 +1596,13 @@ fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp: bool) -> 
         Outcome::Inconclusive
     } else {
         Outcome::Pass
+    };
+    // The smallest server margin; undefined while some server is inconclusive (unless one
+    // fails, which decides the instance).
+    let margin = if outcome == Outcome::Inconclusive {
+        None
+    } else {
+        servers.iter().filter_map(|s| s.margin).reduce(f64::min)
     };
     let premise_broken: Vec<usize> = servers
         .iter()
@@ -1499,6 +1650,7 @@ fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp: bool) -> 
                 "solver_status": s.reference.status,
                 "kappa": s.kappa,
                 "bound": s.bound,
+                "margin": s.margin,
             })).collect::<Vec<_>>(),
         })
     });
@@ -1512,6 +1664,7 @@ fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp: bool) -> 
         bound: worst.bound,
         note,
         witness,
+        margin,
     }
 }
 
@@ -1634,6 +1787,7 @@ fn curvature_check(
     kappa: Option<f64>,
     note: String,
     witness: Option<Value>,
+    margin: Option<f64>,
 ) -> Check {
     Check {
         outcome,
@@ -1645,6 +1799,7 @@ fn curvature_check(
         bound: None,
         note,
         witness,
+        margin,
     }
 }
 
@@ -1670,6 +1825,7 @@ fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -> Check {
             kappa,
             format!("premise fails: {reason}; kappa_1 = {}", fmt_opt(kappa)),
             Some(evidence()),
+            None,
         );
     }
     let Some(kappa_1) = kappa else {
@@ -1682,9 +1838,11 @@ fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -> Check {
                 "kappa_1 undefined: no element has F~^super(z | V - z) > 0".into()
             },
             None,
+            None,
         );
     };
-    let pass = (kappa_1 - 0.5).abs() <= PROP6_SINGLE_TOLERANCE;
+    let margin = PROP6_SINGLE_TOLERANCE - (kappa_1 - 0.5).abs();
+    let pass = margin >= 0.0;
     curvature_check(
         if pass { Outcome::Pass } else { Outcome::Fail },
         Some(kappa_1),
@@ -1698,6 +1856,7 @@ fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -> Check {
             }
         ),
         (!pass).then(evidence),
+        Some(margin),
     )
 }
 
@@ -1748,6 +1907,7 @@ fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) -> Check {
                 per_server.join(", ")
             ),
             Some(evidence()),
+            None,
         );
     }
     let Some(k) = kappa_max.filter(|_| all_defined) else {
@@ -1759,21 +1919,24 @@ fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) -> Check {
                 per_server.join(", ")
             ),
             None,
+            None,
         );
     };
-    let eps = 1e-9;
-    let place = if (k - 0.5).abs() <= eps {
-        "at the end point 1/2 of the open interval"
-    } else if (k - 1.0).abs() <= eps {
-        "at the end point 1 of the open interval: some z has F~^super(z | empty) = 0"
-    } else if k < 0.5 {
-        "below 1/2"
-    } else if k > 1.0 {
-        "above 1"
-    } else {
+    // The open interval: kappa_max must stay at least PROP6_END_POINT from both end points.
+    let eps = PROP6_END_POINT;
+    let margin = (k - 0.5).min(1.0 - k) - eps;
+    let pass = margin >= 0.0;
+    let place = if pass {
         "inside (1/2, 1)"
+    } else if k < 0.5 - eps {
+        "below 1/2"
+    } else if k > 1.0 + eps {
+        "above 1"
+    } else if k < 0.75 {
+        "at the end point 1/2 of the open interval"
+    } else {
+        "at the end point 1 of the open interval: some z has F~^super(z | empty) = 0"
     };
-    let pass = k > 0.5 + eps && k < 1.0 - eps;
     curvature_check(
         if pass { Outcome::Pass } else { Outcome::Fail },
         Some(k),
@@ -1782,6 +1945,7 @@ fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) -> Check {
             per_server.join(", ")
         ),
         (!pass).then(evidence),
+        Some(margin),
     )
 }
 
@@ -1803,6 +1967,7 @@ fn check_alg3_equals_alg2(instance: &Instance, _options: &CheckOptions) -> Check
         .map(|e| model.expert_bytes(eid(e)))
         .collect();
     let mut worst = 0.0f64;
+    let mut margin = f64::INFINITY;
     let mut rows = Vec::new();
     let mut differing = Vec::new();
     for n in 0..model.servers() {
@@ -1827,8 +1992,13 @@ fn check_alg3_equals_alg2(instance: &Instance, _options: &CheckOptions) -> Check
             (dp.0 - mc.0).abs() / scale
         };
         worst = worst.max(diff);
-        let equal = TOLERANCE.at_least(dp.0, mc.0) && TOLERANCE.at_least(mc.0, dp.0);
-        if !equal {
+        // Slack of the equality within the tolerance: the smaller of the slacks of >= and <=,
+        // i.e. allowance - |dp - mc|; in units of the allowance, the margin.
+        let slack = TOLERANCE.slack(dp.0, mc.0).min(TOLERANCE.slack(mc.0, dp.0));
+        let allowance = TOLERANCE.abs + TOLERANCE.rel * scale;
+        let server_margin = normalised(slack, allowance);
+        margin = margin.min(server_margin);
+        if server_margin < 0.0 {
             differing.push(n);
         }
         rows.push(json!({
@@ -1837,9 +2007,10 @@ fn check_alg3_equals_alg2(instance: &Instance, _options: &CheckOptions) -> Check
             "capacity": q,
             "dp_optimum": dp.0, "dp_items": dp.1,
             "maxconv_optimum": mc.0, "maxconv_items": mc.1,
+            "margin": server_margin,
         }));
     }
-    let fail = !differing.is_empty();
+    let fail = margin < 0.0;
     Check {
         outcome: if fail { Outcome::Fail } else { Outcome::Pass },
         value: Some(worst),
@@ -1851,12 +2022,12 @@ fn check_alg3_equals_alg2(instance: &Instance, _options: &CheckOptions) -> Check
         note: if fail {
             format!(
                 "P3_n optima differ on servers {differing:?} (largest relative difference \
-                 {worst:.3e})"
+                 {worst:.3e}; margin {margin:.3e})"
             )
         } else {
             format!(
                 "equal P3_n optima on all {} servers of Alg. 2's run (largest relative \
-                 difference {worst:.3e})",
+                 difference {worst:.3e}; margin {margin:.3e})",
                 model.servers()
             )
         },
@@ -1867,6 +2038,7 @@ fn check_alg3_equals_alg2(instance: &Instance, _options: &CheckOptions) -> Check
                 "servers": rows,
             })
         }),
+        margin: margin.is_finite().then_some(margin),
     }
 }
 
@@ -1970,6 +2142,95 @@ mod tests {
             assert!(c.witness.is_some(), "{id}: a failure carries its witness");
         }
         assert!(!c.note.is_empty() && !c.note.contains('\n'), "{id}");
+        assert_margin_agrees(id, c);
+    }
+
+    /// The margin agrees with the outcome (< 0 exactly on a fail, none when inconclusive) and
+    /// restates the claim's own numbers. Returns whether the check had a margin.
+    fn assert_margin_agrees(id: &str, c: &Check) -> bool {
+        match (c.outcome, c.margin) {
+            (Outcome::Inconclusive, m) => assert_eq!(m, None, "{id}: {c:?}"),
+            (Outcome::Fail, m) => assert!(m.is_some_and(|m| m < 0.0), "{id}: {c:?}"),
+            (Outcome::Pass, m) => assert!(m.is_none_or(|m| m >= 0.0), "{id}: {c:?}"),
+        }
+        let Some(m) = c.margin else {
+            return false;
+        };
+        assert!(m.is_finite(), "{id}");
+        let short = id.strip_prefix("slimcaching/").unwrap();
+        match short {
+            "prop2-neither" => panic!("an existence claim has no margin: {c:?}"),
+            "prop3-greedy-ratio" | "prop5-subproblem-ratio" | "thm1-ratio" | "remark2-half" => {
+                // ratio - bound plus the allowance (1e-12 + 1e-9 max(|v|, |b r|)) / r.
+                let (v, r, b) = (c.value.unwrap(), c.reference.unwrap(), c.bound.unwrap());
+                let Some(ratio) = c.ratio else {
+                    // Only a fail against an optimum of 0 has a margin without a ratio.
+                    assert_eq!(c.outcome, Outcome::Fail, "{id}");
+                    return true;
+                };
+                // ratio - bound moved towards 0 by the allowance over r.
+                let allowance = (1e-12 + 1e-9 * v.abs().max((b * r).abs())) / r;
+                assert!(
+                    ratio - b > allowance || ratio - b < -allowance,
+                    "{id}: in the band"
+                );
+                let expected = if m < 0.0 {
+                    ratio - b + allowance
+                } else {
+                    ratio - b - allowance
+                };
+                assert!(
+                    (m - expected).abs() <= 1e-12 * (1.0 + ratio.abs() + b.abs()),
+                    "{id}: margin {m} vs {expected}"
+                );
+            }
+            "prop6-single-server" => {
+                let k = c.value.unwrap();
+                assert_eq!(m, PROP6_SINGLE_TOLERANCE - (k - 0.5).abs(), "{id}");
+            }
+            "prop6-multi-server" => {
+                let k = c.value.unwrap();
+                assert_eq!(m, (k - 0.5).min(1.0 - k) - PROP6_END_POINT, "{id}");
+            }
+            "alg3-equals-alg2" => {
+                // About 1e-9 minus the largest relative difference.
+                // (t - |dp - mc|) / t with t = 1e-12 + 1e-9 s, s the larger optimum: 1 -
+                // diff s / t, between 1 - diff / 1e-9 and 1 (s far above 1e-12 here).
+                let diff = c.value.unwrap();
+                assert!(
+                    m <= 1.0 && m >= 1.0 - diff / 1e-9 - 1e-9,
+                    "{id}: {m} vs {diff}"
+                );
+            }
+            _ => {
+                // Property claims: a slack over max |f| can fall no lower than -2 (|gain| <=
+                // 2 max |f|, and a difference of two gains <= 4 max |f|).
+                assert!(m >= -4.0 - 1e-9, "{id}: {m}");
+            }
+        }
+        true
+    }
+
+    #[test]
+    fn margins_agree_with_outcomes_on_every_claim() {
+        let opts = options();
+        let mut with_margin = std::collections::BTreeMap::<&str, usize>::new();
+        let mut fails = 0;
+        for c in registry() {
+            for seed in 0..6 {
+                let i = (c.family)(seed);
+                let check = (c.check)(&i, &opts);
+                assert_consistent(c.info.id, &check);
+                if assert_margin_agrees(c.info.id, &check) {
+                    *with_margin.entry(c.info.id).or_default() += 1;
+                }
+                fails += usize::from(check.outcome == Outcome::Fail);
+            }
+        }
+        // Every claim but the existence claim has a margin on its family, and some fail.
+        assert_eq!(with_margin.len(), 10, "{with_margin:?}");
+        assert!(!with_margin.contains_key("slimcaching/prop2-neither"));
+        assert!(fails >= 1);
     }
 
     #[test]
@@ -1982,6 +2243,43 @@ mod tests {
                 assert_consistent(c.info.id, &check);
             }
         }
+    }
+
+    #[test]
+    fn structural_equalities_are_left_out_of_margins() {
+        // F~^mod (K_m = 1 demands, one expert each) is modular on every server: all its local
+        // sub- and supermodular inequalities are equalities, and the margin ignores them; its
+        // monotonicity has strict inequalities (positive gains) on some server.
+        let mut strict_monotone = 0;
+        for seed in 0..6 {
+            let i = family_tiny_mixed(seed);
+            let model = LatencyModel::new(&i);
+            let run = algorithms::successive_maxconv(&model).expect("tiny");
+            for n in 0..model.servers() {
+                let base = prefix(&run.placement, n);
+                let f = PlacementFunction::new(&model, &base, server_ground(&model, n), |d| {
+                    top_k(&i, d) == 1
+                });
+                for p in [Property::Submodular, Property::Supermodular] {
+                    let Some(s) = worst_slack(&f, p, Mode::Exhaustive, TOLERANCE) else {
+                        continue;
+                    };
+                    assert_eq!(s.strict, None, "seed {seed} server {n} {p:?}");
+                    assert_eq!(s.equalities, s.checked);
+                    assert_eq!(slack_margin(&s), None);
+                }
+                let m = worst_slack(&f, Property::Monotone, Mode::Exhaustive, TOLERANCE).unwrap();
+                if let Some(t) = &m.strict {
+                    assert!(t.slack > 0.0 && t.witness.gain_larger > 0.0);
+                    strict_monotone += 1;
+                }
+            }
+            // Prop. 4 still has a margin (from the parts that are not all equalities).
+            let c = check_prop4(&i, &options());
+            assert_eq!(c.outcome, Outcome::Pass);
+            assert!(c.margin.is_some_and(|m| m > 0.0), "seed {seed}: {c:?}");
+        }
+        assert!(strict_monotone > 0);
     }
 
     #[test]
@@ -2073,6 +2371,9 @@ mod tests {
         assert!((c.ratio.unwrap() - 1.0 / 9.0).abs() < 1e-9);
         assert!(c.ratio.unwrap() < 1.0 - (-1.0f64).exp());
         assert_eq!(c.solver_status.as_deref(), Some("exhaustive"));
+        // Margin: ratio - bound = 1/9 - (1 - 1/e) = -0.5210, up to the allowance.
+        let expected = 1.0 / 9.0 - (1.0 - (-1.0f64).exp());
+        assert!((c.margin.unwrap() - expected).abs() < 1e-8);
         let w = c.witness.expect("witness");
         assert_eq!(
             w["placement"],
@@ -2084,6 +2385,7 @@ mod tests {
         let r = check_remark2(&i, &options());
         assert_eq!(r.outcome, Outcome::Pass);
         assert!((r.ratio.unwrap() - 1.0).abs() < 1e-12);
+        assert!((r.margin.unwrap() - 0.5).abs() < 1e-8);
     }
 
     #[test]
@@ -2116,6 +2418,13 @@ mod tests {
         assert_eq!(w["element"]["server"], json!(1));
         assert_eq!(w["smaller"], json!([]));
         assert!((w["gain_smaller"].as_f64().unwrap() + 0.04).abs() < 1e-12);
+        // F({}) = 0, F({0}) = F({0, 1}) = 0.02, F({1}) = -0.04: the worst gain -0.04 over
+        // max |F| = 0.04 gives the margin -1 (plus an allowance of about 1e-9).
+        assert!((c.margin.unwrap() + 1.0).abs() < 1e-8, "{:?}", c.margin);
+        assert_eq!(
+            w["scale"].as_f64().map(|x| (x - 0.04).abs() < 1e-15),
+            Some(true)
+        );
         // Prop. 3's premise holds but Prop. 2's does not.
         assert_eq!(
             check_prop2_monotone(&i, &options()).outcome,
@@ -2149,12 +2458,15 @@ mod tests {
         let c = check_prop6_single(&pair_instance(1e30, 1e30, 1e6), &options());
         assert_eq!(c.outcome, Outcome::Pass, "{c:?}");
         assert!((c.value.unwrap() - 0.5).abs() < 1e-12);
+        // Margin 0.05 - |kappa_1 - 1/2| = 0.05.
+        assert!((c.margin.unwrap() - 0.05).abs() < 1e-12);
         // * T^CP_E = 1e9 x 2 / 2e12 = 1 ms and T^CP_C = 1e9 x 2 / 1e12 = 2 ms: kappa =
         //   1 - (0.01 - 0.001) / (0.01 + 0.01 + 0.002) = 1 - 9/22 = 13/22; the premise
         //   "computation negligible" fails, so the check is inconclusive but reports kappa.
         let c = check_prop6_single(&pair_instance(2e12, 1e12, 1e9), &options());
         assert_eq!(c.outcome, Outcome::Inconclusive);
         assert!(c.note.contains("not negligible"), "{}", c.note);
+        assert_eq!(c.margin, None);
         assert!((c.value.unwrap() - 13.0 / 22.0).abs() < 1e-12);
     }
 
@@ -2301,14 +2613,23 @@ mod tests {
         assert!(!ks[0].vanishes && (ks[0].kappa.unwrap() - 0.5).abs() < 1e-12);
         assert!(ks[1].vanishes);
         assert_eq!((ks[1].kappa, ks[1].curvature.kappa), (Some(0.0), None));
-        assert_eq!(check_prop5(&i, &options()).outcome, Outcome::Pass);
+        // Alg. 3's placement is optimal (F = 0.01 + 0.02 = 0.03 s, every cloud visit gone):
+        // Prop. 5 on server 0 has ratio 1 vs 1 - 1/2, margin 1/2; server 1 has nothing to gain
+        // (optimum 0, ratio undefined, no margin). Thm. 1: ratio 1 vs 1/4, margin 3/4.
+        let p = check_prop5(&i, &options());
+        assert_eq!(p.outcome, Outcome::Pass);
+        assert!((p.margin.unwrap() - 0.5).abs() < 1e-8, "{:?}", p.margin);
         let t = check_thm1(&i, &options());
         assert_eq!(t.outcome, Outcome::Pass);
         assert!((t.bound.unwrap() - 0.25).abs() < 1e-12);
+        assert!((t.reference.unwrap() - 0.03).abs() < 1e-12);
+        assert!((t.margin.unwrap() - 0.75).abs() < 1e-8, "{:?}", t.margin);
         // Prop. 6 (multi-server) takes the maximum over server 0 only: exactly 1/2, an end
         // point of the open interval (1/2, 1).
         let c = check_prop6_multi(&i, &options());
         assert_eq!(c.outcome, Outcome::Fail);
         assert!((c.value.unwrap() - 0.5).abs() < 1e-12 && c.note.contains("end point 1/2"));
+        // Margin min(kappa - 1/2, 1 - kappa) - 1e-9 = -1e-9.
+        assert!((c.margin.unwrap() + 1e-9).abs() < 1e-12, "{:?}", c.margin);
     }
 }

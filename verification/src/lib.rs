@@ -13,5 +13,6 @@ pub mod strategies;
 pub use ratio::{summarize, Direction, Observation, RatioSummary, Reference};
 pub use setfn::{
     check_lemma_one, check_monotone, check_submodular, check_supermodular, supermodular_curvature,
-    Curvature, Mode, SetFunction, Tolerance, Verdict, Witness,
+    worst_slack, Curvature, Mode, Property, SetFunction, Slack, Strict, Tolerance, Verdict,
+    Witness,
 };

@@ -86,6 +86,18 @@ pub struct RatioSummary {
 /// The quantile levels of [`RatioSummary::quantiles`].
 pub const QUANTILE_LEVELS: [f64; 7] = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0];
 
+/// Nearest-rank quantiles of `values` at [`QUANTILE_LEVELS`] (sorts `values`); `None` when
+/// empty.
+pub fn quantiles(values: &mut [f64]) -> Option<[f64; 7]> {
+    values.sort_by(f64::total_cmp);
+    (!values.is_empty()).then(|| {
+        QUANTILE_LEVELS.map(|q| {
+            let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
+            values[rank - 1]
+        })
+    })
+}
+
 /// Summarises observations against the claim `ALG (>= | <=) bound * OPT`.
 pub fn summarize(
     observations: &[Observation],
@@ -117,13 +129,7 @@ pub fn summarize(
             }
         }
     }
-    ratios.sort_by(f64::total_cmp);
-    let quantiles = (!ratios.is_empty()).then(|| {
-        QUANTILE_LEVELS.map(|q| {
-            let rank = ((q * ratios.len() as f64).ceil() as usize).clamp(1, ratios.len());
-            ratios[rank - 1]
-        })
-    });
+    let quantiles = quantiles(&mut ratios);
     RatioSummary {
         checked,
         inconclusive: observations.len() - checked,

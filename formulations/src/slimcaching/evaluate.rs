@@ -745,7 +745,9 @@ mod tests {
         // servers with random holdings: the allocation-free latency equals route()'s.
         let mut state = 777u64;
         let mut next = |m: u64| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (state >> 33) % m
         };
         for _ in 0..2000 {
@@ -770,7 +772,10 @@ mod tests {
             let holds = |n: ServerId, e: ExpertId| held[n.index()][e.index()];
             let slow = route(&costs, &d, servers, holds).latency;
             let fast = route_latency(&costs, &d, servers, holds);
-            assert!((fast - slow).abs() <= 1e-9 * slow.abs().max(1.0), "{fast} vs {slow}");
+            assert!(
+                (fast - slow).abs() <= 1e-9 * slow.abs().max(1.0),
+                "{fast} vs {slow}"
+            );
         }
     }
 
