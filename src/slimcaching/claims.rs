@@ -2388,29 +2388,41 @@ mod tests {
         assert!((r.margin.unwrap() - 0.5).abs() < 1e-8);
     }
 
+    /// Two servers of `storage` bytes joined by `edge_s` latency each way, the cloud 10 ms
+    /// each way, negligible compute, one model, one user on server 0 who always activates
+    /// `experts` of layer 0.
+    fn two_servers(
+        storage: u64,
+        edge_s: f64,
+        model: serde_json::Value,
+        experts: &[u32],
+    ) -> Instance {
+        instance(json!({
+            "servers": [ { "storage_bytes": storage, "compute_flops": 1e30 },
+                         { "storage_bytes": storage, "compute_flops": 1e30 } ],
+            "cloud": { "compute_flops": 1e30 },
+            "backhaul": { "symmetric": true,
+                          "edge_to_edge": [[null, { "latency_s": edge_s }],
+                                           [{ "latency_s": edge_s }, null]],
+                          "edge_to_cloud": [ { "latency_s": 0.01 }, { "latency_s": 0.01 } ],
+                          "cloud_to_edge": [ { "latency_s": 0.01 }, { "latency_s": 0.01 } ] },
+            "models": [ model ],
+            "users": [ { "compute_flops": 1e30, "associated_server": 0,
+                         "uplink": [ { "rate_bps": 1e7 }, { "rate_bps": 1e7 } ],
+                         "downlink": [ { "rate_bps": 1e7 }, { "rate_bps": 1e7 } ],
+                         "requests": [ { "model": 0, "p": 1.0 } ],
+                         "activations": [ { "model": 0, "layer": 0,
+                                            "sets": [ { "experts": experts, "p": 1.0 } ] } ] } ]
+        }))
+    }
+
     #[test]
     fn a_slow_remote_server_breaks_monotonicity_in_prop1() {
         // Two servers; the user is on server 0; edge links 0 <-> 1 take 0.03 s each way, the
         // cloud 0.01 s each way; compute negligible. Top-1, one expert (id 0). Ground set
         // index n E + e: 0 = (server 0, e0), 1 = (server 1, e0). Caching e0 on server 1 alone
         // forces the token there: G goes from 0.02 (cloud) to 0.06, a gain of -0.04.
-        let i = instance(json!({
-            "servers": [ { "storage_bytes": 1, "compute_flops": 1e30 },
-                         { "storage_bytes": 1, "compute_flops": 1e30 } ],
-            "cloud": { "compute_flops": 1e30 },
-            "backhaul": { "symmetric": true,
-                          "edge_to_edge": [[null, { "latency_s": 0.03 }],
-                                           [{ "latency_s": 0.03 }, null]],
-                          "edge_to_cloud": [ { "latency_s": 0.01 }, { "latency_s": 0.01 } ],
-                          "cloud_to_edge": [ { "latency_s": 0.01 }, { "latency_s": 0.01 } ] },
-            "models": [ model_json("A", 1, 1, 1, 1e6) ],
-            "users": [ { "compute_flops": 1e30, "associated_server": 0,
-                         "uplink": [ { "rate_bps": 1e7 }, { "rate_bps": 1e7 } ],
-                         "downlink": [ { "rate_bps": 1e7 }, { "rate_bps": 1e7 } ],
-                         "requests": [ { "model": 0, "p": 1.0 } ],
-                         "activations": [ { "model": 0, "layer": 0,
-                                            "sets": [ { "experts": [0], "p": 1.0 } ] } ] } ]
-        }));
+        let i = two_servers(1, 0.03, model_json("A", 1, 1, 1, 1e6), &[0]);
         let c = check_prop1(&i, &options());
         assert_eq!(c.outcome, Outcome::Fail);
         let w = &c.witness.expect("witness")["violations"][0];
@@ -2589,23 +2601,7 @@ mod tests {
         // and 1) but every value is 0 (the user's server already serves both): it vanishes,
         // kappa_1 is taken as 0, and the definition's own curvature is undefined. On server 0
         // kappa_0 = 1 - 0.01 / 0.02 = 1/2 (App. E), so Thm. 1's bound is (1 - 1/2) / 2.
-        let i = instance(json!({
-            "servers": [ { "storage_bytes": 2, "compute_flops": 1e30 },
-                         { "storage_bytes": 2, "compute_flops": 1e30 } ],
-            "cloud": { "compute_flops": 1e30 },
-            "backhaul": { "symmetric": true,
-                          "edge_to_edge": [[null, { "latency_s": 0.001 }],
-                                           [{ "latency_s": 0.001 }, null]],
-                          "edge_to_cloud": [ { "latency_s": 0.01 }, { "latency_s": 0.01 } ],
-                          "cloud_to_edge": [ { "latency_s": 0.01 }, { "latency_s": 0.01 } ] },
-            "models": [ model_json("P", 2, 2, 1, 1e6) ],
-            "users": [ { "compute_flops": 1e30, "associated_server": 0,
-                         "uplink": [ { "rate_bps": 1e7 }, { "rate_bps": 1e7 } ],
-                         "downlink": [ { "rate_bps": 1e7 }, { "rate_bps": 1e7 } ],
-                         "requests": [ { "model": 0, "p": 1.0 } ],
-                         "activations": [ { "model": 0, "layer": 0,
-                                            "sets": [ { "experts": [0, 1], "p": 1.0 } ] } ] } ]
-        }));
+        let i = two_servers(2, 0.001, model_json("P", 2, 2, 1, 1e6), &[0, 1]);
         let model = LatencyModel::new(&i);
         let run = algorithms::successive_maxconv(&model).expect("tiny");
         assert_eq!(run.placement.experts_on(sid(0)).count(), 2);

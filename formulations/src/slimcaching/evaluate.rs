@@ -709,6 +709,17 @@ fn bits(mask: u32) -> impl Iterator<Item = usize> {
 mod tests {
     use super::*;
 
+    /// A fixed LCG: `next(m)` is a pseudo-random number below m (the tests need no RNG crate).
+    fn lcg(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut state = seed;
+        move |m| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        }
+    }
+
     /// Brute force: every assignment of each remote expert to any server holding it.
     fn brute(costs: &RouteCosts, remote: &[(ExpertId, u32)]) -> f64 {
         let options: Vec<Vec<usize>> = remote.iter().map(|(_, m)| bits(*m).collect()).collect();
@@ -743,13 +754,7 @@ mod tests {
     fn latency_fast_path_equals_the_route_latency() {
         // Random demands of up to 8 missing experts (beyond the stack DP's 6) over up to 6
         // servers with random holdings: the allocation-free latency equals route()'s.
-        let mut state = 777u64;
-        let mut next = |m: u64| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) % m
-        };
+        let mut next = lcg(777);
         for _ in 0..2000 {
             let servers = 1 + next(6) as usize;
             let costs = RouteCosts {
@@ -781,14 +786,7 @@ mod tests {
 
     #[test]
     fn subset_dp_matches_brute_force_on_pseudo_random_cases() {
-        // A fixed LCG drives the cases so the test needs no RNG crate.
-        let mut state = 12345u64;
-        let mut next = |m: u64| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) % m
-        };
+        let mut next = lcg(12345);
         for _ in 0..500 {
             let servers = 2 + next(5) as usize;
             let costs = RouteCosts {
