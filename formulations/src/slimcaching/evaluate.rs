@@ -520,25 +520,14 @@ fn route(
             at_associated.push(e);
             continue;
         }
-        let mut mask = 0u32;
-        for n in 0..servers {
-            if n != d.server.index() && holds(ServerId(n as u32), e) {
-                mask |= 1 << n;
-            }
-        }
+        let mask = holder_mask(d, e, servers, &holds);
         if mask == 0 {
             at_cloud.push(e);
         } else {
             remote.push((e, mask));
         }
     }
-    let mut latency = 0.0;
-    if !at_associated.is_empty() {
-        latency += costs.associated_compute;
-    }
-    if !at_cloud.is_empty() {
-        latency += costs.cloud_visit + at_cloud.len() as f64 * costs.cloud_return;
-    }
+    let latency = fixed_latency(costs, !at_associated.is_empty(), at_cloud.len());
     let (edge_latency, at_edge) = serve_remote(costs, &remote);
     Route {
         at_associated,
@@ -546,6 +535,31 @@ fn route(
         at_cloud,
         latency: latency + edge_latency,
     }
+}
+
+/// The servers other than n_u that cache expert e, as a bit mask.
+fn holder_mask(
+    d: &RoutingDemand,
+    e: ExpertId,
+    servers: usize,
+    holds: &impl Fn(ServerId, ExpertId) -> bool,
+) -> u32 {
+    (0..servers)
+        .filter(|&n| n != d.server.index() && holds(ServerId(n as u32), e))
+        .fold(0, |mask, n| mask | 1 << n)
+}
+
+/// The latency of the associated server's compute (if it serves any expert, eq. (9)) and of
+/// the cloud (if it serves `cloud` experts, eq. (10)).
+fn fixed_latency(costs: &RouteCosts, associated: bool, cloud: usize) -> f64 {
+    let mut latency = 0.0;
+    if associated {
+        latency += costs.associated_compute;
+    }
+    if cloud > 0 {
+        latency += costs.cloud_visit + cloud as f64 * costs.cloud_return;
+    }
+    latency
 }
 
 /// Experts a token sends to other edge servers, handled by the stack-only DP of
@@ -569,12 +583,7 @@ fn route_latency(
             associated = true;
             continue;
         }
-        let mut mask = 0u32;
-        for n in 0..servers {
-            if n != d.server.index() && holds(ServerId(n as u32), e) {
-                mask |= 1 << n;
-            }
-        }
+        let mask = holder_mask(d, e, servers, &holds);
         if mask == 0 {
             cloud += 1;
         } else {
@@ -582,13 +591,7 @@ fn route_latency(
             k += 1;
         }
     }
-    let mut latency = 0.0;
-    if associated {
-        latency += costs.associated_compute;
-    }
-    if cloud > 0 {
-        latency += costs.cloud_visit + cloud as f64 * costs.cloud_return;
-    }
+    let latency = fixed_latency(costs, associated, cloud);
     let server_cost =
         |n: usize, count: usize| costs.edge_visit[n] + count as f64 * costs.edge_return[n];
     latency
