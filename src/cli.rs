@@ -146,6 +146,9 @@ enum Command {
         /// Neighbours tried by the worst-case search of each claim (0: none).
         #[arg(long, default_value_t = 1000)]
         search: usize,
+        /// Worst-case searches per claim, from the generated instances with the lowest margins.
+        #[arg(long, default_value_t = 3)]
+        restarts: usize,
         /// Output folder: journal.jsonl, claims.csv, instances.csv, counterexamples/.
         #[arg(long, default_value = "verify-out")]
         out: PathBuf,
@@ -375,6 +378,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             jobs,
             time_limit,
             search,
+            restarts,
             out,
             resume,
         } => {
@@ -415,6 +419,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 jobs: jobs
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 search_iterations: search,
+                search_restarts: restarts,
                 shrink_steps: 200,
                 check,
                 out: out.clone(),

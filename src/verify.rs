@@ -82,8 +82,12 @@ pub struct VerifyOptions {
     pub seed: u64,
     /// Parallel workers.
     pub jobs: usize,
-    /// Neighbours tried by the worst-case search per claim with a margin (0: no search).
+    /// Neighbours tried by each worst-case search of a claim with a margin (0: no search).
     pub search_iterations: usize,
+    /// Worst-case searches per claim, started from the generated instances with the lowest,
+    /// second lowest, ... margin (a hill climb tends to stall at an equality; several starts
+    /// find more).
+    pub search_restarts: usize,
     /// Successful shrink steps at most.
     pub shrink_steps: usize,
     /// Options of the checks (MILP time limit).
@@ -294,27 +298,32 @@ pub fn run(
         journal.done.insert((r.claim.clone(), r.source, r.index), r);
     }
 
-    // Phase 2: worst-case search of the margin, from the generated instance with the lowest.
+    // Phase 2: worst-case searches of the margin, from the generated instances with the lowest
+    // margins.
     if options.search_iterations > 0 {
-        let todo: Vec<usize> = (0..claims.len())
-            .filter(|&c| {
+        let todo: Vec<(usize, u64)> = (0..claims.len())
+            .flat_map(|c| (0..options.search_restarts as u64).map(move |k| (c, k)))
+            .filter(|&(c, k)| {
                 !journal
                     .done
-                    .contains_key(&(claims[c].info.id.to_string(), Source::Searched, 0))
+                    .contains_key(&(claims[c].info.id.to_string(), Source::Searched, k))
             })
             .collect();
         let bar = progress(todo.len() as u64, "worst-case searches");
         let searched: Vec<Record> = pool.install(|| {
             todo.par_iter()
-                .filter_map(|&c| {
+                .filter_map(|&(c, k)| {
                     let claim = &claims[c];
-                    let worst = journal
+                    // Start k: the generated instance with the k-th lowest margin.
+                    let mut starts: Vec<(f64, u64)> = journal
                         .done
                         .values()
                         .filter(|r| r.claim == claim.info.id && r.source == Source::Generated)
                         .filter_map(|r| r.check.margin.map(|m| (m, r.family_seed)))
-                        .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))?;
-                    let start = (claim.family)(worst.1);
+                        .collect();
+                    starts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    let (_, start_seed) = *starts.get(k as usize)?;
+                    let start = (claim.family)(start_seed);
                     let score = |inst: &Instance| (claim.check)(inst, &options.check).margin;
                     let found = local_search(
                         start,
@@ -322,12 +331,12 @@ pub fn run(
                         score,
                         SearchOptions {
                             iterations: options.search_iterations,
-                            seed: family_seed(options.seed, worst.1),
+                            seed: family_seed(options.seed, start_seed),
                         },
                     )?;
                     let check = (claim.check)(&found.best, &options.check);
                     // Saved so that a failure found by the search can be shrunk and re-checked.
-                    let path = searched_path(&options.out, &claim.info);
+                    let path = searched_path(&options.out, &claim.info, k);
                     let text =
                         serde_json::to_string_pretty(&found.best).expect("instances serialise");
                     if std::fs::create_dir_all(path.parent().expect("a folder"))
@@ -339,8 +348,8 @@ pub fn run(
                     let r = record(
                         &claim.info,
                         Source::Searched,
-                        0,
-                        worst.1,
+                        k,
+                        start_seed,
                         &found.best,
                         check,
                     );
@@ -365,10 +374,10 @@ pub fn run(
     Ok(rows)
 }
 
-/// Where the worst-case search saves its best instance for a claim.
-fn searched_path(out: &Path, claim: &ClaimInfo) -> PathBuf {
+/// Where worst-case search `k` saves its best instance for a claim.
+fn searched_path(out: &Path, claim: &ClaimInfo, k: u64) -> PathBuf {
     out.join("searched")
-        .join(format!("{}.json", claim.id.replace('/', "-")))
+        .join(format!("{}-{k}.json", claim.id.replace('/', "-")))
 }
 
 /// The verdict of a claim from its records; shrinks and saves its smallest counterexample.
@@ -425,10 +434,11 @@ fn verdict(
     {
         failing.push((claim.family)(first.family_seed));
     }
-    if failed.iter().any(|r| r.source == Source::Searched) {
+    for r in failed.iter().filter(|r| r.source == Source::Searched) {
         failing.push(formulations::slimcaching::load(&searched_path(
             &options.out,
             &claim.info,
+            r.index,
         ))?);
     }
     if let Some(instance) = failing.into_iter().min_by_key(mutate::size) {
@@ -638,6 +648,7 @@ mod tests {
             seed: 3,
             jobs: 2,
             search_iterations: 15,
+            search_restarts: 1,
             shrink_steps: 0,
             check: CheckOptions::default(),
             out: out.clone(),
@@ -666,7 +677,7 @@ mod tests {
             assert_eq!(searched.family_seed, start_seed, "{id}");
             // The climb never accepts a higher margin than its start.
             assert!(searched.check.margin.unwrap() <= start_margin, "{id}");
-            assert!(searched_path(&out, &claim.info).exists());
+            assert!(searched_path(&out, &claim.info, 0).exists());
             let lowest = records
                 .iter()
                 .filter_map(|r| r.check.margin)

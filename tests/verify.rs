@@ -184,3 +184,33 @@ fn an_unknown_claim_is_bad_input() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no claim matches") && err.contains("slimcaching/prop3-greedy-ratio"));
 }
+
+/// Every file kept in instances/counterexamples/ (named `<problem>-<claim>.json`) still fails
+/// its claim when re-checked, as its README line says.
+#[test]
+fn every_saved_counterexample_still_fails_its_claim() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/counterexamples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        let id = stem.replacen('-', "/", 1);
+        let out = Command::new(bin())
+            .args(["verify", "--claim", &id, "--instance"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{id}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let check: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(check["outcome"], "fail", "{id}: {}", check["note"]);
+        checked += 1;
+    }
+    assert!(checked >= 4, "only {checked} counterexample files");
+}
