@@ -23,6 +23,18 @@ def run(*args):
     return subprocess.run([BIN, *args], check=True, capture_output=True, text=True).stdout
 
 
+def solve_config(tmp, cfg, args):
+    """Generates an instance from a generator configuration and solves its MILP; returns the
+    instance info, the MILP report and the wall-clock seconds."""
+    cfg_file = os.path.join(tmp, "cfg.json")
+    inst = os.path.join(tmp, "inst.json")
+    with open(cfg_file, "w") as f:
+        json.dump(cfg, f)
+    run("generate", "slimcaching", "--config", cfg_file, "--seed", str(args.seed), "-o", inst)
+    out = json.loads(run("solve", inst, "--method", "milp", "--time-limit", str(args.time_limit), "--json"))
+    return out["instance"], out["result"]["exact"], out["result"]["runtime_s"]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--time-limit", type=float, default=60.0)
@@ -48,15 +60,9 @@ def main():
                 lib = cfg["library"]["synthetic"]
                 lib["layers"] = {"min": 4, "max": 4}
                 lib["experts_per_layer"] = {"min": e, "max": e}
-                cfg_file = os.path.join(tmp, "cfg.json")
-                inst = os.path.join(tmp, "inst.json")
-                with open(cfg_file, "w") as f:
-                    json.dump(cfg, f)
-                run("generate", "slimcaching", "--config", cfg_file, "--seed", str(args.seed), "-o", inst)
-                out = json.loads(run("solve", inst, "--method", "milp", "--time-limit", str(args.time_limit), "--json"))
-                info, exact = out["instance"], out["result"]["exact"]
+                info, exact, seconds = solve_config(tmp, cfg, args)
                 print(f"{n:>7} {info['experts']:>7} {n * info['experts']:>6} {info['max_top_k']:>3} "
-                      f"{exact['status']:>10} {out['result']['runtime_s']:>8.2f}", flush=True)
+                      f"{exact['status']:>10} {seconds:>8.2f}", flush=True)
 
 
 def paper_sweep(args):
@@ -70,16 +76,10 @@ def paper_sweep(args):
                 cfg["servers"] = {"min": n, "max": n}
                 cfg["library"] = {"paper": {"models": m}}
                 cfg["models_per_user"] = {"min": min(3, m), "max": min(5, m)}
-                cfg_file = os.path.join(tmp, "cfg.json")
-                inst = os.path.join(tmp, "inst.json")
-                with open(cfg_file, "w") as f:
-                    json.dump(cfg, f)
-                run("generate", "slimcaching", "--config", cfg_file, "--seed", str(args.seed), "-o", inst)
-                out = json.loads(run("solve", inst, "--method", "milp", "--time-limit", str(args.time_limit), "--json"))
-                info, exact = out["instance"], out["result"]["exact"]
+                info, exact, seconds = solve_config(tmp, cfg, args)
                 gap = "-" if exact["gap"] is None else f"{exact['gap']:.2%}"
                 print(f"{n:>7} {m:>6} {info['experts']:>7} {n * info['experts']:>6} {info['max_top_k']:>3} "
-                      f"{exact['status']:>10} {gap:>8} {out['result']['runtime_s']:>8.2f}", flush=True)
+                      f"{exact['status']:>10} {gap:>8} {seconds:>8.2f}", flush=True)
 
 
 if __name__ == "__main__":
