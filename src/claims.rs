@@ -5,6 +5,7 @@
 //! proved optimum where it is a ratio claim) on at least one instance and none failed, and
 //! `inconclusive` otherwise.
 
+use formulations::milp::SolveOptions;
 use serde::{Deserialize, Serialize};
 
 /// A claim of a paper, as moe-opt states and checks it.
@@ -24,6 +25,50 @@ pub struct ClaimInfo {
     pub bound: &'static str,
     /// The instances it is checked on.
     pub family: &'static str,
+}
+
+/// A registered claim of one problem: what is claimed, the instance family it is checked on
+/// and the check, for instances of type `I`.
+pub struct Claim<I> {
+    /// What is claimed, where, and what is measured.
+    pub info: ClaimInfo,
+    /// The instance family: a deterministic instance for each seed.
+    pub family: fn(seed: u64) -> I,
+    /// Checks the claim on one instance.
+    pub check: fn(&I, &CheckOptions) -> Check,
+}
+
+impl<I> Clone for Claim<I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<I> Copy for Claim<I> {}
+
+impl<I> std::fmt::Debug for Claim<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Claim").field("info", &self.info).finish()
+    }
+}
+
+/// Options of the checks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckOptions {
+    /// Options of every HiGHS solve (time limit, gap, threads).
+    pub solve: SolveOptions,
+}
+
+impl Default for CheckOptions {
+    /// A 60 s time limit per solve, gap 0, one thread.
+    fn default() -> Self {
+        CheckOptions {
+            solve: SolveOptions {
+                time_limit_s: Some(60.0),
+                ..SolveOptions::default()
+            },
+        }
+    }
 }
 
 /// The outcome of checking a claim on one instance.

@@ -165,7 +165,7 @@
 //!   rates, 0.01 s each way to the cloud).
 //! * `small`: the small preset unchanged.
 
-use formulations::milp::{MilpStatus, SolveOptions};
+use formulations::milp::MilpStatus;
 use formulations::slimcaching::validate::validate;
 use formulations::slimcaching::{
     ExpertCatalogue, ExpertId, IncrementalObjective, Instance, LatencyModel, Placement,
@@ -180,7 +180,7 @@ use verification::{
 
 use super::algorithms;
 use super::generate::{try_generate, Between, ComputeConfig, GeneratorConfig, Library, Preset};
-use crate::claims::{Check, ClaimInfo, Outcome, ReferenceKind};
+use crate::claims::{Check, Claim, ClaimInfo, Outcome, ReferenceKind};
 
 /// The paper's file in ../shared/papers/.
 pub const PAPER: &str = "000_e52eafead23a117e.txt";
@@ -212,35 +212,10 @@ pub const PROP6_END_POINT: f64 = 1e-9;
 /// shortest one-way edge-cloud link time.
 pub const NEGLIGIBLE_COMPUTE: f64 = 1e-3;
 
-/// Options of the checks.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CheckOptions {
-    /// Options of every HiGHS solve (time limit, gap, threads).
-    pub solve: SolveOptions,
-}
-
-impl Default for CheckOptions {
-    /// A 60 s time limit per solve, gap 0, one thread.
-    fn default() -> Self {
-        CheckOptions {
-            solve: SolveOptions {
-                time_limit_s: Some(60.0),
-                ..SolveOptions::default()
-            },
-        }
-    }
-}
+pub use crate::claims::CheckOptions;
 
 /// One registered SlimCaching claim.
-#[derive(Debug, Clone, Copy)]
-pub struct SlimClaim {
-    /// What is claimed, where, and what is measured.
-    pub info: ClaimInfo,
-    /// The instance family: a deterministic instance for each seed.
-    pub family: fn(seed: u64) -> Instance,
-    /// Checks the claim on one instance.
-    pub check: fn(&Instance, &CheckOptions) -> Check,
-}
+pub type SlimClaim = Claim<Instance>;
 
 /// Every SlimCaching claim, in the paper's order.
 pub fn registry() -> Vec<SlimClaim> {
