@@ -11,6 +11,16 @@ use crate::slimcaching::methods::{ExactReport, Method, MethodRun, Reference};
 /// This build's version, as written in every report.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// SHA-256 (hex) of a value's canonical JSON (serde_json's compact serialisation of the parsed
+/// value), so whitespace and key order in the file it was read from do not matter.
+pub fn canonical_sha256<T: Serialize>(value: &T) -> String {
+    let canonical = serde_json::to_vec(value).expect("instances always serialise");
+    Sha256::digest(&canonical)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Identity and size of the instance a report is about.
 #[derive(Debug, Clone, Serialize)]
 pub struct InstanceInfo {
@@ -34,14 +44,9 @@ pub struct InstanceInfo {
 impl InstanceInfo {
     /// Describes an instance.
     pub fn new(instance: &Instance) -> Self {
-        let canonical = serde_json::to_vec(instance).expect("an instance always serialises");
-        let sha256 = Sha256::digest(&canonical)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
         InstanceInfo {
             name: instance.name.clone(),
-            sha256,
+            sha256: canonical_sha256(instance),
             servers: instance.servers.len(),
             users: instance.users.len(),
             models: instance.models.len(),

@@ -8,6 +8,8 @@
 
 pub mod error;
 pub mod milp;
+pub mod problem;
 pub mod slimcaching;
 
 pub use error::{Error, ValidationError};
+pub use problem::ProblemKind;

@@ -1,0 +1,68 @@
+//! Which problem an instance file is about. Every instance file of a problem added after
+//! SlimCaching starts with `"problem": "<name>"`; SlimCaching files (written before the tag
+//! existed) carry none, so a file without the tag reads as SlimCaching.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{read_json, Error};
+
+/// The problems moe-opt formulates, by the tag their instance files carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// Expert caching on cooperating edge servers (paper 000); files carry no tag.
+    Slimcaching,
+    /// Expert placement on heterogeneous GPU servers (paper 001).
+    Prism,
+    /// Makespan scheduling of expert reconstruction (paper 003).
+    Zipmoe,
+}
+
+impl ProblemKind {
+    /// The tag as written in files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProblemKind::Slimcaching => "slimcaching",
+            ProblemKind::Prism => "prism",
+            ProblemKind::Zipmoe => "zipmoe",
+        }
+    }
+}
+
+/// Only the tag of a file.
+#[derive(Deserialize)]
+struct Tagged {
+    #[serde(default)]
+    problem: Option<ProblemKind>,
+}
+
+/// The problem of an instance file: its `problem` field, SlimCaching when there is none.
+/// Errors name the file: unreadable, not JSON, or an unknown tag.
+pub fn detect(path: &Path) -> Result<ProblemKind, Error> {
+    let tagged: Tagged = read_json(path)?;
+    Ok(tagged.problem.unwrap_or(ProblemKind::Slimcaching))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_without_a_tag_is_slimcaching_and_an_unknown_tag_is_named() {
+        let dir = std::env::temp_dir().join(format!("moe-opt-problem-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let plain = dir.join("plain.json");
+        std::fs::write(&plain, r#"{"name": "x", "servers": []}"#).unwrap();
+        assert_eq!(detect(&plain).unwrap(), ProblemKind::Slimcaching);
+        let tagged = dir.join("tagged.json");
+        std::fs::write(&tagged, r#"{"problem": "prism", "name": "x"}"#).unwrap();
+        assert_eq!(detect(&tagged).unwrap(), ProblemKind::Prism);
+        let unknown = dir.join("unknown.json");
+        std::fs::write(&unknown, r#"{"problem": "knapsack"}"#).unwrap();
+        let e = detect(&unknown).unwrap_err().to_string();
+        assert!(e.contains("unknown.json") && e.contains("knapsack"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
