@@ -11,6 +11,15 @@ use crate::slimcaching::methods::{ExactReport, Method, MethodRun, Reference};
 /// This build's version, as written in every report.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Options shared by the methods of every problem.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunOptions {
+    /// MILP options (time limit, relative gap, threads).
+    pub solve: formulations::milp::SolveOptions,
+    /// Seed of the randomised methods.
+    pub seed: u64,
+}
+
 /// SHA-256 (hex) of a value's canonical JSON (serde_json's compact serialisation of the parsed
 /// value), so whitespace and key order in the file it was read from do not matter.
 pub fn canonical_sha256<T: Serialize>(value: &T) -> String {

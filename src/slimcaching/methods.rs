@@ -9,7 +9,7 @@
 use std::str::FromStr;
 use std::time::Instant;
 
-use formulations::milp::{MilpStatus, SolveOptions};
+use formulations::milp::MilpStatus;
 use formulations::slimcaching::{Evaluation, LatencyModel, Placement, SlimCachingMilp};
 use formulations::Error;
 use serde::Serialize;
@@ -113,14 +113,7 @@ impl FromStr for Method {
     }
 }
 
-/// Options shared by all methods.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RunOptions {
-    /// MILP options (time limit, relative gap, threads).
-    pub solve: SolveOptions,
-    /// Seed of the randomised methods.
-    pub seed: u64,
-}
+pub use crate::report::RunOptions;
 
 /// The MILP's own account of a solve, in F's units (seconds).
 #[derive(Debug, Clone, PartialEq, Serialize)]
