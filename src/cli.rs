@@ -8,14 +8,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use formulations::milp::{MilpStatus, SolveOptions};
 use formulations::slimcaching::{self as sc, Instance, LatencyModel, SlimCachingMilp};
 
+use crate::claims::CheckOptions;
 use crate::claims::ClaimInfo;
 use crate::report::{CompareReport, InstanceInfo, MethodReport, SolveReport, VERSION};
 use crate::slimcaching::algorithms::EXHAUSTIVE_LIMIT;
-use crate::slimcaching::claims::{registry, CheckOptions, SlimClaim};
 use crate::slimcaching::generate::{generate, try_generate, GeneratorConfig, Preset};
 use crate::slimcaching::import::{from_activation_counts, ImportConfig};
 use crate::slimcaching::methods::{self, Method, MethodRun, Reference, RunOptions};
-use crate::verify::{ClaimRow, VerifyOptions};
+use crate::verify::{ClaimGroup, ClaimRow, VerifyOptions};
 
 /// Exact optimisation and the papers' algorithms for MoE expert placement, caching and scheduling.
 #[derive(Debug, Parser)]
@@ -347,7 +347,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Demo { instances, seed } => demo(instances, seed),
         Command::Claims { json } => {
-            let infos: Vec<ClaimInfo> = registry().iter().map(|c| c.info).collect();
+            let infos = all_claims();
             if json {
                 println!("{}", to_json(&infos));
             } else {
@@ -382,14 +382,16 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             out,
             resume,
         } => {
-            let all = registry();
-            let chosen: Vec<SlimClaim> = all
-                .into_iter()
-                .filter(|c| claim.as_deref().is_none_or(|id| c.info.id == id))
-                .filter(|c| paper.as_deref().is_none_or(|p| c.info.paper == p))
+            let keep = |i: &ClaimInfo| {
+                claim.as_deref().is_none_or(|id| i.id == id)
+                    && paper.as_deref().is_none_or(|p| i.paper == p)
+            };
+            let chosen: Vec<Box<dyn ClaimGroup>> = claim_groups()
+                .iter()
+                .filter_map(|g| g.select(&keep))
                 .collect();
             if chosen.is_empty() {
-                let ids: Vec<&str> = registry().iter().map(|c| c.info.id).collect();
+                let ids: Vec<&str> = all_claims().iter().map(|i| i.id).collect();
                 return Err(CliError::input(format!(
                     "no claim matches; known claims: {}",
                     ids.join(", ")
@@ -407,9 +409,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 },
             };
             if let Some(file) = instance {
-                let inst = sc::load(&file)?;
-                let c = &chosen[0];
-                let result = (c.check)(&inst, &check);
+                let result = chosen[0].recheck(0, &file, &check)?;
                 println!("{}", to_json(&result));
                 return Ok(());
             }
@@ -425,11 +425,22 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 out: out.clone(),
                 resume,
             };
-            let rows = crate::verify::run(&chosen, &options)?;
+            let groups: Vec<&dyn ClaimGroup> = chosen.iter().map(|g| g.as_ref()).collect();
+            let rows = crate::verify::run(&groups, &options)?;
             print!("{}", verify_text(&rows, &out));
             Ok(())
         }
     }
+}
+
+/// Every problem's claims, one group per instance type, in paper order.
+fn claim_groups() -> Vec<Box<dyn ClaimGroup>> {
+    vec![Box::new(crate::slimcaching::claims::registry())]
+}
+
+/// Every registered claim, in paper order.
+fn all_claims() -> Vec<ClaimInfo> {
+    claim_groups().iter().flat_map(|g| g.infos()).collect()
 }
 
 /// Every method, with exhaustive search only where its size limit allows.

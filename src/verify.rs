@@ -1,18 +1,23 @@
 //! `moe-opt verify`: checks registered claims on many instances, in parallel, with a journal
 //! that makes runs resumable and outputs that depend only on the seed.
 //!
+//! Claims of any problem take part: a problem's instance type implements [`Problem`] and its
+//! registry (a `Vec<Claim<I>>`) is a [`ClaimGroup`]; one run may mix groups (every paper's
+//! claims, or a paper with two instance types), sharing one journal and one pair of tables
+//! whose size columns are the union of the groups' [`Problem::DIMS`].
+//!
 //! A run has three phases per claim:
 //! 1. **generated**: the claim's family at seeds derived from `--seed` and the instance index;
 //! 2. **searched**: for every claim whose checks report a margin ([`Check::margin`], the
 //!    claim's signed slack: < 0 exactly on a fail), a hill climb
 //!    ([`verification::search::local_search`]) over the instance's numbers
-//!    ([`crate::slimcaching::mutate::perturb`]) driving the margin down, from the generated
+//!    ([`Problem::perturb`]) driving the margin down, from the generated
 //!    instance with the lowest margin (ties: the lowest family seed); neighbours without a
 //!    margin (inconclusive) are rejected. The best instance found is saved under
 //!    `OUT/searched/`, checked and recorded like the others. Claims without any margin (the
 //!    existence claim `prop2-neither`) are not searched;
 //! 3. **counterexample**: when some instance fails, the smallest failing one is shrunk
-//!    ([`verification::search::shrink`] with [`crate::slimcaching::mutate::shrink_candidates`])
+//!    ([`verification::search::shrink`] with [`Problem::shrink_candidates`])
 //!    and saved under `OUT/counterexamples/`, re-checkable with `verify --instance FILE
 //!    --claim ID`.
 //!
@@ -28,15 +33,33 @@ use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use formulations::slimcaching::Instance;
+use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use verification::search::{local_search, shrink, SearchOptions};
 
-use crate::claims::{Check, ClaimInfo, Outcome};
-use crate::report::InstanceInfo;
-use crate::slimcaching::claims::{CheckOptions, SlimClaim};
-use crate::slimcaching::mutate;
+use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome};
+use crate::report::canonical_sha256;
+
+/// An instance type whose claims `moe-opt verify` can check: how to read it back, describe its
+/// size, perturb it for the worst-case search and shrink it to a smallest counterexample.
+pub trait Problem: Clone + Send + Sync + Serialize + DeserializeOwned + 'static {
+    /// Names of the size columns of journal records and instances.csv, in order.
+    const DIMS: &'static [&'static str];
+    /// Order of simplicity: the smallest failing instance is shrunk and saved.
+    type Size: Ord;
+    /// Reads and validates an instance file.
+    fn load(path: &Path) -> Result<Self, formulations::Error>;
+    /// The sizes named by [`Problem::DIMS`], in that order.
+    fn dims(&self) -> Vec<u64>;
+    /// How simple the instance is (smaller is simpler).
+    fn size(&self) -> Self::Size;
+    /// A random valid neighbour, for the worst-case search.
+    fn perturb(&self, rng: &mut ChaCha8Rng) -> Self;
+    /// Strictly smaller valid instances, for shrinking a counterexample.
+    fn shrink_candidates(&self) -> Vec<Self>;
+}
 
 /// Where an instance of a run came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -61,14 +84,10 @@ pub struct Record {
     pub family_seed: u64,
     /// SHA-256 of the instance's canonical JSON.
     pub instance_sha256: String,
-    /// Edge servers.
-    pub servers: usize,
-    /// Users.
-    pub users: usize,
-    /// Experts.
-    pub experts: usize,
-    /// Largest K.
-    pub max_top_k: u32,
+    /// The instance's sizes, named by its problem ([`Problem::DIMS`]: SlimCaching's are
+    /// servers, users, experts and max_top_k).
+    #[serde(flatten)]
+    pub dims: BTreeMap<String, u64>,
     /// What the check found.
     pub check: Check,
 }
@@ -149,26 +168,181 @@ pub fn family_seed(seed: u64, index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn record(
+fn record<I: Problem>(
     claim: &ClaimInfo,
     source: Source,
     index: u64,
     seed: u64,
-    inst: &Instance,
+    inst: &I,
     check: Check,
 ) -> Record {
-    let info = InstanceInfo::new(inst);
     Record {
         claim: claim.id.into(),
         source,
         index,
         family_seed: seed,
-        instance_sha256: info.sha256,
-        servers: info.servers,
-        users: info.users,
-        experts: info.experts,
-        max_top_k: info.max_top_k,
+        instance_sha256: canonical_sha256(inst),
+        dims: I::DIMS
+            .iter()
+            .map(|d| d.to_string())
+            .zip(inst.dims())
+            .collect(),
         check,
+    }
+}
+
+/// The claims of one problem, with their instance type erased so that claims of several
+/// problems (or several instance types of one paper) share a run.
+pub trait ClaimGroup: Sync {
+    /// The claims, in registry order.
+    fn infos(&self) -> Vec<ClaimInfo>;
+    /// Size column names of the group's instances.
+    fn dims(&self) -> &'static [&'static str];
+    /// Keeps only the claims `keep` accepts; `None` when none is left.
+    fn select(&self, keep: &dyn Fn(&ClaimInfo) -> bool) -> Option<Box<dyn ClaimGroup>>;
+    /// Checks claim `c` on an instance file (`verify --instance FILE --claim ID`).
+    fn recheck(
+        &self,
+        c: usize,
+        path: &Path,
+        options: &CheckOptions,
+    ) -> Result<Check, formulations::Error>;
+    /// Phase 1: checks claim `c` on the family instance at `seed`.
+    fn generated(&self, c: usize, index: u64, seed: u64, options: &VerifyOptions) -> Record;
+    /// Phase 2: the worst-case search `k` of claim `c` from the family instance at
+    /// `start_seed`; `None` when the search could not run or its result could not be saved.
+    fn searched(
+        &self,
+        c: usize,
+        k: u64,
+        start_seed: u64,
+        options: &VerifyOptions,
+    ) -> Option<Record>;
+    /// Phase 3: the smallest failing instance among `failed`, shrunk and saved under
+    /// `OUT/counterexamples/`; returns its path relative to `OUT` and its check's note.
+    fn counterexample(
+        &self,
+        c: usize,
+        failed: &[&Record],
+        options: &VerifyOptions,
+    ) -> Result<Option<(String, String)>, formulations::Error>;
+}
+
+impl<I: Problem> ClaimGroup for Vec<Claim<I>> {
+    fn infos(&self) -> Vec<ClaimInfo> {
+        self.iter().map(|c| c.info).collect()
+    }
+
+    fn dims(&self) -> &'static [&'static str] {
+        I::DIMS
+    }
+
+    fn select(&self, keep: &dyn Fn(&ClaimInfo) -> bool) -> Option<Box<dyn ClaimGroup>> {
+        let kept: Vec<Claim<I>> = self.iter().filter(|c| keep(&c.info)).copied().collect();
+        (!kept.is_empty()).then(|| Box::new(kept) as Box<dyn ClaimGroup>)
+    }
+
+    fn recheck(
+        &self,
+        c: usize,
+        path: &Path,
+        options: &CheckOptions,
+    ) -> Result<Check, formulations::Error> {
+        Ok((self[c].check)(&I::load(path)?, options))
+    }
+
+    fn generated(&self, c: usize, index: u64, seed: u64, options: &VerifyOptions) -> Record {
+        let claim = &self[c];
+        let instance = (claim.family)(seed);
+        let check = (claim.check)(&instance, &options.check);
+        record(
+            &claim.info,
+            Source::Generated,
+            index,
+            seed,
+            &instance,
+            check,
+        )
+    }
+
+    fn searched(
+        &self,
+        c: usize,
+        k: u64,
+        start_seed: u64,
+        options: &VerifyOptions,
+    ) -> Option<Record> {
+        let claim = &self[c];
+        let start = (claim.family)(start_seed);
+        let score = |inst: &I| (claim.check)(inst, &options.check).margin;
+        let found = local_search(
+            start,
+            |i: &I, rng: &mut ChaCha8Rng| i.perturb(rng),
+            score,
+            SearchOptions {
+                iterations: options.search_iterations,
+                seed: family_seed(options.seed, start_seed),
+            },
+        )?;
+        let check = (claim.check)(&found.best, &options.check);
+        // Saved so that a failure found by the search can be shrunk and re-checked.
+        let path = searched_path(&options.out, &claim.info, k);
+        let text = serde_json::to_string_pretty(&found.best).expect("instances serialise");
+        std::fs::create_dir_all(path.parent().expect("a folder"))
+            .and_then(|_| std::fs::write(&path, text + "\n"))
+            .ok()?;
+        Some(record(
+            &claim.info,
+            Source::Searched,
+            k,
+            start_seed,
+            &found.best,
+            check,
+        ))
+    }
+
+    fn counterexample(
+        &self,
+        c: usize,
+        failed: &[&Record],
+        options: &VerifyOptions,
+    ) -> Result<Option<(String, String)>, formulations::Error> {
+        let claim = &self[c];
+        // Failing instances: generated ones rebuilt from their family seeds, searched ones read
+        // back from where the search saved them.
+        let mut failing: Vec<(I::Size, u64, I)> = Vec::new();
+        for r in failed {
+            let instance = match r.source {
+                Source::Generated => (claim.family)(r.family_seed),
+                Source::Searched => I::load(&searched_path(&options.out, &claim.info, r.index))?,
+            };
+            failing.push((instance.size(), r.index, instance));
+        }
+        let Some((_, _, instance)) = failing
+            .into_iter()
+            .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)))
+        else {
+            return Ok(None);
+        };
+        let fails = |i: &I| (claim.check)(i, &options.check).outcome == Outcome::Fail;
+        let small = shrink(
+            instance,
+            |i: &I| i.shrink_candidates(),
+            fails,
+            options.shrink_steps,
+        )
+        .instance;
+        let check = (claim.check)(&small, &options.check);
+        let name = format!("{}.json", claim.info.id.replace('/', "-"));
+        let dir = options.out.join("counterexamples");
+        let io = |source| formulations::Error::Io {
+            path: dir.join(&name),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let text = serde_json::to_string_pretty(&small).expect("instances serialise") + "\n";
+        std::fs::write(dir.join(&name), text).map_err(io)?;
+        Ok(Some((format!("counterexamples/{name}"), check.note)))
     }
 }
 
@@ -253,9 +427,9 @@ fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
     bar
 }
 
-/// Runs the claims; returns one row per claim, in registry order.
+/// Runs the claims of every group; returns one row per claim, in group and registry order.
 pub fn run(
-    claims: &[SlimClaim],
+    groups: &[&dyn ClaimGroup],
     options: &VerifyOptions,
 ) -> Result<Vec<ClaimRow>, formulations::Error> {
     let mut journal = Journal::open(&options.out, options.resume)?;
@@ -263,30 +437,37 @@ pub fn run(
         .num_threads(options.jobs.max(1))
         .build()
         .map_err(|e| formulations::Error::Solver(format!("thread pool: {e}")))?;
+    // Every claim as (group, index in group, info).
+    let claims: Vec<(usize, usize, ClaimInfo)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, group)| {
+            group
+                .infos()
+                .into_iter()
+                .enumerate()
+                .map(move |(c, info)| (g, c, info))
+        })
+        .collect();
 
     // Phase 1: generated instances.
     let tasks: Vec<(usize, u64)> = claims
         .iter()
         .enumerate()
-        .flat_map(|(c, claim)| {
+        .flat_map(|(k, (_, _, info))| {
             let done = &journal.done;
             (0..options.instances)
-                .filter(move |&i| {
-                    !done.contains_key(&(claim.info.id.to_string(), Source::Generated, i))
-                })
-                .map(move |i| (c, i))
+                .filter(move |&i| !done.contains_key(&(info.id.to_string(), Source::Generated, i)))
+                .map(move |i| (k, i))
         })
         .collect();
     let bar = progress(tasks.len() as u64, "generated instances");
     let fresh: Vec<Record> = pool.install(|| {
         tasks
             .par_iter()
-            .map(|&(c, i)| {
-                let claim = &claims[c];
-                let seed = family_seed(options.seed, i);
-                let instance = (claim.family)(seed);
-                let check = (claim.check)(&instance, &options.check);
-                let r = record(&claim.info, Source::Generated, i, seed, &instance, check);
+            .map(|&(k, i)| {
+                let (g, c, _) = claims[k];
+                let r = groups[g].generated(c, i, family_seed(options.seed, i), options);
                 journal.append(&r);
                 bar.inc(1);
                 r
@@ -302,57 +483,28 @@ pub fn run(
     // margins.
     if options.search_iterations > 0 {
         let todo: Vec<(usize, u64)> = (0..claims.len())
-            .flat_map(|c| (0..options.search_restarts as u64).map(move |k| (c, k)))
-            .filter(|&(c, k)| {
+            .flat_map(|k| (0..options.search_restarts as u64).map(move |s| (k, s)))
+            .filter(|&(k, s)| {
                 !journal
                     .done
-                    .contains_key(&(claims[c].info.id.to_string(), Source::Searched, k))
+                    .contains_key(&(claims[k].2.id.to_string(), Source::Searched, s))
             })
             .collect();
         let bar = progress(todo.len() as u64, "worst-case searches");
         let searched: Vec<Record> = pool.install(|| {
             todo.par_iter()
-                .filter_map(|&(c, k)| {
-                    let claim = &claims[c];
-                    // Start k: the generated instance with the k-th lowest margin.
+                .filter_map(|&(k, s)| {
+                    let (g, c, info) = claims[k];
+                    // Start s: the generated instance with the s-th lowest margin.
                     let mut starts: Vec<(f64, u64)> = journal
                         .done
                         .values()
-                        .filter(|r| r.claim == claim.info.id && r.source == Source::Generated)
+                        .filter(|r| r.claim == info.id && r.source == Source::Generated)
                         .filter_map(|r| r.check.margin.map(|m| (m, r.family_seed)))
                         .collect();
                     starts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                    let (_, start_seed) = *starts.get(k as usize)?;
-                    let start = (claim.family)(start_seed);
-                    let score = |inst: &Instance| (claim.check)(inst, &options.check).margin;
-                    let found = local_search(
-                        start,
-                        mutate::perturb,
-                        score,
-                        SearchOptions {
-                            iterations: options.search_iterations,
-                            seed: family_seed(options.seed, start_seed),
-                        },
-                    )?;
-                    let check = (claim.check)(&found.best, &options.check);
-                    // Saved so that a failure found by the search can be shrunk and re-checked.
-                    let path = searched_path(&options.out, &claim.info, k);
-                    let text =
-                        serde_json::to_string_pretty(&found.best).expect("instances serialise");
-                    if std::fs::create_dir_all(path.parent().expect("a folder"))
-                        .and_then(|_| std::fs::write(&path, text + "\n"))
-                        .is_err()
-                    {
-                        return None;
-                    }
-                    let r = record(
-                        &claim.info,
-                        Source::Searched,
-                        k,
-                        start_seed,
-                        &found.best,
-                        check,
-                    );
+                    let (_, start_seed) = *starts.get(s as usize)?;
+                    let r = groups[g].searched(c, s, start_seed, options)?;
                     journal.append(&r);
                     bar.inc(1);
                     Some(r)
@@ -367,10 +519,21 @@ pub fn run(
 
     // Phase 3: verdicts, and the smallest counterexample of each violated claim.
     let mut rows = Vec::with_capacity(claims.len());
-    for claim in claims {
-        rows.push(verdict(claim, &journal, options)?);
+    for &(g, c, info) in &claims {
+        rows.push(verdict(groups[g], c, &info, &journal, options)?);
     }
-    finish(&journal, claims, &rows, &options.out)?;
+    let dims: Vec<&str> =
+        groups
+            .iter()
+            .flat_map(|g| g.dims().iter().copied())
+            .fold(Vec::new(), |mut all, d| {
+                if !all.contains(&d) {
+                    all.push(d);
+                }
+                all
+            });
+    let infos: Vec<ClaimInfo> = claims.iter().map(|c| c.2).collect();
+    finish(&journal, &infos, &dims, &rows, &options.out)?;
     Ok(rows)
 }
 
@@ -382,21 +545,24 @@ fn searched_path(out: &Path, claim: &ClaimInfo, k: u64) -> PathBuf {
 
 /// The verdict of a claim from its records; shrinks and saves its smallest counterexample.
 fn verdict(
-    claim: &SlimClaim,
+    group: &dyn ClaimGroup,
+    c: usize,
+    info: &ClaimInfo,
     journal: &Journal,
     options: &VerifyOptions,
 ) -> Result<ClaimRow, formulations::Error> {
     let records: Vec<&Record> = journal
         .done
         .values()
-        .filter(|r| r.claim == claim.info.id)
+        .filter(|r| r.claim == info.id)
         .collect();
     let checked = records
         .iter()
         .filter(|r| r.check.outcome != Outcome::Inconclusive)
         .count();
-    let failed: Vec<&&Record> = records
+    let failed: Vec<&Record> = records
         .iter()
+        .copied()
         .filter(|r| r.check.outcome == Outcome::Fail)
         .collect();
     let inconclusive = records.len() - checked;
@@ -424,46 +590,9 @@ fn verdict(
     let measured_max = measured.iter().copied().reduce(f64::max);
     let mut counterexample = None;
     let mut note = String::new();
-    // The smallest failing instance: a generated one (rebuilt from its family seed) or the
-    // searched one (read back from where the search saved it).
-    let mut failing: Vec<Instance> = Vec::new();
-    if let Some(first) = failed
-        .iter()
-        .filter(|r| r.source == Source::Generated)
-        .min_by_key(|r| (r.servers * r.experts, r.users, r.index))
-    {
-        failing.push((claim.family)(first.family_seed));
-    }
-    for r in failed.iter().filter(|r| r.source == Source::Searched) {
-        failing.push(formulations::slimcaching::load(&searched_path(
-            &options.out,
-            &claim.info,
-            r.index,
-        ))?);
-    }
-    if let Some(instance) = failing.into_iter().min_by_key(mutate::size) {
-        let fails = |i: &Instance| (claim.check)(i, &options.check).outcome == Outcome::Fail;
-        let small = shrink(
-            instance,
-            mutate::shrink_candidates,
-            fails,
-            options.shrink_steps,
-        )
-        .instance;
-        let check = (claim.check)(&small, &options.check);
-        let name = format!("{}.json", claim.info.id.replace('/', "-"));
-        let dir = options.out.join("counterexamples");
-        let io = |source| formulations::Error::Io {
-            path: dir.join(&name),
-            source,
-        };
-        std::fs::create_dir_all(&dir).map_err(io)?;
-        let text = serde_json::to_string_pretty(&small).expect("instances serialise") + "\n";
-        std::fs::write(dir.join(&name), text).map_err(io)?;
-        counterexample = Some(format!("counterexamples/{name}"));
-        note = check.note;
-    } else if let Some(first) = failed.first() {
-        note = first.check.note.clone();
+    if let Some((path, n)) = group.counterexample(c, &failed, options)? {
+        counterexample = Some(path);
+        note = n;
     } else if checked == 0 {
         note = most_common(records.iter().map(|r| r.check.note.as_str()))
             .unwrap_or("no instance checked")
@@ -477,9 +606,9 @@ fn verdict(
         "inconclusive"
     };
     Ok(ClaimRow {
-        id: claim.info.id.into(),
-        paper: claim.info.paper.into(),
-        place: claim.info.place.into(),
+        id: info.id.into(),
+        paper: info.paper.into(),
+        place: info.place.into(),
         verdict: verdict.into(),
         checked,
         failed: failed.len(),
@@ -487,7 +616,7 @@ fn verdict(
         worst_margin,
         worst_ratio: worst.map(|w| w.0),
         bound_at_worst: worst.and_then(|w| w.1),
-        bound: claim.info.bound.into(),
+        bound: info.bound.into(),
         measured_min,
         measured_max,
         ratio_p05: ratio_quantiles.map(|q| q[1]),
@@ -519,15 +648,12 @@ fn most_common<'a>(notes: impl Iterator<Item = &'a str>) -> Option<&'a str> {
 /// Rewrites the journal in a fixed order and writes claims.csv and instances.csv.
 fn finish(
     journal: &Journal,
-    claims: &[SlimClaim],
+    claims: &[ClaimInfo],
+    dims: &[&str],
     rows: &[ClaimRow],
     out: &Path,
 ) -> Result<(), formulations::Error> {
-    let order: BTreeMap<&str, usize> = claims
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.info.id, i))
-        .collect();
+    let order: BTreeMap<&str, usize> = claims.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
     let mut records: Vec<&Record> = journal.done.values().collect();
     records.sort_by_key(|r| {
         (
@@ -568,16 +694,9 @@ fn finish(
 
     let path = out.join("instances.csv");
     let mut w = csv::Writer::from_path(&path).map_err(csv_err(&path))?;
-    w.write_record([
-        "claim",
-        "source",
-        "index",
-        "family_seed",
-        "instance_sha256",
-        "servers",
-        "users",
-        "experts",
-        "max_top_k",
+    let mut header: Vec<&str> = vec!["claim", "source", "index", "family_seed", "instance_sha256"];
+    header.extend_from_slice(dims);
+    header.extend_from_slice(&[
         "outcome",
         "value",
         "reference",
@@ -587,13 +706,13 @@ fn finish(
         "bound",
         "margin",
         "note",
-    ])
-    .map_err(csv_err(&path))?;
+    ]);
+    w.write_record(&header).map_err(csv_err(&path))?;
     let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
-    let seen: BTreeSet<&str> = claims.iter().map(|c| c.info.id).collect();
+    let seen: BTreeSet<&str> = claims.iter().map(|c| c.id).collect();
     for r in records.iter().filter(|r| seen.contains(r.claim.as_str())) {
         let c = &r.check;
-        w.write_record([
+        let mut row: Vec<String> = vec![
             r.claim.clone(),
             match r.source {
                 Source::Generated => "generated".into(),
@@ -602,10 +721,13 @@ fn finish(
             r.index.to_string(),
             r.family_seed.to_string(),
             r.instance_sha256.clone(),
-            r.servers.to_string(),
-            r.users.to_string(),
-            r.experts.to_string(),
-            r.max_top_k.to_string(),
+        ];
+        // A size the claim's problem does not have stays empty.
+        row.extend(
+            dims.iter()
+                .map(|d| r.dims.get(*d).map_or(String::new(), u64::to_string)),
+        );
+        row.extend([
             enum_name(&c.outcome),
             opt(c.value),
             opt(c.reference),
@@ -615,8 +737,8 @@ fn finish(
             opt(c.bound),
             opt(c.margin),
             c.note.clone(),
-        ])
-        .map_err(csv_err(&path))?;
+        ]);
+        w.write_record(&row).map_err(csv_err(&path))?;
     }
     w.flush().map_err(|e| io(&path)(e))?;
     Ok(())
@@ -625,7 +747,7 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::slimcaching::claims::registry;
+    use crate::slimcaching::claims::{registry, SlimClaim};
 
     fn claims(ids: &[&str]) -> Vec<SlimClaim> {
         registry()
@@ -654,7 +776,7 @@ mod tests {
             out: out.clone(),
             resume: false,
         };
-        let rows = run(&chosen, &options).unwrap();
+        let rows = run(&[&chosen], &options).unwrap();
         let journal = Journal::open(&out, true).unwrap();
         for (claim, row) in chosen.iter().zip(&rows) {
             let id = claim.info.id;

@@ -1051,6 +1051,38 @@ fn drop_local_expert(instance: &Instance, u: usize, i: usize) -> Option<Instance
     Some(out)
 }
 
+/// SlimCaching instances in `moe-opt verify`.
+impl crate::verify::Problem for Instance {
+    const DIMS: &'static [&'static str] = &["servers", "users", "experts", "max_top_k"];
+    type Size = Size;
+
+    fn load(path: &std::path::Path) -> Result<Self, formulations::Error> {
+        formulations::slimcaching::load(path)
+    }
+
+    fn dims(&self) -> Vec<u64> {
+        let info = crate::report::InstanceInfo::new(self);
+        vec![
+            info.servers as u64,
+            info.users as u64,
+            info.experts as u64,
+            u64::from(info.max_top_k),
+        ]
+    }
+
+    fn size(&self) -> Size {
+        size(self)
+    }
+
+    fn perturb(&self, rng: &mut ChaCha8Rng) -> Self {
+        perturb(self, rng)
+    }
+
+    fn shrink_candidates(&self) -> Vec<Self> {
+        shrink_candidates(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
