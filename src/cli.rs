@@ -156,6 +156,37 @@ enum Command {
         #[arg(long)]
         resume: bool,
     },
+    /// Run a grid of generator parameters x seeds x methods (see `moe-opt sweep --help`).
+    ///
+    /// SPEC is a TOML file: problem, preset (or config), seeds, methods, time_limit_s and
+    /// [[axes]] with a dotted `path` into the generator configuration and `values`. Writes
+    /// OUT/sweep.json, OUT/results.jsonl (a line per finished cell) and OUT/results.csv (a row
+    /// per cell and method).
+    Sweep {
+        /// The spec (TOML).
+        spec: PathBuf,
+        /// Output folder.
+        #[arg(long, default_value = "sweep-out")]
+        out: PathBuf,
+        /// Parallel workers (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Continue an interrupted run from OUT/results.jsonl.
+        #[arg(long)]
+        resume: bool,
+        /// Run only part i of n (0-based: the cells whose index is i modulo n).
+        #[arg(long)]
+        shard: Option<crate::sweep::Shard>,
+    },
+    /// Join the output folders of a sweep's shards into one.
+    Merge {
+        /// Shard output folders.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// Merged output folder.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Generate small instances, solve each exactly and with every algorithm, print the tables.
     Demo {
         /// Instances per preset (tiny and small).
@@ -346,6 +377,58 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Demo { instances, seed } => demo(instances, seed),
+        Command::Sweep {
+            spec,
+            out,
+            jobs,
+            resume,
+            shard,
+        } => {
+            let (parsed, base) = crate::sweep::load_spec(&spec)?;
+            let options = crate::sweep::SweepOptions {
+                jobs: jobs
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                out: out.clone(),
+                resume,
+                shard,
+            };
+            let done = crate::sweep::run(&parsed, &base, &options)?;
+            let total = crate::sweep::cells(&parsed).len();
+            println!(
+                "{} of {total} cells finished{}; results in {}",
+                done.len(),
+                shard.map_or(String::new(), |s| format!(
+                    " (shard {}/{})",
+                    s.index, s.count
+                )),
+                out.join("results.csv").display()
+            );
+            Ok(())
+        }
+        Command::Merge { inputs, out } => {
+            let report = crate::sweep::merge(&inputs, &out)?;
+            println!(
+                "{} of {} cells merged into {}",
+                report.present,
+                report.cells,
+                out.join("results.csv").display()
+            );
+            if !report.missing.is_empty() {
+                let shown: Vec<String> =
+                    report.missing.iter().take(20).map(u64::to_string).collect();
+                println!(
+                    "missing {} cells: {}{}",
+                    report.missing.len(),
+                    shown.join(", "),
+                    if report.missing.len() > 20 {
+                        ", ..."
+                    } else {
+                        ""
+                    }
+                );
+            }
+            Ok(())
+        }
         Command::Claims { json } => {
             let infos = all_claims();
             if json {

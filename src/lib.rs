@@ -7,4 +7,5 @@ pub mod claims;
 pub mod cli;
 pub mod report;
 pub mod slimcaching;
+pub mod sweep;
 pub mod verify;

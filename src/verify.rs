@@ -413,7 +413,7 @@ impl Journal {
     }
 }
 
-fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
+pub(crate) fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() || total == 0 {
         return indicatif::ProgressBar::hidden();
     }
