@@ -91,6 +91,9 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Also write the placement as a tidy table (CSV: a row per cached expert).
+        #[arg(long)]
+        csv: Option<PathBuf>,
     },
     /// Run several methods on an instance and compare each with the exact optimum.
     Compare {
@@ -104,6 +107,10 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Also write the methods' lines as a tidy table (CSV: a row per method, the JSON
+        /// report's fields as columns).
+        #[arg(long)]
+        csv: Option<PathBuf>,
     },
     /// Write the exact MILP in CPLEX LP format.
     WriteLp {
@@ -327,12 +334,34 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             method,
             options,
             json,
+            csv,
         } => {
             let method: Method = method.parse().map_err(CliError::input)?;
             let instance = sc::load(&file)?;
             let model = LatencyModel::new(&instance);
             let run = methods::run(method, &model, &options.run_options()?)?;
             let report = SolveReport::new(&instance, &model, &run);
+            if let Some(path) = csv {
+                let rows = report
+                    .placement
+                    .iter()
+                    .flatten()
+                    .enumerate()
+                    .flat_map(|(n, experts)| {
+                        experts.iter().map(move |e| {
+                            serde_json::json!({"server": n, "model": e.model,
+                                "layer": e.layer, "expert": e.expert})
+                        })
+                    })
+                    .collect();
+                let context = vec![
+                    ("moe_opt_version", VERSION.into()),
+                    ("instance_name", report.instance.name.clone().into()),
+                    ("instance_sha256", report.instance.sha256.clone().into()),
+                    ("method", report.result.method.name().into()),
+                ];
+                crate::export::write_csv(&path, &crate::export::Table::new(context, rows))?;
+            }
             if json {
                 println!("{}", to_json(&report));
             } else {
@@ -345,6 +374,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             methods: names,
             options,
             json,
+            csv,
         } => {
             let instance = sc::load(&file)?;
             let chosen = match names {
@@ -355,6 +385,22 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 None => default_methods(&instance),
             };
             let report = compare(&instance, &chosen, &options.run_options()?)?;
+            if let Some(path) = csv {
+                let (kind, value) = match report.reference {
+                    Reference::Optimum(v) => ("optimum", Some(v)),
+                    Reference::Bound(v) => ("bound", Some(v)),
+                    Reference::None => ("none", None),
+                };
+                let context = vec![
+                    ("moe_opt_version", VERSION.into()),
+                    ("instance_name", report.instance.name.clone().into()),
+                    ("instance_sha256", report.instance.sha256.clone().into()),
+                    ("reference_kind", kind.into()),
+                    ("reference_s", value.into()),
+                ];
+                let rows = report.methods.iter().map(to_value).collect();
+                crate::export::write_csv(&path, &crate::export::Table::new(context, rows))?;
+            }
             if json {
                 println!("{}", to_json(&report));
             } else {
@@ -514,6 +560,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
     }
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).expect("reports serialise")
 }
 
 /// Every problem's claims, one group per instance type, in paper order.

@@ -239,3 +239,68 @@ fn exhaustive_search_refuses_a_large_instance() {
     assert_eq!(out.status.code(), Some(2));
     stderr_line(&out);
 }
+
+#[test]
+fn compare_and_solve_write_tidy_tables() {
+    let dir = scratch("csv");
+    let file = generate(&dir, "tiny", 2);
+    let table = dir.join("compare.csv");
+    let out = moe_opt()
+        .arg("compare")
+        .arg(&file)
+        .arg("--csv")
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut reader = csv::Reader::from_path(&table).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    for column in [
+        "instance_sha256",
+        "reference_kind",
+        "method",
+        "objective_s",
+        "ratio",
+    ] {
+        assert!(
+            header.contains(&column.to_string()),
+            "{column} in {header:?}"
+        );
+    }
+    let at = |c: &str| header.iter().position(|h| h == c).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    // One row per method: the tiny instance runs all nine.
+    assert_eq!(rows.len(), 9);
+    for row in &rows {
+        // P1 maximises F: against the proved optimum no ratio exceeds 1.
+        assert_eq!(&row[at("reference_kind")], "optimum");
+        let ratio: f64 = row[at("ratio")].parse().unwrap_or(0.0);
+        assert!(ratio <= 1.0 + 1e-9, "{row:?}");
+        if &row[at("method")] == "milp" {
+            assert_eq!(&row[at("exact.status")], "optimal");
+        }
+    }
+
+    let placement = dir.join("placement.csv");
+    let out = moe_opt()
+        .arg("solve")
+        .arg(&file)
+        .args(["--json", "--csv"])
+        .arg(&placement)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cached: usize = report["placement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_array().unwrap().len())
+        .sum();
+    // A row per cached expert, as many as the JSON report's placement lists.
+    let rows = csv::Reader::from_path(&placement)
+        .unwrap()
+        .records()
+        .count();
+    assert_eq!(rows, cached);
+}
