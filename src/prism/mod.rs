@@ -1,0 +1,5 @@
+//! Prism (paper 001): activation-aware expert placement on heterogeneous edge servers. The
+//! data model, evaluators and MILP live in `formulations::prism`; here are the paper's
+//! algorithms, the baselines it compares with, and DeepSeek's EPLB.
+
+pub mod eplb;
