@@ -837,7 +837,7 @@ mod tests {
                 Err(EplbError::NotMultiple { argument: "experts", .. }) => return Ok(()),
                 Err(e) => panic!("{e}"),
             };
-            let e = w[0].len();
+            prop_assert_eq!(plan.replica_count[0].len(), w[0].len());
             for l in 0..w.len() {
                 let phy = &plan.physical_to_logical[l];
                 let cnt = &plan.replica_count[l];
@@ -847,9 +847,9 @@ mod tests {
                 // Each GPU has r / p slots, all filled.
                 prop_assert_eq!(plan.slots_per_gpu * p, r);
                 prop_assert_eq!(plan.gpus(), p);
-                for x in 0..e {
-                    prop_assert_eq!(phy.iter().filter(|&&y| y == x).count(), cnt[x]);
-                    prop_assert_eq!(plan.logical_to_physical[l][x].len(), cnt[x]);
+                for (x, &c) in cnt.iter().enumerate() {
+                    prop_assert_eq!(phy.iter().filter(|&&y| y == x).count(), c);
+                    prop_assert_eq!(plan.logical_to_physical[l][x].len(), c);
                     for (rank, &slot) in plan.logical_to_physical[l][x].iter().enumerate() {
                         prop_assert_eq!(phy[slot], x);
                         prop_assert_eq!(plan.physical_rank[l][slot], rank);
