@@ -2,4 +2,5 @@
 //! data model, evaluators and MILP live in `formulations::prism`; here are the paper's
 //! algorithms, the baselines it compares with, and DeepSeek's EPLB.
 
+pub mod algorithms;
 pub mod eplb;
