@@ -12,16 +12,23 @@
 //! (sum_e z_{n,g}^e m_e <= mem_{n,g}).
 //!
 //! * [`model`]: the instance and the placement (serde JSON);
-//! * [`validate`]: the rules an instance and a placement must satisfy, with the failing field.
+//! * [`validate`]: the rules an instance and a placement must satisfy, with the failing field;
+//! * [`evaluate`]: the one evaluator of (2), the constraints, the local-compute ratio and the
+//!   latency of (1).
 //!
 //! ## References
 //! ../shared/papers/001_612395f5f9077ee7.txt: T. Wu, L. Wang, Z. Wen, X. Zhang, J. Duan,
 //! X. Zhang, J. Zuo, "Accelerating Edge Inference for Distributed MoE Models with
 //! Latency-Optimized Expert Placement".
 
+pub mod evaluate;
 pub mod model;
 pub mod validate;
 
+pub use evaluate::{
+    evaluate, latency, proxy_cost, Evaluation, Invocation, LatencyEvaluation, RemoteChoice,
+    Replicas, Request,
+};
 pub use model::{
     ExpertRef, Gpu, Holders, Instance, MoeModel, Network, Placement, Server, ServerId, Workload,
 };
@@ -35,4 +42,74 @@ pub fn load(path: &Path) -> Result<Instance, Error> {
     let instance: Instance = read_json(path)?;
     validate::validate(&instance).map_err(|e| e.in_file(path))?;
     Ok(instance)
+}
+
+/// A hand-made instance shared by the unit tests; its numbers are worked out in
+/// `evaluate::tests`.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+    use crate::problem::ProblemKind;
+
+    fn gpu(memory_bytes: u64, a: f64, b: f64) -> Gpu {
+        Gpu {
+            memory_bytes,
+            compute_base_s: a,
+            compute_per_token_s: b,
+            io_bps: None,
+        }
+    }
+
+    /// Two servers; L = 2, E = 3, K = 1, every expert 10 bytes, hidden state 1000 bytes.
+    /// Server 0: one GPU of 30 bytes, T_comp = 0.01 + 0.001 t. Server 1: two GPUs of 20 bytes,
+    /// T_comp = 0.02 + 0.002 t and 0.01 + 0.001 t. Links: 0.1 s + 8 bytes / 800 kbit/s.
+    pub(crate) fn two_servers() -> Instance {
+        Instance {
+            problem: ProblemKind::Prism,
+            name: "fixture".into(),
+            model: MoeModel {
+                name: "m".into(),
+                layers: 2,
+                experts_per_layer: 3,
+                top_k: 1,
+                expert_bytes: vec![10, 10],
+                hidden_bytes: 1000,
+            },
+            servers: vec![
+                Server {
+                    name: "s0".into(),
+                    gpus: vec![gpu(30, 0.01, 0.001)],
+                    frequencies: vec![vec![0.5, 0.3, 0.2], vec![0.6, 0.4, 0.0]],
+                },
+                Server {
+                    name: "s1".into(),
+                    gpus: vec![gpu(20, 0.02, 0.002), gpu(20, 0.01, 0.001)],
+                    frequencies: vec![vec![0.1, 0.1, 0.8], vec![0.2, 0.2, 0.6]],
+                },
+            ],
+            network: Some(Network {
+                latency_s: vec![vec![0.0, 0.1], vec![0.1, 0.0]],
+                bandwidth_bps: vec![vec![0.0, 8e5], vec![8e5, 0.0]],
+            }),
+            workload: Some(Workload {
+                arrival_rate_per_s: vec![1.0, 1.0],
+                tokens_per_request: 10,
+                requests_per_server: 10,
+            }),
+        }
+    }
+
+    fn x(layer: u32, expert: u32) -> ExpertRef {
+        ExpertRef { layer, expert }
+    }
+
+    /// Server 0 GPU 0: l0.e0, l1.e0, l1.e1; server 1 GPU 0: l0.e1, l0.e2; GPU 1: l1.e2, l0.e2.
+    pub(crate) fn two_servers_placement() -> Placement {
+        Placement {
+            gpus: vec![
+                vec![vec![x(0, 0), x(1, 0), x(1, 1)]],
+                vec![vec![x(0, 1), x(0, 2)], vec![x(1, 2), x(0, 2)]],
+            ],
+        }
+    }
 }

@@ -248,3 +248,181 @@ pub fn validate_placement(instance: &Instance, placement: &Placement) -> Check {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prism::fixtures::{two_servers, two_servers_placement};
+    use crate::prism::model::ExpertRef;
+
+    /// Applies `edit` to the fixture and returns the failing field, or "" when valid.
+    fn field_after(edit: impl FnOnce(&mut Instance)) -> String {
+        let mut inst = two_servers();
+        edit(&mut inst);
+        validate(&inst).err().map(|e| e.field).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_fixture_is_valid() {
+        assert_eq!(field_after(|_| {}), "");
+        assert_eq!(
+            validate_placement(&two_servers(), &two_servers_placement()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn every_instance_rule_names_its_field() {
+        type Edit = fn(&mut Instance);
+        let cases: Vec<(Edit, &str)> = vec![
+            (|i| i.problem = ProblemKind::Zipmoe, "problem"),
+            (|i| i.model.layers = 0, "model.layers"),
+            (|i| i.model.experts_per_layer = 0, "model.experts_per_layer"),
+            (|i| i.model.top_k = 0, "model.top_k"),
+            (|i| i.model.top_k = 4, "model.top_k"),
+            (
+                |i| i.model.expert_bytes.pop().map_or((), drop),
+                "model.expert_bytes",
+            ),
+            (|i| i.model.expert_bytes[1] = 0, "model.expert_bytes[1]"),
+            (|i| i.model.hidden_bytes = 0, "model.hidden_bytes"),
+            (|i| i.servers.clear(), "servers"),
+            (|i| i.servers[1].gpus.clear(), "servers[1].gpus"),
+            (
+                |i| i.servers[1].gpus[1].memory_bytes = 0,
+                "servers[1].gpus[1].memory_bytes",
+            ),
+            (
+                |i| i.servers[0].gpus[0].compute_base_s = -1.0,
+                "servers[0].gpus[0].compute_base_s",
+            ),
+            (
+                |i| i.servers[0].gpus[0].compute_per_token_s = f64::NAN,
+                "servers[0].gpus[0].compute_per_token_s",
+            ),
+            (
+                |i| i.servers[0].gpus[0].io_bps = Some(0.0),
+                "servers[0].gpus[0].io_bps",
+            ),
+            (
+                |i| i.servers[0].frequencies.pop().map_or((), drop),
+                "servers[0].frequencies",
+            ),
+            (
+                |i| i.servers[0].frequencies[1].push(0.0),
+                "servers[0].frequencies[1]",
+            ),
+            // -0.1 and 1.1 keep the row sum at 1, so only the entry rule can fire.
+            (
+                |i| i.servers[1].frequencies[0] = vec![-0.1, 0.1, 1.0],
+                "servers[1].frequencies[0][0]",
+            ),
+            (
+                |i| {
+                    i.model.top_k = 2;
+                    for s in &mut i.servers {
+                        s.frequencies = vec![vec![1.1, 0.6, 0.3]; 2];
+                    }
+                },
+                "servers[0].frequencies[0][0]",
+            ),
+            // Row sums 1 + 2e-6: outside the 1e-6 tolerance.
+            (
+                |i| i.servers[1].frequencies[1] = vec![0.2, 0.2, 0.6 + 2e-6],
+                "servers[1].frequencies[1]",
+            ),
+            (
+                |i| i.network.as_mut().unwrap().latency_s.pop().map_or((), drop),
+                "network.latency_s",
+            ),
+            (
+                |i| i.network.as_mut().unwrap().latency_s[1].push(0.0),
+                "network.latency_s[1]",
+            ),
+            (
+                |i| i.network.as_mut().unwrap().latency_s[1][1] = 0.5,
+                "network.latency_s[1][1]",
+            ),
+            (
+                |i| i.network.as_mut().unwrap().bandwidth_bps[0][0] = 1.0,
+                "network.bandwidth_bps[0][0]",
+            ),
+            (
+                |i| i.network.as_mut().unwrap().latency_s[0][1] = -0.1,
+                "network.latency_s[0][1]",
+            ),
+            (
+                |i| i.network.as_mut().unwrap().bandwidth_bps[1][0] = 0.0,
+                "network.bandwidth_bps[1][0]",
+            ),
+            (
+                |i| i.workload.as_mut().unwrap().arrival_rate_per_s.push(1.0),
+                "workload.arrival_rate_per_s",
+            ),
+            (
+                |i| i.workload.as_mut().unwrap().arrival_rate_per_s[1] = 0.0,
+                "workload.arrival_rate_per_s[1]",
+            ),
+            (
+                |i| i.workload.as_mut().unwrap().tokens_per_request = 0,
+                "workload.tokens_per_request",
+            ),
+        ];
+        for (k, (edit, field)) in cases.into_iter().enumerate() {
+            assert_eq!(field_after(edit), field, "case {k}");
+        }
+        // Within tolerance is accepted: a sum off by 5e-7.
+        assert_eq!(field_after(|i| i.servers[1].frequencies[1][2] += 5e-7), "");
+    }
+
+    #[test]
+    fn every_placement_rule_names_its_field() {
+        let inst = two_servers();
+        let x = |layer, expert| ExpertRef { layer, expert };
+        type Edit = fn(&mut Placement, ExpertRef);
+        let cases: Vec<(Edit, ExpertRef, &str)> = vec![
+            (|p, _| p.gpus.truncate(1), x(0, 0), "placement.gpus"),
+            (|p, _| p.gpus[1].truncate(1), x(0, 0), "placement.gpus[1]"),
+            (
+                |p, r| p.gpus[0][0].push(r),
+                x(2, 0),
+                "placement.gpus[0][0][3].layer",
+            ),
+            (
+                |p, r| p.gpus[1][1].push(r),
+                x(0, 3),
+                "placement.gpus[1][1][2].expert",
+            ),
+            (
+                |p, r| p.gpus[1][0].push(r),
+                x(0, 1),
+                "placement.gpus[1][0][2]",
+            ),
+        ];
+        for (k, (edit, r, field)) in cases.into_iter().enumerate() {
+            let mut p = two_servers_placement();
+            edit(&mut p, r);
+            let got = validate_placement(&inst, &p).err().map(|e| e.field);
+            assert_eq!(got.as_deref(), Some(field), "case {k}");
+        }
+    }
+
+    #[test]
+    fn load_names_the_file_and_field() {
+        let dir = std::env::temp_dir().join(format!("moe-opt-prism-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.json");
+        let mut inst = two_servers();
+        inst.model.hidden_bytes = 0;
+        std::fs::write(&path, serde_json::to_string(&inst).unwrap()).unwrap();
+        let e = crate::prism::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("bad.json") && e.contains("model.hidden_bytes"),
+            "{e}"
+        );
+        let good = dir.join("good.json");
+        std::fs::write(&good, serde_json::to_string(&two_servers()).unwrap()).unwrap();
+        assert_eq!(crate::prism::load(&good).unwrap(), two_servers());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
