@@ -824,14 +824,13 @@ pub(crate) mod tests {
 
     #[test]
     fn gpu_assignment_drops_what_fits_no_gpu() {
-        // One server with two 1.5-byte GPUs: M_n = 3 -> Alg. 1 gives 3 slots to the single
-        // layer, but each GPU holds one 1-byte expert. The third (least frequent, 0.2)
-        // is dropped.
+        // One server with two 3-byte GPUs and 2-byte experts: M_n / m = 6 / 2 = 3 slots for
+        // the single layer, but each GPU holds one expert. The third (least frequent, 0.2) is
+        // dropped.
         let mut inst = instance(&[&[2, 2]], vec![vec![vec![0.5, 0.3, 0.2]]]);
         inst.model.expert_bytes = vec![2];
         inst.servers[0].gpus[0].memory_bytes = 3;
         inst.servers[0].gpus[1].memory_bytes = 3;
-        // Sizes 2, GPUs 3: M_n / m = 3 slots, one per GPU fits.
         let out = prism(&inst, PrismOptions::default()).unwrap();
         assert_eq!(out.allocation.counts, vec![vec![3]]);
         assert_eq!(out.gpus.dropped, vec![(ServerId(0), r(0, 2))]);

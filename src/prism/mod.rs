@@ -3,4 +3,5 @@
 //! algorithms, the baselines it compares with, and DeepSeek's EPLB.
 
 pub mod algorithms;
+pub mod baselines;
 pub mod eplb;
