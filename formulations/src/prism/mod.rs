@@ -14,7 +14,10 @@
 //! * [`model`]: the instance and the placement (serde JSON);
 //! * [`validate`]: the rules an instance and a placement must satisfy, with the failing field;
 //! * [`evaluate`]: the one evaluator of (2), the constraints, the local-compute ratio and the
-//!   latency of (1).
+//!   latency of (1);
+//! * [`milp`]: the exact MILP of (2) with coverage and memory;
+//! * [`simulate`]: the event-driven simulator of Section IV-C (Poisson arrivals, FIFO GPUs and
+//!   links).
 //!
 //! ## References
 //! ../shared/papers/001_612395f5f9077ee7.txt: T. Wu, L. Wang, Z. Wen, X. Zhang, J. Duan,
@@ -22,16 +25,20 @@
 //! Latency-Optimized Expert Placement".
 
 pub mod evaluate;
+pub mod milp;
 pub mod model;
+pub mod simulate;
 pub mod validate;
 
 pub use evaluate::{
     evaluate, latency, proxy_cost, Evaluation, Invocation, LatencyEvaluation, RemoteChoice,
     Replicas, Request,
 };
+pub use milp::{ExactSolution, PrismMilp};
 pub use model::{
     ExpertRef, Gpu, Holders, Instance, MoeModel, Network, Placement, Server, ServerId, Workload,
 };
+pub use simulate::{simulate, simulate_requests, ServerStats, SimRequest, SimulationReport};
 
 use std::path::Path;
 
