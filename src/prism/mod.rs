@@ -5,3 +5,4 @@
 pub mod algorithms;
 pub mod baselines;
 pub mod eplb;
+pub mod methods;
