@@ -6,3 +6,5 @@ pub mod algorithms;
 pub mod baselines;
 pub mod eplb;
 pub mod methods;
+pub mod claims;
+pub mod commands;
