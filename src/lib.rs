@@ -5,6 +5,7 @@
 
 pub mod claims;
 pub mod cli;
+pub mod prism;
 pub mod report;
 pub mod slimcaching;
 pub mod verify;
