@@ -8,3 +8,4 @@
 //! Latency-Optimized Expert Placement".
 
 pub mod generate;
+pub mod import;
