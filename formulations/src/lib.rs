@@ -2,12 +2,13 @@
 //! objective evaluator and the exact MILP. This crate knows no heuristic: the papers'
 //! algorithms live in the `moe-opt` package and are judged by the evaluators defined here.
 //!
-//! Problems: [`slimcaching`] (paper 000). Shared: [`milp`] (a solver-independent MILP with CPLEX
+//! Problems: [`slimcaching`] (paper 000), [`prism`] (paper 001). Shared: [`milp`] (a solver-independent MILP with CPLEX
 //! LP output and a HiGHS back end) and [`error`].
 #![deny(missing_docs)]
 
 pub mod error;
 pub mod milp;
+pub mod prism;
 pub mod problem;
 pub mod slimcaching;
 

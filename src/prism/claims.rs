@@ -1,0 +1,577 @@
+//! Prism's claims (paper 001) as hypotheses checked instance by instance. Nothing here assumes
+//! a claim holds; every outcome comes from measurements.
+//!
+//! ## The claims (ids `prism/...`)
+//!
+//! 1. `thm1-greedy-ratio`, Theorem 1: per server, U_n(A_n) >= (1 - 1/e) U_n(A_n^*), where A_n
+//!    is Alg. 2's set (after Alg. 1 and the coverage repair), B_n = sum_l N_{n,l} and A_n^* the
+//!    best set of at most B_n experts for U_n(S) = sum_{e in S} f_n^l(e) with no per-layer
+//!    constraint, as the theorem states. U_n is modular with non-negative weights, so A_n^* is
+//!    the B_n largest f_n^l(e) (an exchange argument proves it); on instances with at most
+//!    [`ENUMERATION_LIMIT`] experts it is also found by enumerating every subset, and the check
+//!    says `exhaustive`. Value: the worst server's ratio; margin: min_n U_n(A_n) - (1 - 1/e)
+//!    U_n(A_n^*) + 1e-12 (invocations per token; the tolerance is part of the margin, so it is
+//!    < 0 exactly on a fail). Note: A_n
+//!    is not the greedy of the proof sketch: Alg. 1 fixes per-layer counts by entropy and
+//!    Alg. 2's repair replaces experts, so the theorem is a hypothesis about the pipeline.
+//!    Instances where Alg. 1 fails are inconclusive.
+//! 2. `lemma1-entropy-coverage`, Lemma 1: k_delta >= 2^(H(p) - delta log E) for every
+//!    distribution p over E experts and delta in (0, 1), k_delta the fewest experts covering
+//!    >= 1 - delta of the mass. Logs in base 2 (Alg. 1's entropy; the lemma's unit is not
+//!    stated, and 2^(.) pairs with log2). Checked on every server's layer rows for delta in
+//!    [`LEMMA1_DELTAS`]; margin: min over rows and deltas of log2 k_delta - (H - delta log2 E)
+//!    (bits), plus 1e-9, < 0 exactly on a fail. [`lemma1_rows`] checks any rows, e.g.
+//!    the real activation counts (see the integration tests). The lemma drops the binary
+//!    entropy term of the Fano-type bound (H <= h(delta) + (1 - delta) log2 k + delta
+//!    log2(E - k)), so one heavy expert with 1 - delta of the mass and the rest spread evenly
+//!    violates it; the worst-case search should find such rows.
+//! 3. `alg12-milp-gap`, Section III-C: the proxy cost (2) of Alg. 1 + 2 against the MILP
+//!    optimum. The paper proves no bound on (2) for the pipeline (Theorem 1 bounds a per-server
+//!    utility without coverage), so the claim is "no bound is claimed": the check records the
+//!    ratio C(Prism) / OPT (and the absolute gap) against a proved optimum and passes; it is
+//!    inconclusive without a proved optimum or without a Prism placement. No margin.
+//! 4. `eval-beats-baselines`, Section IV-B, Table II and Fig. 6: Prism has fewer remote
+//!    invocations and a lower latency than Uniform, Redundance, SmartMoE and EPLB. Per
+//!    instance and per feasible baseline: proxy cost (2) (expected remote invocations) and
+//!    eq. (1) on the sampled batch (same requests for every method). Fails when a baseline is
+//!    strictly better in either metric (ties pass); baselines whose placement is infeasible
+//!    (uncovered experts, overloaded GPUs) or missing are skipped and named in the note.
+//!    Margin: min over baselines and both metrics of (baseline - prism) / max(baseline, prism)
+//!    (relative, 0 when both are 0), plus 1e-9. Prism without a feasible placement while a baseline has
+//!    one is a fail (margin -1).
+//!
+//! ## Family `small` ([`family_small`])
+//!
+//! The testbed's shape (Section IV-A: three servers with 1, 1 and 2 GPUs), L = 2, E = 4, Top-1
+//! (even seeds) or Top-2 (odd seeds), 1-byte experts, GPU memories of 2 to 4 experts; each
+//! server's rows are a Zipf law (exponent 0.5-2) over a random permutation of the experts (one
+//! task per server), flattened toward uniform only as much as Top-2 needs (entries <= 1); a
+//! 500 Mbit/s, 1 ms network, 4 KiB hidden states, GPUs of 2 ms + 0.1 ms per token, 20 requests
+//! of 20 tokens per server.
+
+use formulations::prism::validate::validate;
+use formulations::prism::{Gpu, Instance, MoeModel, Network, Server, Workload};
+use formulations::ProblemKind;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::algorithms::{self, entropy_bits, RepairOrder};
+use super::commands::{latency_of, sampled_batch};
+use super::methods::{self, Method, RunOptions};
+use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome, ReferenceKind};
+
+/// The paper file.
+pub const PAPER: &str = "001_612395f5f9077ee7.txt";
+/// Largest L E for which Theorem 1's optimum is also enumerated.
+pub const ENUMERATION_LIMIT: usize = 16;
+/// The deltas Lemma 1 is checked at.
+pub const LEMMA1_DELTAS: [f64; 5] = [0.05, 0.1, 0.2, 0.3, 0.5];
+
+/// A Prism claim.
+pub type PrismClaim = Claim<Instance>;
+
+fn check(outcome: Outcome, note: String) -> Check {
+    Check {
+        outcome,
+        value: None,
+        reference: None,
+        reference_kind: ReferenceKind::None,
+        solver_status: None,
+        ratio: None,
+        bound: None,
+        note,
+        witness: None,
+        margin: None,
+    }
+}
+
+/// Every Prism claim.
+pub fn registry() -> Vec<PrismClaim> {
+    vec![
+        Claim {
+            info: ClaimInfo {
+                id: "prism/thm1-greedy-ratio",
+                paper: PAPER,
+                place: "Thm. 1 (Sec. III-C2)",
+                statement: "per server, Alg. 2's assignment has U_n(A_n) >= (1 - 1/e) U_n(A_n^*), A_n^* the best set of B_n experts",
+                measured: "min over servers of U_n(A_n) / U_n(A_n^*), A_n from Alg. 1 + 2",
+                bound: "ratio >= 1 - 1/e = 0.632",
+                family: "small",
+            },
+            family: family_small,
+            check: check_thm1,
+        },
+        Claim {
+            info: ClaimInfo {
+                id: "prism/lemma1-entropy-coverage",
+                paper: PAPER,
+                place: "Lemma 1 (Sec. III-C1)",
+                statement: "k_delta >= 2^(H(p) - delta log E) experts are needed to cover 1 - delta of the activation mass",
+                measured: "min over server rows and delta of log2 k_delta - (H - delta log2 E), bits",
+                bound: "margin >= 0",
+                family: "small",
+            },
+            family: family_small,
+            check: check_lemma1,
+        },
+        Claim {
+            info: ClaimInfo {
+                id: "prism/alg12-milp-gap",
+                paper: PAPER,
+                place: "Sec. III-C (Alg. 1 + 2 vs problem (2))",
+                statement: "no bound is claimed for the proxy cost (2) of Alg. 1 + 2; the gap to the optimum is measured",
+                measured: "C(Prism) / OPT of (2), OPT from the MILP (status optimal)",
+                bound: "none (measured quantity)",
+                family: "small",
+            },
+            family: family_small,
+            check: check_gap,
+        },
+        Claim {
+            info: ClaimInfo {
+                id: "prism/eval-beats-baselines",
+                paper: PAPER,
+                place: "Sec. IV-B, Table II, Fig. 6",
+                statement: "Prism has fewer remote invocations and lower latency than Uniform, Redundance, SmartMoE and EPLB",
+                measured: "proxy cost (2) and eq. (1) on a sampled batch, per feasible baseline",
+                bound: "no baseline strictly better in either metric",
+                family: "small",
+            },
+            family: family_small,
+            check: check_beats_baselines,
+        },
+    ]
+}
+
+/// The `small` family (module doc).
+pub fn family_small(seed: u64) -> Instance {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (layers, experts) = (2usize, 4usize);
+    let top_k = 1 + (seed % 2) as u32;
+    let gpus_per_server = [1usize, 1, 2];
+    let servers = gpus_per_server
+        .iter()
+        .enumerate()
+        .map(|(n, &g)| Server {
+            name: format!("s{n}"),
+            gpus: (0..g)
+                .map(|_| Gpu {
+                    memory_bytes: rng.random_range(2..=4),
+                    compute_base_s: 0.002,
+                    compute_per_token_s: 0.0001,
+                    io_bps: Some(8e9),
+                })
+                .collect(),
+            frequencies: (0..layers)
+                .map(|_| zipf_row(&mut rng, experts, top_k))
+                .collect(),
+        })
+        .collect();
+    let n = gpus_per_server.len();
+    let off = |v: f64| -> Vec<Vec<f64>> {
+        (0..n)
+            .map(|a| (0..n).map(|b| if a == b { 0.0 } else { v }).collect())
+            .collect()
+    };
+    let instance = Instance {
+        problem: ProblemKind::Prism,
+        name: format!("small-{seed}"),
+        model: MoeModel {
+            name: "small".into(),
+            layers: layers as u32,
+            experts_per_layer: experts as u32,
+            top_k,
+            expert_bytes: vec![1; layers],
+            hidden_bytes: 4096,
+        },
+        servers,
+        network: Some(Network {
+            latency_s: off(0.001),
+            bandwidth_bps: off(500e6),
+        }),
+        workload: Some(Workload {
+            arrival_rate_per_s: vec![0.1; n],
+            tokens_per_request: 20,
+            requests_per_server: 20,
+        }),
+    };
+    validate(&instance).expect("the small family is valid");
+    instance
+}
+
+/// A Zipf row over a random permutation, summing to `k` with entries <= 1.
+fn zipf_row(rng: &mut ChaCha8Rng, experts: usize, k: u32) -> Vec<f64> {
+    let s: f64 = rng.random_range(0.5..2.0);
+    let mut order: Vec<usize> = (0..experts).collect();
+    order.shuffle(rng);
+    let mut p = vec![0.0; experts];
+    for (rank, &e) in order.iter().enumerate() {
+        p[e] = 1.0 / ((rank + 1) as f64).powf(s);
+    }
+    let total: f64 = p.iter().sum();
+    p.iter_mut().for_each(|x| *x /= total);
+    let cap = 1.0 / f64::from(k);
+    let max = p.iter().copied().fold(0.0, f64::max);
+    if max > cap {
+        // (1 - t) max + t / E = cap.
+        let u = 1.0 / experts as f64;
+        let t = (max - cap) / (max - u);
+        p.iter_mut().for_each(|x| *x = (1.0 - t) * *x + t * u);
+    }
+    p.iter().map(|x| x * f64::from(k)).collect()
+}
+
+/// The best value of at most `b` items of `values` (non-negative): the sum of the `b` largest,
+/// or, with `enumerate`, the maximum over every subset of at most `b` items.
+pub fn best_of_size(values: &[f64], b: usize, enumerate: bool) -> f64 {
+    if enumerate {
+        let n = values.len();
+        (0u32..1 << n)
+            .filter(|m| m.count_ones() as usize <= b)
+            .map(|m| (0..n).filter(|&i| m >> i & 1 == 1).map(|i| values[i]).sum())
+            .fold(0.0, f64::max)
+    } else {
+        let mut v = values.to_vec();
+        v.sort_by(|a, b| b.total_cmp(a));
+        v.iter().take(b).sum()
+    }
+}
+
+/// Theorem 1 (module doc).
+pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
+    let allocation = match algorithms::alg1_counts(instance) {
+        Ok(a) => a,
+        Err(e) => return check(Outcome::Inconclusive, format!("no assignment: {e}")),
+    };
+    let assignment =
+        algorithms::alg2_assign(instance, &allocation.counts, RepairOrder::default());
+    let enumerate = instance.expert_count() <= ENUMERATION_LIMIT;
+    let bound = 1.0 - (-1.0f64).exp();
+    let mut worst: Option<(usize, f64, f64, f64)> = None; // (server, U, U*, margin)
+    for n in 0..instance.servers.len() {
+        let b: usize = allocation.counts[n].iter().sum();
+        let values: Vec<f64> = instance.servers[n]
+            .frequencies
+            .iter()
+            .flatten()
+            .copied()
+            .collect();
+        let opt = best_of_size(&values, b, enumerate);
+        let u = assignment.utility(instance, n);
+        // The tolerance is part of the margin: < 0 exactly on a fail.
+        let margin = u - bound * opt + 1e-12;
+        if worst.is_none_or(|w| margin < w.3) {
+            worst = Some((n, u, opt, margin));
+        }
+    }
+    let (n, u, opt, margin) = worst.expect("N >= 1");
+    let ratio = (opt > 0.0).then(|| u / opt);
+    let fail = margin < 0.0;
+    Check {
+        outcome: if fail { Outcome::Fail } else { Outcome::Pass },
+        value: Some(u),
+        reference: Some(opt),
+        reference_kind: ReferenceKind::Optimum,
+        solver_status: Some(if enumerate { "exhaustive" } else { "top-b (modular)" }.into()),
+        ratio,
+        bound: Some(bound),
+        note: format!(
+            "server {n}: U(A) = {u:.6}, U(A*) = {opt:.6} with B = {}",
+            allocation.counts[n].iter().sum::<usize>()
+        ),
+        witness: fail.then(|| {
+            serde_json::json!({
+                "server": n,
+                "counts": allocation.counts[n],
+                "assignment": assignment.sets[n],
+                "repairs": assignment.repairs,
+                "utility": u,
+                "optimum": opt,
+            })
+        }),
+        margin: Some(margin),
+    }
+}
+
+/// k_delta: the fewest experts whose mass is >= (1 - delta) of the row's (tolerance 1e-12).
+pub fn k_delta(row: &[f64], delta: f64) -> usize {
+    let total: f64 = row.iter().sum();
+    let mut v: Vec<f64> = row.iter().map(|x| x / total).collect();
+    v.sort_by(|a, b| b.total_cmp(a));
+    let mut mass = 0.0;
+    for (k, x) in v.iter().enumerate() {
+        mass += x;
+        if mass >= 1.0 - delta - 1e-12 {
+            return k + 1;
+        }
+    }
+    v.len()
+}
+
+/// Lemma 1 on arbitrary rows (each a distribution over the same E experts, any scale; all-zero
+/// rows are skipped).
+pub fn lemma1_rows(rows: &[Vec<f64>]) -> Check {
+    let mut worst: Option<(usize, f64, usize, f64, f64)> = None; // (row, delta, k, H, margin)
+    for (i, row) in rows.iter().enumerate() {
+        if row.iter().sum::<f64>() <= 0.0 {
+            continue;
+        }
+        let h = entropy_bits(row);
+        let log_e = (row.len() as f64).log2();
+        for &delta in &LEMMA1_DELTAS {
+            let k = k_delta(row, delta);
+            let margin = (k as f64).log2() - (h - delta * log_e) + 1e-9;
+            if worst.is_none_or(|w| margin < w.4) {
+                worst = Some((i, delta, k, h, margin));
+            }
+        }
+    }
+    let Some((i, delta, k, h, margin)) = worst else {
+        return check(Outcome::Inconclusive, "no non-zero row".into());
+    };
+    let e = rows[i].len() as f64;
+    let bound = 2f64.powf(h - delta * e.log2());
+    let fail = margin < 0.0;
+    Check {
+        outcome: if fail { Outcome::Fail } else { Outcome::Pass },
+        value: Some(k as f64),
+        reference: None,
+        reference_kind: ReferenceKind::None,
+        solver_status: None,
+        ratio: None,
+        bound: Some(bound),
+        note: format!(
+            "worst row {i}, delta {delta}: k = {k}, 2^(H - delta log2 E) = {bound:.4} (H = {h:.4} bits)"
+        ),
+        witness: fail.then(|| serde_json::json!({"row": rows[i], "delta": delta, "k": k, "entropy_bits": h, "bound": bound})),
+        margin: Some(margin),
+    }
+}
+
+/// Lemma 1 on every server's layer rows.
+pub fn check_lemma1(instance: &Instance, _: &CheckOptions) -> Check {
+    let rows: Vec<Vec<f64>> = instance
+        .servers
+        .iter()
+        .flat_map(|s| s.frequencies.iter().cloned())
+        .collect();
+    lemma1_rows(&rows)
+}
+
+fn run_options(options: &CheckOptions) -> RunOptions {
+    RunOptions {
+        solve: options.solve.clone(),
+        seed: 0,
+    }
+}
+
+/// The Alg. 1 + 2 gap to the MILP optimum (module doc).
+pub fn check_gap(instance: &Instance, options: &CheckOptions) -> Check {
+    let run_opts = run_options(options);
+    let prism = match methods::run(Method::Prism, instance, &run_opts) {
+        Ok(r) => r,
+        Err(e) => return check(Outcome::Inconclusive, e.to_string()),
+    };
+    let Some(cost) = prism.proxy_cost().filter(|_| prism.feasible()) else {
+        return check(
+            Outcome::Inconclusive,
+            format!(
+                "Prism has no feasible placement: {}",
+                prism.note.unwrap_or_default()
+            ),
+        );
+    };
+    let milp = match methods::run(Method::Milp, instance, &run_opts) {
+        Ok(r) => r,
+        Err(e) => return check(Outcome::Inconclusive, format!("MILP: {e}")),
+    };
+    let status = milp.exact.as_ref().map(|e| format!("{:?}", e.status).to_lowercase());
+    let Some(opt) = milp.proxy_cost().filter(|_| milp.is_proved_optimal()) else {
+        return Check {
+            solver_status: status,
+            value: Some(cost),
+            ..check(Outcome::Inconclusive, "no proved optimum".into())
+        };
+    };
+    Check {
+        outcome: Outcome::Pass,
+        value: Some(cost),
+        reference: Some(opt),
+        reference_kind: ReferenceKind::Optimum,
+        solver_status: status,
+        ratio: (opt > 0.0).then(|| cost / opt),
+        bound: None,
+        note: format!(
+            "no bound is claimed; C(Prism) = {cost:.6}, OPT = {opt:.6}, gap {:.6}",
+            cost - opt
+        ),
+        witness: None,
+        margin: None,
+    }
+}
+
+/// Prism against the baselines (module doc).
+pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Check {
+    let run_opts = run_options(options);
+    let batch = sampled_batch(instance, run_opts.seed);
+    let measure = |method: Method| -> Result<Option<(f64, f64)>, String> {
+        let run = methods::run(method, instance, &run_opts).map_err(|e| e.to_string())?;
+        let (Some(p), true) = (run.placement.as_ref(), run.feasible()) else {
+            return Ok(None);
+        };
+        let lat = latency_of(instance, p, batch.as_deref(), run_opts.seed)
+            .ok_or("eq. (1) needs the instance's network and workload")?;
+        Ok(Some((run.proxy_cost().expect("evaluated"), lat.eq1_total_s)))
+    };
+    let prism = match measure(Method::Prism) {
+        Ok(p) => p,
+        Err(e) => return check(Outcome::Inconclusive, e),
+    };
+    let mut skipped = Vec::new();
+    let mut worst: Option<(Method, &str, f64, f64, f64)> = None; // (baseline, metric, b, p, margin)
+    let rel = |b: f64, p: f64| {
+        let scale = b.max(p);
+        if scale > 0.0 {
+            (b - p) / scale
+        } else {
+            0.0
+        }
+    };
+    for m in Method::BASELINES {
+        let base = match measure(m) {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                skipped.push(m.name());
+                continue;
+            }
+            Err(e) => return check(Outcome::Inconclusive, e),
+        };
+        let Some(p) = prism else {
+            return Check {
+                margin: Some(-1.0),
+                ..check(
+                    Outcome::Fail,
+                    format!("Prism has no feasible placement, {m} has one"),
+                )
+            };
+        };
+        for (metric, b, q) in [("proxy cost (2)", base.0, p.0), ("eq. (1)", base.1, p.1)] {
+            let margin = rel(b, q) + 1e-9;
+            if worst.is_none_or(|w| margin < w.4) {
+                worst = Some((m, metric, b, q, margin));
+            }
+        }
+    }
+    let Some((m, metric, b, q, margin)) = worst else {
+        return check(
+            Outcome::Inconclusive,
+            format!("no feasible baseline (skipped: {})", skipped.join(", ")),
+        );
+    };
+    let fail = margin < 0.0;
+    let skipped_note = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!("; skipped (infeasible or none): {}", skipped.join(", "))
+    };
+    Check {
+        outcome: if fail { Outcome::Fail } else { Outcome::Pass },
+        value: Some(q),
+        reference: Some(b),
+        reference_kind: ReferenceKind::None,
+        solver_status: None,
+        ratio: (b > 0.0).then(|| q / b),
+        bound: None,
+        note: format!("closest: {m} on {metric}: baseline {b:.6} vs Prism {q:.6}{skipped_note}"),
+        witness: fail.then(|| serde_json::json!({"baseline": m.name(), "metric": metric, "baseline_value": b, "prism_value": q})),
+        margin: Some(margin),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prism::algorithms::tests::instance;
+
+    #[test]
+    fn family_is_deterministic_and_valid() {
+        assert_eq!(family_small(3), family_small(3));
+        assert_ne!(family_small(3), family_small(4));
+        assert_eq!(family_small(1).model.top_k, 2);
+    }
+
+    #[test]
+    fn k_delta_by_hand() {
+        // [0.5, 0.3, 0.2]: 1 - 0.1 = 0.9 needs 0.5 + 0.3 + 0.2 -> 3; 1 - 0.2 = 0.8 -> 2.
+        assert_eq!(k_delta(&[0.5, 0.3, 0.2], 0.1), 3);
+        assert_eq!(k_delta(&[0.5, 0.3, 0.2], 0.2), 2);
+        assert_eq!(k_delta(&[0.2, 0.3, 0.5], 0.5), 1);
+    }
+
+    #[test]
+    fn lemma1_fails_on_a_heavy_expert_with_a_flat_tail() {
+        // E = 64, p_0 = 0.95, the other 63 share 0.05. delta = 0.05: k = 1 (log2 k = 0).
+        // H = -0.95 log2 0.95 - 0.05 log2(0.05 / 63) = 0.0703 + 0.5150 = 0.5853 bits;
+        // delta log2 E = 0.3 -> H - 0.3 = 0.2853 > 0: margin <= -0.2853.
+        let mut row = vec![0.05 / 63.0; 64];
+        row[0] = 0.95;
+        let c = lemma1_rows(&[row]);
+        assert_eq!(c.outcome, Outcome::Fail);
+        assert!(c.margin.unwrap() <= -0.285, "{:?}", c.margin);
+        // Uniform over 4: H = 2, k_delta = ceil(4 (1 - delta)); delta = 0.5: k = 2, bound
+        // 2^(2 - 1) = 2: margin 0 there, the minimum -> pass.
+        let c = lemma1_rows(&[vec![0.25; 4]]);
+        assert_eq!(c.outcome, Outcome::Pass);
+        assert!(c.margin.unwrap().abs() < 1e-8);
+    }
+
+    #[test]
+    fn thm1_fails_on_the_hand_example_of_alg2() {
+        // The instance of algorithms::tests::alg2_by_hand: server 0 ends with U = 0.75 (it
+        // keeps l1e1, l1e2 at 0.25 and gives its f = 1 expert l0e0 away in the repair) while
+        // its best 4 experts are l0e0 + three of layer 1: 1.75. 0.75 < 0.632 x 1.75 = 1.106:
+        // ratio 0.4286, margin 0.75 - 1.1062 = -0.356.
+        let inst = instance(
+            &[&[4], &[2, 2]],
+            vec![
+                vec![vec![1.0, 0.0, 0.0, 0.0], vec![0.25; 4]],
+                vec![vec![0.5, 0.5, 0.0, 0.0], vec![0.5, 0.5, 0.0, 0.0]],
+            ],
+        );
+        let c = check_thm1(&inst, &CheckOptions::default());
+        assert_eq!(c.outcome, Outcome::Fail);
+        assert!((c.ratio.unwrap() - 0.75 / 1.75).abs() < 1e-12);
+        assert!((c.margin.unwrap() - (0.75 - (1.0 - (-1.0f64).exp()) * 1.75)).abs() < 1e-9);
+        assert_eq!(c.solver_status.as_deref(), Some("exhaustive"));
+    }
+
+    #[test]
+    fn best_of_size_enumeration_agrees_with_sorting() {
+        let v = [0.3, 0.0, 0.9, 0.1, 0.4];
+        for b in 0..=5 {
+            assert_eq!(best_of_size(&v, b, true), best_of_size(&v, b, false));
+        }
+        // b = 2: 0.9 + 0.4.
+        assert!((best_of_size(&v, 2, false) - 1.3).abs() < 1e-15);
+    }
+
+    #[test]
+    fn claims_run_on_the_small_family() {
+        let options = CheckOptions::default();
+        for claim in registry() {
+            for seed in 0..4 {
+                let inst = (claim.family)(seed);
+                let c = (claim.check)(&inst, &options);
+                // Margins are negative exactly on fails.
+                if let Some(m) = c.margin {
+                    assert_eq!(m < 0.0, c.outcome == Outcome::Fail, "{} {seed}: {c:?}", claim.info.id);
+                }
+                if claim.info.id == "prism/alg12-milp-gap" && c.outcome == Outcome::Pass {
+                    // Prism never beats a proved optimum.
+                    assert!(c.value.unwrap() >= c.reference.unwrap() - 1e-9);
+                }
+            }
+        }
+    }
+}

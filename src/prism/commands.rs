@@ -1,0 +1,546 @@
+//! The Prism commands the command line calls: [`solve`], [`compare`], [`write_lp`],
+//! [`migrate`] and [`eplb_command`]. Each returns a `Serialize` report (moe-opt version,
+//! the instance's canonical SHA-256) with a `text()` rendering.
+//!
+//! Latency: besides the proxy (2), [`compare`] evaluates eq. (1) on a sampled batch of
+//! requests (the simulator's request sampler `workload_requests`, so the batch is the same for
+//! every method) and, with the simulator of Section IV-C, the mean and p95 latency per server.
+//! Both need the instance's `workload` (eq. (1) also its `network`); without them they are null.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use formulations::prism::simulate::workload_requests;
+use formulations::prism::{
+    latency, load, simulate, Instance, Placement, PrismMilp, RemoteChoice, Request,
+};
+use formulations::Error;
+use serde::Serialize;
+
+use super::algorithms::{self, MigrationConfig, MigrationRun, MigrationStats};
+use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions};
+use crate::report::{canonical_sha256, VERSION};
+
+pub use super::eplb::{eplb_command, EplbReport};
+
+/// Identity and size of the instance a report is about.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstanceInfo {
+    /// The instance's `name`.
+    pub name: String,
+    /// SHA-256 of its canonical JSON.
+    pub sha256: String,
+    /// Servers N.
+    pub servers: usize,
+    /// GPUs sum_n G_n.
+    pub gpus: usize,
+    /// MoE layers L.
+    pub layers: usize,
+    /// Experts per layer E.
+    pub experts_per_layer: usize,
+    /// Top-K.
+    pub top_k: u32,
+}
+
+impl InstanceInfo {
+    /// Describes an instance.
+    pub fn new(instance: &Instance) -> Self {
+        InstanceInfo {
+            name: instance.name.clone(),
+            sha256: canonical_sha256(instance),
+            servers: instance.servers.len(),
+            gpus: instance.gpu_count(),
+            layers: instance.layers(),
+            experts_per_layer: instance.experts_per_layer(),
+            top_k: instance.model.top_k,
+        }
+    }
+}
+
+/// Latency of one placement on the sampled batch and in simulation.
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyReport {
+    /// Objective (1) on the sampled batch: sum over requests and layers of T(x, l, P), seconds.
+    pub eq1_total_s: f64,
+    /// Invocations of the batch served by another server.
+    pub remote_invocations: u64,
+    /// All invocations of the batch.
+    pub invocations: u64,
+    /// Simulated mean latency per server, seconds (null without a network).
+    pub sim_mean_latency_s: Option<Vec<f64>>,
+    /// Simulated p95 latency per server, seconds.
+    pub sim_p95_latency_s: Option<Vec<f64>>,
+    /// Simulated mean over all requests, seconds.
+    pub sim_overall_mean_s: Option<f64>,
+}
+
+/// The requests of eq. (1)'s batch: the simulator's sampled workload, without arrival times.
+pub fn sampled_batch(instance: &Instance, seed: u64) -> Option<Vec<Request>> {
+    let requests = workload_requests(instance, seed).ok()?;
+    Some(
+        requests
+            .into_iter()
+            .map(|r| Request {
+                server: r.server,
+                tokens: r.tokens,
+                experts: r.experts,
+            })
+            .collect(),
+    )
+}
+
+/// Eq. (1) and the simulation of a placement; `None` without a workload and network.
+pub fn latency_of(
+    instance: &Instance,
+    placement: &Placement,
+    batch: Option<&[Request]>,
+    seed: u64,
+) -> Option<LatencyReport> {
+    let batch = batch?;
+    instance.network.as_ref()?;
+    let eq1 = latency(instance, placement, batch, RemoteChoice::Fastest).ok()?;
+    let sim = simulate(instance, placement, seed, RemoteChoice::Fastest).ok();
+    Some(LatencyReport {
+        eq1_total_s: eq1.total_latency_s,
+        remote_invocations: eq1.invocations - eq1.local_invocations,
+        invocations: eq1.invocations,
+        sim_mean_latency_s: sim
+            .as_ref()
+            .map(|s| s.servers.iter().map(|x| x.mean_latency_s).collect()),
+        sim_p95_latency_s: sim
+            .as_ref()
+            .map(|s| s.servers.iter().map(|x| x.p95_latency_s).collect()),
+        sim_overall_mean_s: sim.as_ref().map(|s| s.mean_latency_s),
+    })
+}
+
+/// One method's line of a report.
+#[derive(Debug, Clone, Serialize)]
+pub struct MethodLine {
+    /// Method name.
+    pub method: Method,
+    /// Proxy cost (2): expected remote invocations, one token at every server; null without a
+    /// placement.
+    pub proxy_cost: Option<f64>,
+    /// Per server C_n.
+    pub server_cost: Option<Vec<f64>>,
+    /// Mean expected local-compute ratio.
+    pub local_compute_ratio: Option<f64>,
+    /// Coverage and memory hold.
+    pub feasible: Option<bool>,
+    /// proxy_cost / reference (a ratio to the proved optimum, or to a lower bound on it).
+    pub ratio: Option<f64>,
+    /// Latency on the sampled batch and in simulation.
+    pub latency: Option<LatencyReport>,
+    /// Wall-clock seconds of the method.
+    pub runtime_s: f64,
+    /// The MILP's status, objective, bound and gap.
+    pub exact: Option<ExactReport>,
+    /// Why there is no placement, or what was left out.
+    pub note: Option<String>,
+}
+
+impl MethodLine {
+    /// The line of a run.
+    pub fn new(
+        instance: &Instance,
+        run: &MethodRun,
+        reference: Reference,
+        batch: Option<&[Request]>,
+        seed: u64,
+    ) -> Self {
+        let e = run.evaluation.as_ref();
+        MethodLine {
+            method: run.method,
+            proxy_cost: e.map(|e| e.proxy_cost),
+            server_cost: e.map(|e| e.server_cost.clone()),
+            local_compute_ratio: e.map(|e| e.overall_local_compute_ratio),
+            feasible: e.map(|e| e.feasible),
+            ratio: e.and_then(|e| reference.ratio(e.proxy_cost)),
+            latency: run
+                .placement
+                .as_ref()
+                .and_then(|p| latency_of(instance, p, batch, seed)),
+            runtime_s: run.runtime_s,
+            exact: run.exact.clone(),
+            note: run.note.clone(),
+        }
+    }
+
+    fn text(&self) -> String {
+        let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
+        let lat = self.latency.as_ref();
+        let status = self
+            .exact
+            .as_ref()
+            .map_or(String::new(), |e| format!(" [{:?}, gap {}]", e.status, opt(e.gap)));
+        format!(
+            "{:<11} cost {:>9} ratio {:>7} feasible {:<5} eq1 {:>10} remote {:>6} sim-mean {:>9} {:>8.3}s{}{}",
+            self.method.name(),
+            opt(self.proxy_cost),
+            opt(self.ratio),
+            self.feasible.map_or("-".into(), |f| f.to_string()),
+            opt(lat.map(|l| l.eq1_total_s)),
+            lat.map_or("-".into(), |l| l.remote_invocations.to_string()),
+            opt(lat.and_then(|l| l.sim_overall_mean_s)),
+            self.runtime_s,
+            status,
+            self.note
+                .as_ref()
+                .map_or(String::new(), |n| format!(" ({n})")),
+        )
+    }
+}
+
+/// Output of `moe-opt solve` for a Prism instance.
+#[derive(Debug, Clone, Serialize)]
+pub struct SolveReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The instance.
+    pub instance: InstanceInfo,
+    /// The method's line (no ratio: a single method has no reference).
+    pub result: MethodLine,
+    /// The placement z_{n,g}^e, if any.
+    pub placement: Option<Placement>,
+}
+
+impl SolveReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "{} ({} servers, {} GPUs, {} x {} experts, top-{})\n{}\n",
+            self.instance.name,
+            self.instance.servers,
+            self.instance.gpus,
+            self.instance.layers,
+            self.instance.experts_per_layer,
+            self.instance.top_k,
+            self.result.text()
+        );
+        if let Some(p) = &self.placement {
+            for (n, server) in p.gpus.iter().enumerate() {
+                for (g, list) in server.iter().enumerate() {
+                    let names: Vec<String> = list.iter().map(|r| r.to_string()).collect();
+                    let _ = writeln!(out, "  server {n} gpu {g}: {}", names.join(" "));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `moe-opt solve FILE --method M`: one method on a Prism instance file.
+pub fn solve(path: &Path, method: Method, options: &RunOptions) -> Result<SolveReport, Error> {
+    let instance = load(path)?;
+    let run = methods::run(method, &instance, options)?;
+    let batch = sampled_batch(&instance, options.seed);
+    Ok(SolveReport {
+        moe_opt_version: VERSION,
+        instance: InstanceInfo::new(&instance),
+        result: MethodLine::new(
+            &instance,
+            &run,
+            Reference::None,
+            batch.as_deref(),
+            options.seed,
+        ),
+        placement: run.placement,
+    })
+}
+
+/// Output of `moe-opt compare` for a Prism instance.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The instance.
+    pub instance: InstanceInfo,
+    /// What ratios are taken against.
+    pub reference: Reference,
+    /// One line per method, in the order run.
+    pub methods: Vec<MethodLine>,
+}
+
+impl CompareReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "{} ({} servers, {} GPUs, {} x {} experts, top-{}); reference: {:?}\n",
+            self.instance.name,
+            self.instance.servers,
+            self.instance.gpus,
+            self.instance.layers,
+            self.instance.experts_per_layer,
+            self.instance.top_k,
+            self.reference
+        );
+        for m in &self.methods {
+            let _ = writeln!(out, "{}", m.text());
+        }
+        out
+    }
+}
+
+/// Runs the methods on an instance (no file).
+pub fn compare_instance(
+    instance: &Instance,
+    methods_to_run: &[Method],
+    options: &RunOptions,
+) -> Result<CompareReport, Error> {
+    let runs = methods_to_run
+        .iter()
+        .map(|&m| methods::run(m, instance, options))
+        .collect::<Result<Vec<_>, _>>()?;
+    let reference = Reference::from_runs(&runs);
+    let batch = sampled_batch(instance, options.seed);
+    Ok(CompareReport {
+        moe_opt_version: VERSION,
+        instance: InstanceInfo::new(instance),
+        reference,
+        methods: runs
+            .iter()
+            .map(|r| MethodLine::new(instance, r, reference, batch.as_deref(), options.seed))
+            .collect(),
+    })
+}
+
+/// `moe-opt compare FILE --methods ...`: several methods, each with its ratio to the proved
+/// optimum (MILP or exhaustive) when one of them is run and proves it.
+pub fn compare(
+    path: &Path,
+    methods_to_run: &[Method],
+    options: &RunOptions,
+) -> Result<CompareReport, Error> {
+    compare_instance(&load(path)?, methods_to_run, options)
+}
+
+/// Output of `moe-opt write-lp`.
+#[derive(Debug, Clone, Serialize)]
+pub struct WriteLpReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The instance.
+    pub instance: InstanceInfo,
+    /// Where the LP file went.
+    pub lp_file: String,
+    /// Its size.
+    pub lp_bytes: u64,
+}
+
+impl WriteLpReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        format!(
+            "wrote {} ({} bytes) for {}\n",
+            self.lp_file, self.lp_bytes, self.instance.name
+        )
+    }
+}
+
+/// `moe-opt write-lp FILE OUT`: the MILP of (2) in CPLEX LP format.
+pub fn write_lp(path: &Path, out: &Path) -> Result<WriteLpReport, Error> {
+    let instance = load(path)?;
+    let lp = PrismMilp::build(&instance).milp.to_lp();
+    std::fs::write(out, &lp).map_err(|source| Error::Io {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    Ok(WriteLpReport {
+        moe_opt_version: VERSION,
+        instance: InstanceInfo::new(&instance),
+        lp_file: out.display().to_string(),
+        lp_bytes: lp.len() as u64,
+    })
+}
+
+/// The drift and the migration parameters of `moe-opt migrate`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrateConfig {
+    /// Windows (e.g. 5-minute intervals).
+    pub windows: usize,
+    /// First window with the drift.
+    pub drift_at: usize,
+    /// The server whose task mix changes.
+    pub drift_server: usize,
+    /// The server whose mix it moves to.
+    pub drift_to: usize,
+    /// How far it moves, in [0, 1].
+    pub mix: f64,
+    /// Tokens per server per window.
+    pub tokens_per_window: f64,
+    /// Seconds per remote invocation; `None`: the mean over server pairs of the round trip of
+    /// one token's hidden state (`network`).
+    pub remote_invocation_s: Option<f64>,
+    /// Statistics the planner sees.
+    pub stats: MigrationStats,
+    /// Charge removals in (3).
+    pub charge_removals: bool,
+    /// The planner (any method; the paper runs every method under Prism's migration rule).
+    pub method: Method,
+}
+
+/// Output of `moe-opt migrate`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrateReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The instance.
+    pub instance: InstanceInfo,
+    /// The configuration, with the remote invocation time used.
+    pub config: MigrateConfig,
+    /// Seconds per remote invocation used.
+    pub remote_invocation_s: f64,
+    /// The run.
+    pub run: MigrationRun,
+    /// The same windows without migration (the initial placement throughout), seconds.
+    pub static_total_served_cost_s: f64,
+}
+
+impl MigrateReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "{}: {} windows, drift of server {} toward server {} (mix {}) from window {}, planner {}\n",
+            self.instance.name,
+            self.config.windows,
+            self.config.drift_server,
+            self.config.drift_to,
+            self.config.mix,
+            self.config.drift_at,
+            self.config.method
+        );
+        let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
+        for w in &self.run.windows {
+            let _ = writeln!(
+                out,
+                "  window {:>3}: C(P) {:>10} C(P') {:>10} T_mig {:>10} {} served (2) {:.4} = {:.4} s",
+                w.window,
+                opt(w.current_cost_s),
+                opt(w.candidate_cost_s),
+                opt(w.migration_s),
+                if w.migrated {
+                    format!("MIGRATE ({} bytes)", w.transferred_bytes)
+                } else {
+                    "stay".to_string()
+                },
+                w.served_proxy_cost,
+                w.served_cost_s
+            );
+        }
+        let _ = writeln!(
+            out,
+            "migrations {}, served {:.4} s + migration {:.4} s (static placement: {:.4} s), {} bytes moved",
+            self.run.migrations,
+            self.run.total_served_cost_s,
+            self.run.total_migration_s,
+            self.static_total_served_cost_s,
+            self.run.total_transferred_bytes
+        );
+        out
+    }
+}
+
+/// Mean over ordered server pairs of the round trip of one token's hidden state.
+pub fn mean_remote_round_trip_s(instance: &Instance) -> Option<f64> {
+    let net = instance.network.as_ref()?;
+    let n = instance.servers.len();
+    let mut sum = 0.0;
+    let mut pairs = 0;
+    for a in 0..n {
+        for b in (0..n).filter(|&b| b != a) {
+            let (x, y) = (
+                formulations::prism::ServerId(a as u32),
+                formulations::prism::ServerId(b as u32),
+            );
+            sum += net.transfer_time(x, y, instance.model.hidden_bytes)
+                + net.transfer_time(y, x, instance.model.hidden_bytes);
+            pairs += 1;
+        }
+    }
+    (pairs > 0).then(|| sum / pairs as f64)
+}
+
+/// Runs the migration rule on an instance (no file); errors name the configuration field.
+pub fn migrate_instance(
+    instance: &Instance,
+    config: &MigrateConfig,
+    options: &RunOptions,
+) -> Result<MigrateReport, Error> {
+    let invalid = |field: &str, reason: String| Error::Invalid {
+        path: "<migrate>".into(),
+        field: field.into(),
+        reason,
+    };
+    let n = instance.servers.len();
+    if config.windows == 0 {
+        return Err(invalid("windows", "must be >= 1".into()));
+    }
+    if config.drift_server >= n || config.drift_to >= n {
+        return Err(invalid(
+            "drift_server",
+            format!("servers must be in 0..{n}"),
+        ));
+    }
+    if !(0.0..=1.0).contains(&config.mix) {
+        return Err(invalid("mix", format!("{} is not in [0, 1]", config.mix)));
+    }
+    let remote_s = match config.remote_invocation_s {
+        Some(s) => s,
+        None => mean_remote_round_trip_s(instance).ok_or_else(|| {
+            invalid(
+                "remote_invocation_s",
+                "the instance has no network; give the seconds per remote invocation".into(),
+            )
+        })?,
+    };
+    let windows = algorithms::drift_windows(
+        instance,
+        config.windows,
+        config.drift_at,
+        config.drift_server,
+        config.drift_to,
+        config.mix,
+    );
+    let method = config.method;
+    let planner = |i: &Instance| -> Result<Placement, String> {
+        let run = methods::run(method, i, options).map_err(|e| e.to_string())?;
+        run.placement
+            .ok_or_else(|| run.note.unwrap_or_else(|| format!("{method}: no placement")))
+    };
+    let mc = MigrationConfig {
+        tokens_per_window: config.tokens_per_window,
+        remote_invocation_s: remote_s,
+        stats: config.stats,
+        charge_removals: config.charge_removals,
+    };
+    let run = algorithms::migrate(instance, &windows, &mc, &planner)
+        .map_err(|e| invalid("migrate", e))?;
+    let initial = planner(&algorithms::with_frequencies(instance, &windows[0]))
+        .map_err(|e| invalid("method", e))?;
+    let static_total = windows
+        .iter()
+        .map(|w| {
+            formulations::prism::proxy_cost(&algorithms::with_frequencies(instance, w), &initial)
+                * config.tokens_per_window
+                * remote_s
+        })
+        .sum();
+    Ok(MigrateReport {
+        moe_opt_version: VERSION,
+        instance: InstanceInfo::new(instance),
+        config: config.clone(),
+        remote_invocation_s: remote_s,
+        run,
+        static_total_served_cost_s: static_total,
+    })
+}
+
+/// `moe-opt migrate FILE ...`: the window sequence report (reading the instance file).
+pub fn migrate(
+    path: &Path,
+    config: &MigrateConfig,
+    options: &RunOptions,
+) -> Result<MigrateReport, Error> {
+    migrate_instance(&load(path)?, config, options)
+}

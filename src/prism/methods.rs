@@ -1,0 +1,444 @@
+//! Running any method on a Prism instance: the exact MILP of (2), exhaustive search (tiny
+//! instances), Prism's Alg. 1 + 2 and the baselines of Section IV-A, each followed by the one
+//! evaluator (`formulations::prism::evaluate`: proxy cost (2), coverage, memory).
+//!
+//! The MILP is warm-started from Prism's placement when that placement is feasible (a MIP start
+//! only speeds the search up; status, bound and gap are HiGHS's).
+//!
+//! Exhaustive search: (2) depends only on which experts each server holds, and a server's
+//! achievable holder sets are closed under subsets, so only the inclusion-maximal sets a
+//! server's GPUs can hold matter (a superset covers more and costs less). Per GPU every expert
+//! subset within its memory is listed, per server their unions (remembering one GPU split),
+//! then the maximal ones; the search tries every combination of maximal sets over the servers
+//! that covers every expert. Refused ([`Error::TooLarge`]) above [`EXHAUSTIVE_MAX_EXPERTS`]
+//! experts or [`EXHAUSTIVE_MAX_COMBINATIONS`] combinations.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::time::Instant;
+
+use formulations::milp::MilpStatus;
+use formulations::prism::evaluate::{evaluate, Evaluation};
+use formulations::prism::{milp, Instance, Placement, ServerId};
+use formulations::Error;
+use serde::Serialize;
+
+use super::{algorithms, baselines};
+pub use crate::report::RunOptions;
+
+/// A way to choose a placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// Exact MILP of (2) with HiGHS.
+    Milp,
+    /// Exhaustive search (tiny instances only).
+    Exhaustive,
+    /// Alg. 1 + Alg. 2 + the GPU assignment.
+    Prism,
+    /// Baseline Uniform (expert parallelism, seeded random order).
+    Uniform,
+    /// Baseline Redundance (random duplication up to memory, seeded).
+    Redundance,
+    /// Baseline SmartMoE (load-balanced, one copy).
+    Smartmoe,
+    /// Baseline EPLB adapted to heterogeneous GPUs.
+    Eplb,
+}
+
+impl Method {
+    /// Every method, exact ones first.
+    pub const ALL: [Method; 7] = [
+        Method::Milp,
+        Method::Exhaustive,
+        Method::Prism,
+        Method::Uniform,
+        Method::Redundance,
+        Method::Smartmoe,
+        Method::Eplb,
+    ];
+
+    /// The baselines of Section IV-A.
+    pub const BASELINES: [Method; 4] = [
+        Method::Uniform,
+        Method::Redundance,
+        Method::Smartmoe,
+        Method::Eplb,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Milp => "milp",
+            Method::Exhaustive => "exhaustive",
+            Method::Prism => "prism",
+            Method::Uniform => "uniform",
+            Method::Redundance => "redundance",
+            Method::Smartmoe => "smartmoe",
+            Method::Eplb => "eplb",
+        }
+    }
+
+    /// Where the method comes from.
+    pub fn description(self) -> &'static str {
+        match self {
+            Method::Milp => "exact MILP of (2), HiGHS",
+            Method::Exhaustive => "exhaustive search",
+            Method::Prism => "Alg. 1 + Alg. 2 (Prism)",
+            Method::Uniform => "baseline Uniform (Megatron EP)",
+            Method::Redundance => "baseline Redundance",
+            Method::Smartmoe => "baseline SmartMoE",
+            Method::Eplb => "baseline EPLB (heterogeneous)",
+        }
+    }
+
+    /// True for methods whose answer is a proved optimum when they finish.
+    pub fn is_exact(self) -> bool {
+        matches!(self, Method::Milp | Method::Exhaustive)
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Method {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
+                format!(
+                    "unknown method `{s}`; expected one of: {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// The MILP's own account of a solve, in the units of (2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExactReport {
+    /// How the solve ended.
+    pub status: MilpStatus,
+    /// The incumbent's objective.
+    pub objective: Option<f64>,
+    /// Best bound on the optimum.
+    pub best_bound: Option<f64>,
+    /// Gap as HiGHS reports it (see `MilpSolution::gap`).
+    pub gap: Option<f64>,
+    /// Seconds in HiGHS.
+    pub solve_time_s: f64,
+}
+
+/// One method's result on one instance.
+#[derive(Debug, Clone)]
+pub struct MethodRun {
+    /// The method.
+    pub method: Method,
+    /// Its placement (absent when the method found none).
+    pub placement: Option<Placement>,
+    /// The evaluator's account of it.
+    pub evaluation: Option<Evaluation>,
+    /// Wall-clock seconds of the method.
+    pub runtime_s: f64,
+    /// For the MILP: status, bound and gap.
+    pub exact: Option<ExactReport>,
+    /// Why there is no placement, or what the method left out (Prism's dropped experts).
+    pub note: Option<String>,
+}
+
+impl MethodRun {
+    /// Proxy cost (2) of the placement, if there is one.
+    pub fn proxy_cost(&self) -> Option<f64> {
+        self.evaluation.as_ref().map(|e| e.proxy_cost)
+    }
+
+    /// True when the placement is feasible (coverage and memory).
+    pub fn feasible(&self) -> bool {
+        self.evaluation.as_ref().is_some_and(|e| e.feasible)
+    }
+
+    /// True when the cost is a proved optimum (exhaustive search, or MILP with status
+    /// optimal).
+    pub fn is_proved_optimal(&self) -> bool {
+        match self.method {
+            Method::Exhaustive => self.placement.is_some(),
+            Method::Milp => self
+                .exact
+                .as_ref()
+                .is_some_and(|e| e.status == MilpStatus::Optimal),
+            _ => false,
+        }
+    }
+}
+
+/// Largest L E for exhaustive search.
+pub const EXHAUSTIVE_MAX_EXPERTS: usize = 12;
+/// Largest number of combinations of maximal server sets exhaustive search tries.
+pub const EXHAUSTIVE_MAX_COMBINATIONS: u64 = 1 << 22;
+
+/// The exhaustive optimum of (2) and a placement attaining it (module doc); `Ok(None)` when no
+/// placement covers every expert.
+pub fn exhaustive(instance: &Instance) -> Result<Option<(Placement, f64)>, Error> {
+    let experts = instance.expert_count();
+    if experts > EXHAUSTIVE_MAX_EXPERTS {
+        return Err(Error::TooLarge(format!(
+            "exhaustive search: {experts} experts > {EXHAUSTIVE_MAX_EXPERTS}; use --method milp"
+        )));
+    }
+    let bytes: Vec<u64> = (0..experts)
+        .map(|i| instance.expert_bytes(instance.expert_ref(i)))
+        .collect();
+    let all: u32 = (1u32 << experts) - 1;
+    // Per server: maximal achievable masks with one GPU split each.
+    let mut per_server: Vec<Vec<(u32, Vec<u32>)>> = Vec::new();
+    for server in &instance.servers {
+        let mut reach: HashMap<u32, Vec<u32>> = HashMap::from([(0, Vec::new())]);
+        for gpu in &server.gpus {
+            let fits: Vec<u32> = (0..=all)
+                .filter(|&m| {
+                    (0..experts)
+                        .filter(|&i| m >> i & 1 == 1)
+                        .map(|i| bytes[i])
+                        .sum::<u64>()
+                        <= gpu.memory_bytes
+                })
+                .collect();
+            let mut next: HashMap<u32, Vec<u32>> = HashMap::new();
+            for (&u, split) in &reach {
+                for &m in &fits {
+                    next.entry(u | m).or_insert_with(|| {
+                        let mut s = split.clone();
+                        s.push(m);
+                        s
+                    });
+                }
+            }
+            reach = next;
+        }
+        let masks: Vec<u32> = reach.keys().copied().collect();
+        let mut maximal: Vec<(u32, Vec<u32>)> = reach
+            .iter()
+            .filter(|(&m, _)| !masks.iter().any(|&o| o != m && o & m == m))
+            .map(|(&m, s)| (m, s.clone()))
+            .collect();
+        maximal.sort_by_key(|(m, _)| *m);
+        per_server.push(maximal);
+    }
+    let combinations: u64 = per_server
+        .iter()
+        .map(|v| v.len() as u64)
+        .try_fold(1u64, |a, b| a.checked_mul(b))
+        .unwrap_or(u64::MAX);
+    if combinations > EXHAUSTIVE_MAX_COMBINATIONS {
+        return Err(Error::TooLarge(format!(
+            "exhaustive search: {combinations} combinations > {EXHAUSTIVE_MAX_COMBINATIONS}; \
+             use --method milp"
+        )));
+    }
+    let cost = |n: usize, mask: u32| -> f64 {
+        let f = &instance.servers[n].frequencies;
+        (0..experts)
+            .filter(|&i| mask >> i & 1 == 0)
+            .map(|i| {
+                let r = instance.expert_ref(i);
+                f[r.layer as usize][r.expert as usize]
+            })
+            .sum()
+    };
+    let costs: Vec<Vec<f64>> = per_server
+        .iter()
+        .enumerate()
+        .map(|(n, v)| v.iter().map(|(m, _)| cost(n, *m)).collect())
+        .collect();
+    let mut best: Option<(f64, Vec<usize>)> = None;
+    let mut pick = vec![0usize; per_server.len()];
+    'outer: loop {
+        let union = pick
+            .iter()
+            .enumerate()
+            .fold(0u32, |u, (n, &k)| u | per_server[n][k].0);
+        if union == all {
+            let c: f64 = pick.iter().enumerate().map(|(n, &k)| costs[n][k]).sum();
+            if best.as_ref().is_none_or(|(b, _)| c < *b) {
+                best = Some((c, pick.clone()));
+            }
+        }
+        for n in 0..pick.len() {
+            pick[n] += 1;
+            if pick[n] < per_server[n].len() {
+                continue 'outer;
+            }
+            pick[n] = 0;
+        }
+        break;
+    }
+    Ok(best.map(|(c, pick)| {
+        let mut p = Placement::empty_for(instance);
+        for (n, &k) in pick.iter().enumerate() {
+            for (g, &m) in per_server[n][k].1.iter().enumerate() {
+                for i in (0..experts).filter(|&i| m >> i & 1 == 1) {
+                    p.insert(ServerId(n as u32), g, instance.expert_ref(i));
+                }
+            }
+        }
+        p.normalize();
+        (p, c)
+    }))
+}
+
+/// Prism's placement, or why there is none.
+pub fn prism_placement(instance: &Instance) -> Result<(Placement, Option<String>), String> {
+    let out = algorithms::prism(instance, algorithms::PrismOptions::default())
+        .map_err(|e| e.to_string())?;
+    let note = (!out.gpus.dropped.is_empty()).then(|| {
+        format!(
+            "{} experts of Alg. 2 fit no GPU and were dropped",
+            out.gpus.dropped.len()
+        )
+    });
+    Ok((out.gpus.placement, note))
+}
+
+/// Runs one method and evaluates its placement.
+pub fn run(method: Method, instance: &Instance, options: &RunOptions) -> Result<MethodRun, Error> {
+    let began = Instant::now();
+    let mut exact = None;
+    let mut note = None;
+    let placement = match method {
+        Method::Milp => {
+            let start = prism_placement(instance).ok().map(|(p, _)| p).filter(|p| {
+                evaluate(instance, p).is_ok_and(|e| e.feasible)
+            });
+            let solved = milp::solve(instance, &options.solve, start.as_ref())?;
+            let s = &solved.solution;
+            exact = Some(ExactReport {
+                status: s.status,
+                objective: s.objective,
+                best_bound: s.best_bound,
+                gap: s.gap,
+                solve_time_s: s.solve_time_s,
+            });
+            solved.placement
+        }
+        Method::Exhaustive => match exhaustive(instance)? {
+            Some((p, _)) => Some(p),
+            None => {
+                note = Some("no placement covers every expert".into());
+                None
+            }
+        },
+        Method::Prism => match prism_placement(instance) {
+            Ok((p, n)) => {
+                note = n;
+                Some(p)
+            }
+            Err(e) => {
+                note = Some(e);
+                None
+            }
+        },
+        Method::Uniform => Some(baselines::uniform(instance, Some(options.seed))),
+        Method::Redundance => Some(baselines::redundance(instance, options.seed)),
+        Method::Smartmoe => Some(baselines::smartmoe(instance)),
+        Method::Eplb => match baselines::eplb_heterogeneous(instance) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                note = Some(e);
+                None
+            }
+        },
+    };
+    let runtime_s = began.elapsed().as_secs_f64();
+    let evaluation = match &placement {
+        Some(p) => Some(evaluate(instance, p).map_err(|e| e.in_file(format!("<{method}>")))?),
+        None => None,
+    };
+    Ok(MethodRun {
+        method,
+        placement,
+        evaluation,
+        runtime_s,
+        exact,
+        note,
+    })
+}
+
+/// What a method's cost is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum Reference {
+    /// A proved optimum of (2).
+    Optimum(f64),
+    /// Only a lower bound on the optimum (MILP stopped early): ratios are upper bounds.
+    Bound(f64),
+    /// Nothing to compare with.
+    None,
+}
+
+impl Reference {
+    /// The reference from a set of runs: the first proved optimum, else the best bound.
+    pub fn from_runs(runs: &[MethodRun]) -> Self {
+        if let Some(opt) = runs
+            .iter()
+            .find(|r| r.is_proved_optimal())
+            .and_then(MethodRun::proxy_cost)
+        {
+            return Reference::Optimum(opt);
+        }
+        runs.iter()
+            .filter_map(|r| r.exact.as_ref()?.best_bound)
+            .max_by(f64::total_cmp)
+            .map_or(Reference::None, Reference::Bound)
+    }
+
+    /// cost / reference, when the reference is positive.
+    pub fn ratio(self, cost: f64) -> Option<f64> {
+        match self {
+            Reference::Optimum(v) | Reference::Bound(v) if v > 0.0 => Some(cost / v),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prism::algorithms::tests::instance;
+
+    #[test]
+    fn names_round_trip() {
+        for m in Method::ALL {
+            assert_eq!(m.name().parse::<Method>().unwrap(), m);
+        }
+        assert!("nope".parse::<Method>().unwrap_err().contains("prism"));
+    }
+
+    #[test]
+    fn exhaustive_by_hand() {
+        // Two servers, one 1-byte GPU each, L = 1, E = 2: the placements covering both experts
+        // are {0}/{1} (cost s0 f(1) + s1 f(0) = 0.3 + 0.1 = 0.4) and {1}/{0} (0.7 + 0.9 = 1.6).
+        let inst = instance(&[&[1], &[1]], vec![vec![vec![0.7, 0.3]], vec![vec![0.1, 0.9]]]);
+        let (p, c) = exhaustive(&inst).unwrap().unwrap();
+        assert!((c - 0.4).abs() < 1e-12);
+        assert_eq!(formulations::prism::proxy_cost(&inst, &p), c);
+        // Prism finds it too; the MILP proves it.
+        let options = RunOptions::default();
+        let prism = run(Method::Prism, &inst, &options).unwrap();
+        assert!((prism.proxy_cost().unwrap() - 0.4).abs() < 1e-12);
+        let milp = run(Method::Milp, &inst, &options).unwrap();
+        assert!(milp.is_proved_optimal());
+        assert!((milp.proxy_cost().unwrap() - 0.4).abs() < 1e-9);
+        // One 1-byte GPU in all cannot cover 2 experts.
+        let tight = instance(&[&[1]], vec![vec![vec![0.5, 0.5]]]);
+        assert!(exhaustive(&tight).unwrap().is_none());
+        let run = run(Method::Prism, &tight, &options).unwrap();
+        assert!(run.placement.is_none() && run.note.unwrap().contains("Alg. 1"));
+    }
+}
