@@ -11,3 +11,4 @@ pub mod report;
 pub mod slimcaching;
 pub mod sweep;
 pub mod verify;
+pub mod zipmoe;

@@ -11,6 +11,7 @@ pub mod milp;
 pub mod prism;
 pub mod problem;
 pub mod slimcaching;
+pub mod zipmoe;
 
 pub use error::{Error, ValidationError};
 pub use problem::ProblemKind;
