@@ -8,3 +8,4 @@ pub mod cli;
 pub mod report;
 pub mod slimcaching;
 pub mod verify;
+pub mod zipmoe;

@@ -10,6 +10,7 @@ pub mod error;
 pub mod milp;
 pub mod problem;
 pub mod slimcaching;
+pub mod zipmoe;
 
 pub use error::{Error, ValidationError};
 pub use problem::ProblemKind;

@@ -1,0 +1,3 @@
+//! ZipMoE (paper 003): the cache-pool planner of App. C and D and its checks.
+
+pub mod planning;
