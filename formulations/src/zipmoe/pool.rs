@@ -32,7 +32,8 @@
 //! * **Inclusion probabilities** f_r (Sec. 3.4 "Rank-Based Workload Modeling", App. C): the
 //!   probability that the expert of popularity rank r is among a token's k selected experts.
 //!   They must lie in [0, 1] and sum to k (constraint C_2 of eq. (15) summed over i, and (iii)
-//!   of Chen et al. in App. D), within [`SUM_TOLERANCE`] x k. Ranks are listed most popular
+//!   of Chen et al. in App. D), within [`SUM_TOLERANCE`] x k (tight, so that eq. (24) can fit them to its
+//!   tolerance: its fitted marginals sum to k exactly). Ranks are listed most popular
 //!   first, so the list must be non-increasing (the cache hierarchy maps pools onto ranks in
 //!   this order, Sec. 3.4 "Hierarchical Cache Planning").
 //! * **Layers**: Alg. 4 plans one list F_N. An instance may carry several MoE layers with the
@@ -65,7 +66,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{read_json, Error, ValidationError};
 
 /// Allowed |sum_r f_r - k| relative to k.
-pub const SUM_TOLERANCE: f64 = 1e-9;
+pub const SUM_TOLERANCE: f64 = 1e-12;
 /// Allowed |1/grid_step - M| for the grid's integer M.
 pub const GRID_TOLERANCE: f64 = 1e-9;
 /// Most grid points Alg. 4 may visit (C(M + |Lambda| - 1, |Lambda| - 1)).
@@ -292,10 +293,11 @@ fn at_least_one(field: &str, x: u64) -> Check {
     }
 }
 
-/// Checks one rank-based inclusion-probability list for `k` (field paths relative to
-/// `field`, e.g. `layers[0].inclusion_probabilities`): every f_r in [0, 1], non-increasing,
-/// summing to k within [`SUM_TOLERANCE`] x k.
-pub fn validate_inclusion(field: &str, f: &[f64], k: u32) -> Check {
+/// Checks that `f` are feasible inclusion probabilities of k-subsets (field paths relative to
+/// `field`, e.g. `layers[0].inclusion_probabilities`): at least k entries, every f_r finite in
+/// [0, 1], summing to k within [`SUM_TOLERANCE`] x k (constraint C_2 of eq. (15) summed over
+/// i; (iii) of Chen et al. in App. D). Order is not checked.
+pub fn validate_marginals(field: &str, f: &[f64], k: u32) -> Check {
     if f.is_empty() {
         return fail(field, "must list at least one expert");
     }
@@ -312,15 +314,6 @@ pub fn validate_inclusion(field: &str, f: &[f64], k: u32) -> Check {
                 format!("inclusion probability {x} is outside [0, 1]"),
             );
         }
-        if r > 0 && x > f[r - 1] {
-            return fail(
-                format!("{field}[{r}]"),
-                format!(
-                    "{x} exceeds the previous rank's {}: ranks must be listed most popular first",
-                    f[r - 1]
-                ),
-            );
-        }
     }
     let sum: f64 = f.iter().sum();
     let k = f64::from(k);
@@ -332,6 +325,25 @@ pub fn validate_inclusion(field: &str, f: &[f64], k: u32) -> Check {
                  exactly k experts; constraint C_2 of eq. (15); tolerance {SUM_TOLERANCE} k)"
             ),
         );
+    }
+    Ok(())
+}
+
+/// [`validate_marginals`] plus the rank order: the list must be non-increasing (most popular
+/// rank first).
+pub fn validate_inclusion(field: &str, f: &[f64], k: u32) -> Check {
+    validate_marginals(field, f, k)?;
+    for r in 1..f.len() {
+        if f[r] > f[r - 1] {
+            return fail(
+                format!("{field}[{r}]"),
+                format!(
+                    "{} exceeds the previous rank's {}: ranks must be listed most popular first",
+                    f[r],
+                    f[r - 1]
+                ),
+            );
+        }
     }
     Ok(())
 }
