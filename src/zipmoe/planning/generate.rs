@@ -161,6 +161,40 @@ pub fn instance(
     Ok(instance)
 }
 
+/// The lists of the file layers `want` (indices into the file's layers; all when `None`) out
+/// of [`inclusion_probabilities`]'s (layer, f) pairs. Errors name `layers[i]`.
+pub fn select_layers(
+    all: Vec<(usize, Vec<f64>)>,
+    want: Option<&[usize]>,
+) -> Result<Vec<Vec<f64>>, ValidationError> {
+    let Some(want) = want else {
+        return Ok(all.into_iter().map(|(_, f)| f).collect());
+    };
+    want.iter()
+        .enumerate()
+        .map(|(i, &l)| {
+            all.iter()
+                .find(|(fl, _)| *fl == l)
+                .map(|(_, f)| f.clone())
+                .ok_or_else(|| {
+                    ValidationError::new(
+                        format!("layers[{i}]"),
+                        format!("file layer {l} is not a MoE layer with activations"),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// The name of an instance built from `model`'s counts ranked per `scope`.
+pub fn counts_name(model: &str, scope: RankScope) -> String {
+    let scope = match scope {
+        RankScope::PerPrompt => "per-prompt",
+        RankScope::Global => "global",
+    };
+    format!("{model} ({scope} ranks)")
+}
+
 /// The instance of a counts file's MoE layers (`layers`: file layer indices to keep, all MoE
 /// layers when `None`), ranked per `scope`.
 pub fn from_counts(
@@ -169,35 +203,8 @@ pub fn from_counts(
     layers: Option<&[usize]>,
     config: &PlanConfig,
 ) -> Result<PoolInstance, ValidationError> {
-    let all = inclusion_probabilities(counts, scope)?;
-    let kept: Vec<Vec<f64>> = match layers {
-        None => all.into_iter().map(|(_, f)| f).collect(),
-        Some(want) => want
-            .iter()
-            .enumerate()
-            .map(|(i, &l)| {
-                all.iter()
-                    .find(|(fl, _)| *fl == l)
-                    .map(|(_, f)| f.clone())
-                    .ok_or_else(|| {
-                        ValidationError::new(
-                            format!("layers[{i}]"),
-                            format!("file layer {l} is not a MoE layer with activations"),
-                        )
-                    })
-            })
-            .collect::<Result<_, _>>()?,
-    };
-    let scope_name = match scope {
-        RankScope::PerPrompt => "per-prompt",
-        RankScope::Global => "global",
-    };
-    instance(
-        &format!("{} ({scope_name} ranks)", counts.model),
-        counts.top_k,
-        kept,
-        config,
-    )
+    let kept = select_layers(inclusion_probabilities(counts, scope)?, layers)?;
+    instance(&counts_name(&counts.model, scope), counts.top_k, kept, config)
 }
 
 /// A generated instance: synthetic counts for `seed`, then [`from_counts`] with per-prompt

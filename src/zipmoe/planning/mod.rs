@@ -15,8 +15,11 @@
 //! ../shared/papers/003_f13bf7f446ba8bd3.txt (ZipMoE); X.-H. Chen, A. P. Dempster, J. S. Liu,
 //! "Weighted finite population sampling to maximize entropy", Biometrika 81(3), 1994.
 
+pub mod claims;
+pub mod commands;
 pub mod counts;
 pub mod generate;
 pub mod independent;
 pub mod ipf;
+pub mod mutate;
 pub mod planner;
