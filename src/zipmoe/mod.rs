@@ -1,6 +1,6 @@
 //! ZipMoE (paper 003): the cache-affinity scheduler (App. A) and its baselines, instance
 //! generators and the importer of real activation counts, methods, command functions, claims
-//! and mutations. The formulation (instance, evaluator, bounds, MILP) is
+//! and mutations; [`planning`], the cache-pool planner of App. C and D and its checks. The formulation (instance, evaluator, bounds, MILP) is
 //! `formulations::zipmoe`.
 //!
 //! ## References
@@ -14,3 +14,4 @@ pub mod commands;
 pub mod generate;
 pub mod methods;
 pub mod mutate;
+pub mod planning;

@@ -9,7 +9,8 @@
 //! * [`validate`]: the rules an instance must satisfy, with the failing field named;
 //! * [`schedule`]: the one evaluator, a simulator returning the makespan and a Gantt chart;
 //! * [`bounds`]: Lemma B.3's lower bound and Def. B.2's critical paths;
-//! * [`milp`]: the exact makespan MILP for small instances.
+//! * [`milp`]: the exact makespan MILP for small instances;
+//! * [`pool`]: the cache-pool planning instance of App. C and D (counts, pool budget, grid).
 //!
 //! ## References
 //! ../shared/papers/003_f13bf7f446ba8bd3.txt: Y. Yang, Y. Zhao, P. Yang, S. Wang, Z.-H. Zhou,
@@ -19,6 +20,7 @@
 pub mod bounds;
 pub mod milp;
 pub mod model;
+pub mod pool;
 pub mod schedule;
 pub mod validate;
 

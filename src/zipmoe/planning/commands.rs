@@ -1,0 +1,229 @@
+//! What the command line calls for ZipMoE's cache-pool planning: build an instance from a
+//! counts file ([`import`]) or synthetic counts ([`generate`]), and plan ([`plan`],
+//! [`plan_file`], [`plan_counts`], [`plan_generated`]), each plan returning a [`PlanReport`]
+//! (JSON via serde, [`PlanReport::text`] for humans).
+
+use std::path::Path;
+
+use formulations::zipmoe::pool::{self, PoolInstance};
+use formulations::Error;
+use serde::{Deserialize, Serialize};
+
+use super::counts::{inclusion_probabilities, read, RankScope, SyntheticCounts};
+use super::generate::{self, PlanConfig};
+use super::planner;
+use crate::report::{canonical_sha256, VERSION};
+
+/// Where configuration errors are reported (no file).
+const CONFIG: &str = "<config>";
+
+/// Options of [`import`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportOptions {
+    /// How experts are ranked (per prompt by default).
+    #[serde(default)]
+    pub scope: RankScope,
+    /// File layer indices to plan for; all MoE layers when absent.
+    #[serde(default)]
+    pub layers: Option<Vec<usize>>,
+    /// Costs, footprints, budget, pools, grid, eq. (24)'s tolerance.
+    #[serde(default)]
+    pub config: PlanConfig,
+}
+
+/// Options of [`generate`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateOptions {
+    /// The synthetic workload.
+    #[serde(default)]
+    pub synthetic: SyntheticCounts,
+    /// Costs, footprints, budget, pools, grid, eq. (24)'s tolerance.
+    #[serde(default)]
+    pub config: PlanConfig,
+}
+
+/// A planning instance from an activation-count file. Errors name the file (or `<config>`)
+/// and the field.
+pub fn import(path: &Path, options: &ImportOptions) -> Result<PoolInstance, Error> {
+    let counts = read(path)?;
+    // Count errors are the file's; layer selection and instance rules the configuration's.
+    let all = inclusion_probabilities(&counts, options.scope).map_err(|e| e.in_file(path))?;
+    let kept =
+        generate::select_layers(all, options.layers.as_deref()).map_err(|e| e.in_file(CONFIG))?;
+    generate::instance(
+        &generate::counts_name(&counts.model, options.scope),
+        counts.top_k,
+        kept,
+        &options.config,
+    )
+    .map_err(|e| e.in_file(CONFIG))
+}
+
+/// A planning instance from synthetic counts for `seed`.
+pub fn generate(options: &GenerateOptions, seed: u64) -> Result<PoolInstance, Error> {
+    generate::generate(&options.synthetic, &options.config, seed).map_err(|e| e.in_file(CONFIG))
+}
+
+/// Eq. (24)'s outcome on one layer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LayerFitReport {
+    /// Updates of eq. (24).
+    pub ipf_iterations: u32,
+    /// max_i |f_i^(t) - f_i| at the end.
+    pub ipf_residual: f64,
+    /// Phi_N(k): probability of exactly k selections under independent q.
+    pub phi_n_k: f64,
+    /// The layer's expected makespan under the chosen split, seconds.
+    pub expected_makespan_s: f64,
+}
+
+/// One pool's share of the chosen split.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PoolReport {
+    /// `full`, `compressed`, `sign_mantissa` or `exponent`.
+    pub pool: pool::Pool,
+    /// The paper's letter (F, C, S, E).
+    pub letter: &'static str,
+    /// gamma_p, the memory ratio.
+    pub ratio: f64,
+    /// S_p: experts per layer.
+    pub experts: usize,
+    /// Bytes S_p occupies per layer.
+    pub bytes_per_layer: u64,
+}
+
+/// Output of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The instance's `name`.
+    pub instance_name: String,
+    /// SHA-256 of the instance's canonical JSON.
+    pub instance_sha256: String,
+    /// |N|: experts per layer.
+    pub experts: usize,
+    /// MoE layers planned for.
+    pub layers: usize,
+    /// k.
+    pub top_k: u32,
+    /// Memory budget of all layers, bytes.
+    pub budget_bytes: u64,
+    /// delta.
+    pub grid_step: f64,
+    /// Splits visited by Alg. 4.
+    pub grid_points: u64,
+    /// The chosen split, one line per activated pool, in hierarchy order.
+    pub pools: Vec<PoolReport>,
+    /// Ranks no pool covers (the Miss Pool), per layer.
+    pub miss_experts: usize,
+    /// Alg. 4's cost of the chosen split: expected makespan summed over layers, seconds
+    /// (Alg. 3's estimate, without token execution).
+    pub expected_makespan_s: f64,
+    /// Per layer: eq. (24) and the layer's expected makespan.
+    pub layer_fits: Vec<LayerFitReport>,
+}
+
+impl PlanReport {
+    /// Human-readable rendering.
+    pub fn text(&self) -> String {
+        let mut s = format!(
+            "ZipMoE cache-pool plan for {} ({} layer(s) x {} experts, top-{}), budget {} B, grid \
+             step {} ({} splits)\n",
+            self.instance_name,
+            self.layers,
+            self.experts,
+            self.top_k,
+            self.budget_bytes,
+            self.grid_step,
+            self.grid_points
+        );
+        for p in &self.pools {
+            s += &format!(
+                "  pool {} ({:?}): ratio {:.3}, {} experts per layer ({} B)\n",
+                p.letter, p.pool, p.ratio, p.experts, p.bytes_per_layer
+            );
+        }
+        s += &format!("  miss pool: {} experts per layer\n", self.miss_experts);
+        s += &format!(
+            "  expected makespan (Alg. 3, all layers): {:.6} ms\n",
+            self.expected_makespan_s * 1e3
+        );
+        let iterations = self.layer_fits.iter().map(|l| l.ipf_iterations).max();
+        let residual = self
+            .layer_fits
+            .iter()
+            .map(|l| l.ipf_residual)
+            .fold(0.0, f64::max);
+        s += &format!(
+            "  eq. (24): at most {} iterations per layer, worst residual {residual:.3e}\n",
+            iterations.unwrap_or(0)
+        );
+        s
+    }
+}
+
+/// Alg. 4 on an instance; errors name the field (invalid instance, eq. (24) not converging).
+pub fn plan(instance: &PoolInstance) -> Result<PlanReport, formulations::ValidationError> {
+    let p = planner::plan(instance)?;
+    let best = &p.best;
+    let pools = instance
+        .active_pools()
+        .into_iter()
+        .map(|pool| {
+            let experts = best.sizes.experts[pool.index()];
+            PoolReport {
+                pool,
+                letter: pool.letter(),
+                ratio: best.ratios[pool.index()],
+                experts,
+                bytes_per_layer: experts as u64 * instance.memory.expert_bytes(pool),
+            }
+        })
+        .collect();
+    Ok(PlanReport {
+        moe_opt_version: VERSION,
+        instance_name: instance.name.clone(),
+        instance_sha256: canonical_sha256(instance),
+        experts: instance.experts(),
+        layers: instance.layers.len(),
+        top_k: instance.top_k,
+        budget_bytes: instance.memory.budget_bytes,
+        grid_step: instance.grid_step,
+        grid_points: p.grid_points,
+        pools,
+        miss_experts: best.sizes.miss,
+        expected_makespan_s: best.expected_makespan_s,
+        layer_fits: p
+            .layers
+            .iter()
+            .zip(&best.layer_makespans_s)
+            .map(|(m, &e)| LayerFitReport {
+                ipf_iterations: m.ipf.iterations,
+                ipf_residual: m.ipf.residual,
+                phi_n_k: m.phi_n_k,
+                expected_makespan_s: e,
+            })
+            .collect(),
+    })
+}
+
+/// Plans the instance file at `path`; errors name the file and field.
+pub fn plan_file(path: &Path) -> Result<PlanReport, Error> {
+    let instance = pool::load(path)?;
+    plan(&instance).map_err(|e| e.in_file(path))
+}
+
+/// Imports a counts file and plans it.
+pub fn plan_counts(path: &Path, options: &ImportOptions) -> Result<PlanReport, Error> {
+    let instance = import(path, options)?;
+    plan(&instance).map_err(|e| e.in_file(path))
+}
+
+/// Generates synthetic counts for `seed` and plans them.
+pub fn plan_generated(options: &GenerateOptions, seed: u64) -> Result<PlanReport, Error> {
+    let instance = generate(options, seed)?;
+    plan(&instance).map_err(|e| e.in_file(CONFIG))
+}

@@ -1,0 +1,391 @@
+//! Independent computations the claims compare the planner with. Nothing here calls eq. (24),
+//! Alg. 2 or Alg. 4's hit-pattern formula:
+//!
+//! * distributions over the explicit list of k-subsets ([`k_subsets`]): the conditional
+//!   Poisson distribution of given q, normalised by its own sum ([`conditional_poisson`]),
+//!   marginals, entropy, total variation;
+//! * the maximum-entropy distribution over k-subsets with given inclusion probabilities,
+//!   computed by Newton's method on the convex dual of eq. (15) over the explicit subsets
+//!   ([`max_entropy`]);
+//! * the expected makespan of a split by enumerating k-subsets ([`expected_makespan_by_subsets`])
+//!   or by a joint dynamic programme over the counts of all five pools at once
+//!   ([`expected_makespan_by_joint_dp`]), instead of the product of per-pool Poisson binomials
+//!   divided by Phi_N(k).
+//!
+//! ## The dual (Thm. D.1, eqs. (15)-(18))
+//!
+//! Maximising entropy over distributions on k-subsets with marginals f has the dual
+//! min_lambda phi(lambda) = log sum_S exp(sum_{i in S} lambda_i) - sum_i lambda_i f_i. Its
+//! gradient is m(lambda) - f (m the marginals of the Gibbs distribution) and its Hessian the
+//! covariance of the indicators, which is singular along (1, ..., 1) because |S| = k; Newton's
+//! step solves (H + 1 1^T) d = -g, which gives H d = -g and 1^T d = 0 since 1^T g = 0. Steps
+//! are damped by backtracking on phi (Armijo, factor 1/2). Experts with f_i = 0 (f_i = 1) are in
+//! no (every) subset of positive probability, so the dual runs over the subsets that respect
+//! this.
+
+use formulations::zipmoe::pool::{estimate_makespan_s, PoolSizes, ReconstructionCosts};
+
+/// Most k-subsets enumerated.
+pub const MAX_SUBSETS: usize = 500_000;
+
+/// All k-subsets of 0..n as bit masks, in increasing order of the mask (n <= 63). `None` when
+/// there are more than [`MAX_SUBSETS`].
+pub fn k_subsets(n: usize, k: usize) -> Option<Vec<u64>> {
+    if n > 63 || k > n {
+        return None;
+    }
+    let mut count: u128 = 1;
+    for i in 0..k as u128 {
+        count = count * (n as u128 - i) / (i + 1);
+        if count > MAX_SUBSETS as u128 {
+            return None;
+        }
+    }
+    if k == 0 {
+        return Some(vec![0]);
+    }
+    // Gosper's hack over n-bit masks.
+    let mut out = Vec::with_capacity(count as usize);
+    let mut s: u64 = (1u64 << k) - 1;
+    let limit = 1u64 << n;
+    while s < limit {
+        out.push(s);
+        let c = s & s.wrapping_neg();
+        let r = s + c;
+        s = (((r ^ s) >> 2) / c) | r;
+    }
+    Some(out)
+}
+
+fn members(s: u64) -> impl Iterator<Item = usize> {
+    (0..64).filter(move |&i| s >> i & 1 == 1)
+}
+
+/// P(S) proportional to prod_{i in S} q_i prod_{i not in S} (1 - q_i) over `subsets`,
+/// normalised by the sum over the list (eq. (19)-(22) without Phi_N(k)).
+pub fn conditional_poisson(q: &[f64], subsets: &[u64]) -> Vec<f64> {
+    let raw: Vec<f64> = subsets
+        .iter()
+        .map(|&s| {
+            q.iter()
+                .enumerate()
+                .map(|(i, &qi)| if s >> i & 1 == 1 { qi } else { 1.0 - qi })
+                .product()
+        })
+        .collect();
+    let total: f64 = raw.iter().sum();
+    raw.iter().map(|r| r / total).collect()
+}
+
+/// Inclusion probabilities of a distribution over `subsets` of 0..n.
+pub fn marginals(subsets: &[u64], p: &[f64], n: usize) -> Vec<f64> {
+    let mut m = vec![0.0; n];
+    for (&s, &ps) in subsets.iter().zip(p) {
+        for i in members(s) {
+            m[i] += ps;
+        }
+    }
+    m
+}
+
+/// Shannon entropy -sum p log p, nats (0 log 0 = 0).
+pub fn entropy(p: &[f64]) -> f64 {
+    -p.iter()
+        .filter(|&&x| x > 0.0)
+        .map(|&x| x * x.ln())
+        .sum::<f64>()
+}
+
+/// Total variation distance (1/2) sum |p - r|.
+pub fn total_variation(p: &[f64], r: &[f64]) -> f64 {
+    0.5 * p.iter().zip(r).map(|(a, b)| (a - b).abs()).sum::<f64>()
+}
+
+/// The maximum-entropy distribution found by [`max_entropy`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MaxEntropy {
+    /// P*(S) over the subsets given.
+    pub probabilities: Vec<f64>,
+    /// Newton steps taken.
+    pub iterations: u32,
+    /// max_i |m_i - f_i| at the end.
+    pub residual: f64,
+}
+
+/// Solves `a x = b` by Gaussian elimination with partial pivoting; `None` if singular.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        if a[pivot][col].abs() < 1e-300 {
+            return None;
+        }
+        a.swap(col, pivot);
+        b.swap(col, pivot);
+        for row in col + 1..n {
+            let factor = a[row][col] / a[col][col];
+            for c in col..n {
+                a[row][c] -= factor * a[col][c];
+            }
+            b[row] -= factor * b[col];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for row in (0..n).rev() {
+        let s: f64 = (row + 1..n).map(|c| a[row][c] * x[c]).sum();
+        x[row] = (b[row] - s) / a[row][row];
+    }
+    Some(x)
+}
+
+/// The maximum-entropy distribution over the k-subsets `subsets` of 0..f.len() with
+/// inclusion probabilities f (module doc), to `tolerance` on the marginals. Errors: no
+/// convergence in 500 Newton steps, or a singular system.
+pub fn max_entropy(f: &[f64], subsets: &[u64], tolerance: f64) -> Result<MaxEntropy, String> {
+    let n = f.len();
+    let forced: u64 = (0..n).filter(|&i| f[i] == 1.0).map(|i| 1u64 << i).sum();
+    let banned: u64 = (0..n).filter(|&i| f[i] == 0.0).map(|i| 1u64 << i).sum();
+    let free: Vec<usize> = (0..n).filter(|&i| f[i] > 0.0 && f[i] < 1.0).collect();
+    let support: Vec<usize> = (0..subsets.len())
+        .filter(|&j| subsets[j] & forced == forced && subsets[j] & banned == 0)
+        .collect();
+    if support.is_empty() {
+        return Err("no k-subset respects the experts with f = 0 or 1".into());
+    }
+    let finish = |weights: Vec<f64>, iterations| {
+        let mut p = vec![0.0; subsets.len()];
+        for (&j, &w) in support.iter().zip(&weights) {
+            p[j] = w;
+        }
+        let m = marginals(subsets, &p, n);
+        let residual = m
+            .iter()
+            .zip(f)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        MaxEntropy {
+            probabilities: p,
+            iterations,
+            residual,
+        }
+    };
+    let d = free.len();
+    if d == 0 || support.len() == 1 {
+        let w = vec![1.0 / support.len() as f64; support.len()];
+        return Ok(finish(w, 0));
+    }
+    // x[j][a] = 1 when free expert a is in support subset j.
+    let x: Vec<Vec<f64>> = support
+        .iter()
+        .map(|&j| {
+            free.iter()
+                .map(|&i| f64::from(u8::from(subsets[j] >> i & 1 == 1)))
+                .collect()
+        })
+        .collect();
+    let target: Vec<f64> = free.iter().map(|&i| f[i]).collect();
+    // phi(lambda) and the Gibbs weights.
+    let evaluate = |lambda: &[f64]| -> (f64, Vec<f64>) {
+        let scores: Vec<f64> = x
+            .iter()
+            .map(|row| row.iter().zip(lambda).map(|(a, l)| a * l).sum())
+            .collect();
+        let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
+        let z: f64 = e.iter().sum();
+        let log_z = top + z.ln();
+        let phi = log_z - lambda.iter().zip(&target).map(|(l, t)| l * t).sum::<f64>();
+        (phi, e.iter().map(|w| w / z).collect())
+    };
+    let mut lambda: Vec<f64> = target.iter().map(|&t| (t / (1.0 - t)).ln()).collect();
+    let (mut phi, mut p) = evaluate(&lambda);
+    for iteration in 0..500u32 {
+        let mut m = vec![0.0; d];
+        for (row, &pj) in x.iter().zip(&p) {
+            for a in 0..d {
+                m[a] += row[a] * pj;
+            }
+        }
+        let g: Vec<f64> = m.iter().zip(&target).map(|(a, b)| a - b).collect();
+        if g.iter().all(|v| v.abs() <= tolerance) {
+            return Ok(finish(p, iteration));
+        }
+        let mut h = vec![vec![1.0; d]; d];
+        for (row, &pj) in x.iter().zip(&p) {
+            for a in 0..d {
+                if row[a] == 0.0 {
+                    continue;
+                }
+                for b in 0..d {
+                    h[a][b] += pj * row[b];
+                }
+            }
+        }
+        for a in 0..d {
+            for b in 0..d {
+                h[a][b] -= m[a] * m[b];
+            }
+        }
+        let step = solve(h, g.iter().map(|v| -v).collect()).ok_or("singular Newton system")?;
+        let slope: f64 = g.iter().zip(&step).map(|(a, b)| a * b).sum();
+        let mut t = 1.0;
+        loop {
+            let trial: Vec<f64> = lambda.iter().zip(&step).map(|(l, s)| l + t * s).collect();
+            let (trial_phi, trial_p) = evaluate(&trial);
+            if trial_phi <= phi + 1e-4 * t * slope || t < 1e-12 {
+                lambda = trial;
+                phi = trial_phi;
+                p = trial_p;
+                break;
+            }
+            t *= 0.5;
+        }
+    }
+    Err(format!("Newton's method did not reach {tolerance} in 500 steps"))
+}
+
+/// Which pool (0..4 for F, C, S, E; 4 for the Miss Pool) each rank belongs to.
+pub fn rank_pools(sizes: &PoolSizes) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (p, &s) in sizes.experts.iter().chain([&sizes.miss]).enumerate() {
+        out.extend(std::iter::repeat_n(p, s));
+    }
+    out
+}
+
+/// Expected Alg. 3 makespan under the conditional Poisson distribution of q by enumerating
+/// every k-subset; `None` when there are too many.
+pub fn expected_makespan_by_subsets(
+    q: &[f64],
+    k: usize,
+    sizes: &PoolSizes,
+    costs: &ReconstructionCosts,
+) -> Option<f64> {
+    let subsets = k_subsets(q.len(), k)?;
+    let p = conditional_poisson(q, &subsets);
+    let pools = rank_pools(sizes);
+    Some(
+        subsets
+            .iter()
+            .zip(&p)
+            .map(|(&s, &ps)| {
+                let mut hits = [0usize; 4];
+                for i in members(s) {
+                    if pools[i] < 4 {
+                        hits[pools[i]] += 1;
+                    }
+                }
+                ps * estimate_makespan_s(k, hits, costs)
+            })
+            .sum(),
+    )
+}
+
+/// The same expectation by one dynamic programme over the ranks whose state is the count of
+/// selected experts in each of the five pools (total at most k), conditioned on a total of k
+/// at the end.
+pub fn expected_makespan_by_joint_dp(
+    q: &[f64],
+    k: usize,
+    sizes: &PoolSizes,
+    costs: &ReconstructionCosts,
+) -> f64 {
+    let pools = rank_pools(sizes);
+    let b = k + 1;
+    let index = |c: &[usize; 5]| c.iter().fold(0, |acc, &x| acc * b + x);
+    let states = b.pow(5);
+    let mut prob = vec![0.0; states];
+    prob[0] = 1.0;
+    for (r, &qr) in q.iter().enumerate() {
+        let mut next = vec![0.0; states];
+        for (s, &ps) in prob.iter().enumerate() {
+            if ps == 0.0 {
+                continue;
+            }
+            let mut c = [0usize; 5];
+            let mut rest = s;
+            for slot in (0..5).rev() {
+                c[slot] = rest % b;
+                rest /= b;
+            }
+            next[s] += ps * (1.0 - qr);
+            if c.iter().sum::<usize>() < k {
+                c[pools[r]] += 1;
+                next[index(&c)] += ps * qr;
+            }
+        }
+        prob = next;
+    }
+    let mut total = 0.0;
+    let mut weighted = 0.0;
+    for (s, &ps) in prob.iter().enumerate() {
+        let mut c = [0usize; 5];
+        let mut rest = s;
+        for slot in (0..5).rev() {
+            c[slot] = rest % b;
+            rest /= b;
+        }
+        if c.iter().sum::<usize>() == k && ps > 0.0 {
+            total += ps;
+            weighted += ps * estimate_makespan_s(k, [c[0], c[1], c[2], c[3]], costs);
+        }
+    }
+    weighted / total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subsets_by_hand() {
+        assert_eq!(k_subsets(4, 2).unwrap(), vec![3, 5, 6, 9, 10, 12]);
+        assert_eq!(k_subsets(3, 0).unwrap(), vec![0]);
+        assert_eq!(k_subsets(20, 10).unwrap().len(), 184_756);
+        assert!(k_subsets(40, 20).is_none());
+    }
+
+    #[test]
+    fn max_entropy_of_uniform_marginals_is_uniform() {
+        // f = 1/2 on 4 experts, k = 2: the uniform distribution on the 6 pairs has these
+        // marginals and entropy ln 6.
+        let s = k_subsets(4, 2).unwrap();
+        let m = max_entropy(&[0.5; 4], &s, 1e-13).unwrap();
+        for p in &m.probabilities {
+            assert!((p - 1.0 / 6.0).abs() < 1e-12);
+        }
+        assert!((entropy(&m.probabilities) - 6f64.ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn max_entropy_by_hand_on_three_experts() {
+        // k = 2 of 3: the distribution on the 3 pairs is determined by the marginals
+        // (P({1,2}) = 1 - f_3 etc.), so with f = (0.9, 0.7, 0.4): P({1,2}) = 0.6,
+        // P({1,3}) = 0.3, P({2,3}) = 0.1 (masks 3, 5, 6).
+        let s = k_subsets(3, 2).unwrap();
+        let m = max_entropy(&[0.9, 0.7, 0.4], &s, 1e-13).unwrap();
+        for (p, want) in m.probabilities.iter().zip([0.6, 0.3, 0.1]) {
+            assert!((p - want).abs() < 1e-10, "{m:?}");
+        }
+    }
+
+    #[test]
+    fn joint_dp_matches_enumeration() {
+        let q = [0.7, 0.5, 0.4, 0.2, 0.1, 0.05];
+        let sizes = PoolSizes {
+            experts: [1, 1, 1, 1],
+            miss: 2,
+        };
+        let costs = ReconstructionCosts {
+            decompress_e_chunk_s: 3.0,
+            read_e_chunk_s: 1.0,
+            read_sm_chunk_s: 10.0,
+            threads: 2,
+            shards: 2,
+            tensors_per_expert: 1,
+        };
+        let a = expected_makespan_by_subsets(&q, 3, &sizes, &costs).unwrap();
+        let b = expected_makespan_by_joint_dp(&q, 3, &sizes, &costs);
+        assert!((a - b).abs() < 1e-12 * a.abs(), "{a} vs {b}");
+    }
+}
