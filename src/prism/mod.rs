@@ -9,3 +9,4 @@
 
 pub mod generate;
 pub mod import;
+pub mod mutate;
