@@ -10,3 +10,4 @@
 pub mod generate;
 pub mod import;
 pub mod mutate;
+pub mod scale;
