@@ -607,7 +607,8 @@ pub fn cap_to_k(p: &[f64], k: u32) -> Vec<f64> {
     loop {
         let free: f64 = (0..p.len()).filter(|&i| !capped[i]).map(|i| p[i]).sum();
         let budget = f64::from(k) - capped.iter().filter(|&&c| c).count() as f64;
-        let c = budget / free;
+        // Nothing uncapped left to scale (exactly K positive entries, all capped): c = 0.
+        let c = if free > 0.0 { budget / free } else { 0.0 };
         let mut changed = false;
         for i in 0..p.len() {
             if capped[i] {
@@ -844,6 +845,8 @@ mod tests {
         let f = cap_to_k(&[0.7, 0.2, 0.1], 2);
         assert!((f[0] - 1.0).abs() < 1e-12 && (f[1] - 2.0 / 3.0).abs() < 1e-12);
         assert!((f.iter().sum::<f64>() - 2.0).abs() < 1e-12);
+        // Exactly K positive entries: all become 1, the zero stays 0 (not NaN).
+        assert_eq!(cap_to_k(&[0.5, 0.0, 0.2], 2), vec![1.0, 0.0, 1.0]);
     }
 
     #[test]

@@ -16,3 +16,5 @@ pub mod eplb;
 pub mod generate;
 pub mod import;
 pub mod methods;
+pub mod mutate;
+pub mod scale;

@@ -351,7 +351,7 @@ mod tests {
         loop {
             let free: f64 = (0..w.len()).filter(|&i| !capped[i]).map(|i| w[i]).sum();
             let budget = f64::from(k) - capped.iter().filter(|&&c| c).count() as f64;
-            let c = budget / free;
+            let c = if free > 0.0 { budget / free } else { 0.0 };
             let mut changed = false;
             for i in 0..w.len() {
                 if !capped[i] {
