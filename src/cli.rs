@@ -568,7 +568,12 @@ fn to_value<T: serde::Serialize>(v: &T) -> serde_json::Value {
 
 /// Every problem's claims, one group per instance type, in paper order.
 fn claim_groups() -> Vec<Box<dyn ClaimGroup>> {
-    vec![Box::new(crate::slimcaching::claims::registry())]
+    vec![
+        Box::new(crate::slimcaching::claims::registry()),
+        Box::new(crate::prism::claims::registry()),
+        Box::new(crate::zipmoe::claims::registry()),
+        Box::new(crate::zipmoe::planning::claims::registry()),
+    ]
 }
 
 /// Every registered claim, in paper order.

@@ -61,6 +61,39 @@ pub trait Problem: Clone + Send + Sync + Serialize + DeserializeOwned + 'static 
     fn shrink_candidates(&self) -> Vec<Self>;
 }
 
+/// Implements [`Problem`] for an instance type from its problem's `mutate` module, which has
+/// `perturb`, `shrink_candidates`, `size` (a `u64`) and `dims` (named sizes, in the order of
+/// `DIMS`; a test of each problem checks the names).
+#[macro_export]
+macro_rules! problem_from_mutate {
+    ($instance:ty, $load:path, [$($dim:literal),+ $(,)?]) => {
+        impl $crate::verify::Problem for $instance {
+            const DIMS: &'static [&'static str] = &[$($dim),+];
+            type Size = u64;
+
+            fn load(path: &std::path::Path) -> Result<Self, formulations::Error> {
+                $load(path)
+            }
+
+            fn dims(&self) -> Vec<u64> {
+                dims(self).into_iter().map(|(_, v)| v).collect()
+            }
+
+            fn size(&self) -> u64 {
+                size(self)
+            }
+
+            fn perturb(&self, rng: &mut rand_chacha::ChaCha8Rng) -> Self {
+                perturb(self, rng)
+            }
+
+            fn shrink_candidates(&self) -> Vec<Self> {
+                shrink_candidates(self)
+            }
+        }
+    };
+}
+
 /// Where an instance of a run came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -754,6 +787,28 @@ mod tests {
             .into_iter()
             .filter(|c| ids.contains(&c.info.id))
             .collect()
+    }
+
+    #[test]
+    fn size_column_names_are_those_of_the_mutate_modules() {
+        fn names(d: Vec<(&'static str, u64)>) -> Vec<&'static str> {
+            d.into_iter().map(|(n, _)| n).collect()
+        }
+        let prism = (crate::prism::claims::registry()[0].family)(0);
+        assert_eq!(
+            names(crate::prism::mutate::dims(&prism)),
+            <formulations::prism::Instance as Problem>::DIMS
+        );
+        let zip = (crate::zipmoe::claims::registry()[0].family)(0);
+        assert_eq!(
+            names(crate::zipmoe::mutate::dims(&zip)),
+            <formulations::zipmoe::Instance as Problem>::DIMS
+        );
+        let pool = (crate::zipmoe::planning::claims::registry()[0].family)(0);
+        assert_eq!(
+            names(crate::zipmoe::planning::mutate::dims(&pool)),
+            <formulations::zipmoe::pool::PoolInstance as Problem>::DIMS
+        );
     }
 
     #[test]

@@ -244,8 +244,7 @@ pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
         Ok(a) => a,
         Err(e) => return check(Outcome::Inconclusive, format!("no assignment: {e}")),
     };
-    let assignment =
-        algorithms::alg2_assign(instance, &allocation.counts, RepairOrder::default());
+    let assignment = algorithms::alg2_assign(instance, &allocation.counts, RepairOrder::default());
     let enumerate = instance.expert_count() <= ENUMERATION_LIMIT;
     let bound = 1.0 - (-1.0f64).exp();
     let mut worst: Option<(usize, f64, f64, f64)> = None; // (server, U, U*, margin)
@@ -273,7 +272,14 @@ pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
         value: Some(u),
         reference: Some(opt),
         reference_kind: ReferenceKind::Optimum,
-        solver_status: Some(if enumerate { "exhaustive" } else { "top-b (modular)" }.into()),
+        solver_status: Some(
+            if enumerate {
+                "exhaustive"
+            } else {
+                "top-b (modular)"
+            }
+            .into(),
+        ),
         ratio,
         bound: Some(bound),
         note: format!(
@@ -386,7 +392,10 @@ pub fn check_gap(instance: &Instance, options: &CheckOptions) -> Check {
         Ok(r) => r,
         Err(e) => return check(Outcome::Inconclusive, format!("MILP: {e}")),
     };
-    let status = milp.exact.as_ref().map(|e| format!("{:?}", e.status).to_lowercase());
+    let status = milp
+        .exact
+        .as_ref()
+        .map(|e| format!("{:?}", e.status).to_lowercase());
     let Some(opt) = milp.proxy_cost().filter(|_| milp.is_proved_optimal()) else {
         return Check {
             solver_status: status,
@@ -422,7 +431,10 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
         };
         let lat = latency_of(instance, p, batch.as_deref(), run_opts.seed)
             .ok_or("eq. (1) needs the instance's network and workload")?;
-        Ok(Some((run.proxy_cost().expect("evaluated"), lat.eq1_total_s)))
+        Ok(Some((
+            run.proxy_cost().expect("evaluated"),
+            lat.eq1_total_s,
+        )))
     };
     let prism = match measure(Method::Prism) {
         Ok(p) => p,
@@ -565,7 +577,12 @@ mod tests {
                 let c = (claim.check)(&inst, &options);
                 // Margins are negative exactly on fails.
                 if let Some(m) = c.margin {
-                    assert_eq!(m < 0.0, c.outcome == Outcome::Fail, "{} {seed}: {c:?}", claim.info.id);
+                    assert_eq!(
+                        m < 0.0,
+                        c.outcome == Outcome::Fail,
+                        "{} {seed}: {c:?}",
+                        claim.info.id
+                    );
                 }
                 if claim.info.id == "prism/alg12-milp-gap" && c.outcome == Outcome::Pass {
                     // Prism never beats a proved optimum.

@@ -170,10 +170,9 @@ impl MethodLine {
     fn text(&self) -> String {
         let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
         let lat = self.latency.as_ref();
-        let status = self
-            .exact
-            .as_ref()
-            .map_or(String::new(), |e| format!(" [{:?}, gap {}]", e.status, opt(e.gap)));
+        let status = self.exact.as_ref().map_or(String::new(), |e| {
+            format!(" [{:?}, gap {}]", e.status, opt(e.gap))
+        });
         format!(
             "{:<11} cost {:>9} ratio {:>7} feasible {:<5} eq1 {:>10} remote {:>6} sim-mean {:>9} {:>8.3}s{}{}",
             self.method.name(),
@@ -505,8 +504,10 @@ pub fn migrate_instance(
     let method = config.method;
     let planner = |i: &Instance| -> Result<Placement, String> {
         let run = methods::run(method, i, options).map_err(|e| e.to_string())?;
-        run.placement
-            .ok_or_else(|| run.note.unwrap_or_else(|| format!("{method}: no placement")))
+        run.placement.ok_or_else(|| {
+            run.note
+                .unwrap_or_else(|| format!("{method}: no placement"))
+        })
     };
     let mc = MigrationConfig {
         tokens_per_window: config.tokens_per_window,

@@ -258,6 +258,13 @@ pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
     out
 }
 
+// Instances of this problem in `moe-opt verify`.
+crate::problem_from_mutate!(
+    Instance,
+    formulations::prism::load,
+    ["servers", "gpus", "layers", "experts", "top_k"]
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

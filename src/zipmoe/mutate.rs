@@ -190,6 +190,13 @@ pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
     out
 }
 
+// Instances of this problem in `moe-opt verify`.
+crate::problem_from_mutate!(
+    Instance,
+    formulations::zipmoe::load,
+    ["experts", "tasks", "tensors", "shards", "threads"]
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,9 +41,7 @@
 //! * `small-synthetic`: as tiny with 1-2 layers, E = 8-16, k = 1-4, 10-40 prompts of 5-20
 //!   tokens, all four pools, M = 4-10.
 
-use formulations::zipmoe::pool::{
-    grid_points, pool_sizes, validate, Pool, PoolInstance, Split,
-};
+use formulations::zipmoe::pool::{grid_points, pool_sizes, validate, Pool, PoolInstance, Split};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
@@ -125,7 +123,11 @@ pub fn registry() -> Vec<PoolClaim> {
     ]
 }
 
-fn config(rng: &mut ChaCha8Rng, pools: Vec<Pool>, grid: std::ops::RangeInclusive<u32>) -> PlanConfig {
+fn config(
+    rng: &mut ChaCha8Rng,
+    pools: Vec<Pool>,
+    grid: std::ops::RangeInclusive<u32>,
+) -> PlanConfig {
     let mut c = PlanConfig::default();
     c.geometry.threads = rng.random_range(1..=8);
     c.geometry.shards = rng.random_range(1..=8);

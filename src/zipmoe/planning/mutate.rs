@@ -74,7 +74,11 @@ pub fn perturb(instance: &PoolInstance, rng: &mut ChaCha8Rng) -> PoolInstance {
                 1 => &mut c.shards,
                 _ => &mut c.tensors_per_expert,
             };
-            *x = if up { (*x + 1).min(64) } else { (*x - 1).max(1) };
+            *x = if up {
+                (*x + 1).min(64)
+            } else {
+                (*x - 1).max(1)
+            };
         }
         3 => {
             let b = out.memory.budget_bytes as f64 * factor(rng);
@@ -209,6 +213,13 @@ pub fn shrink_candidates(instance: &PoolInstance) -> Vec<PoolInstance> {
     out
 }
 
+// Instances of this problem in `moe-opt verify`.
+crate::problem_from_mutate!(
+    PoolInstance,
+    formulations::zipmoe::pool::load,
+    ["layers", "experts", "top_k", "pools", "grid_steps"]
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,7 +239,10 @@ mod tests {
                 i = next;
             }
         }
-        assert!(moved > 300, "only {moved} of 500 moves changed the instance");
+        assert!(
+            moved > 300,
+            "only {moved} of 500 moves changed the instance"
+        );
     }
 
     #[test]
