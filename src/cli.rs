@@ -2,11 +2,14 @@
 //! beyond a method's limit) ends with exit code 2 and one line on stderr; a solver failure
 //! with exit code 1.
 
+mod problems;
+
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use formulations::milp::{MilpStatus, SolveOptions};
 use formulations::slimcaching::{self as sc, Instance, LatencyModel, SlimCachingMilp};
+use formulations::ProblemKind;
 
 use crate::claims::CheckOptions;
 use crate::claims::ClaimInfo;
@@ -31,7 +34,9 @@ enum Command {
     Generate {
         /// The problem.
         problem: Problem,
-        /// Generator preset (tiny, small, paper).
+        /// Generator preset (slimcaching: tiny, small, paper; prism: tiny, small,
+        /// testbed-mixtral, testbed-deepseek; zipmoe: see `moe-opt generate zipmoe --preset ?`;
+        /// zipmoe-pool has no presets: --config).
         #[arg(long, default_value = "small")]
         preset: String,
         /// Generator configuration (JSON, the format printed by --print-config); overrides
@@ -55,23 +60,24 @@ enum Command {
         /// The activation-count file (gzip JSON, format moe-activation-counts/v1).
         #[arg(long)]
         counts: PathBuf,
-        /// Import configuration (JSON); defaults to the paper network (4 servers, 20 users,
-        /// 5 GB, 200 local experts).
+        /// Import configuration (JSON; the problem's ImportConfig, see its module doc).
+        /// SlimCaching's default: the paper network (4 servers, 20 users, 5 GB, 200 local
+        /// experts); Prism's: the paper's testbed.
         #[arg(long)]
         config: Option<PathBuf>,
-        /// Overrides the number of edge servers.
+        /// Overrides the number of edge servers (slimcaching only).
         #[arg(long)]
         servers: Option<u32>,
-        /// Overrides the number of users (groups of prompts).
+        /// Overrides the number of users, groups of prompts (slimcaching only).
         #[arg(long)]
         users: Option<u32>,
-        /// Overrides the storage per server, bytes.
+        /// Overrides the storage per server, bytes (slimcaching only).
         #[arg(long)]
         storage_bytes: Option<u64>,
-        /// Overrides the experts each user holds locally.
+        /// Overrides the experts each user holds locally (slimcaching only).
         #[arg(long)]
         local_experts: Option<u32>,
-        /// Overrides the seed of the prompt grouping and node positions.
+        /// Overrides the seed (prompt grouping, clustering, state draws).
         #[arg(long)]
         seed: Option<u64>,
         /// Output file (JSON).
@@ -163,6 +169,88 @@ enum Command {
         #[arg(long)]
         resume: bool,
     },
+    /// DeepSeek's Expert Parallelism Load Balancer on a weight file: the physical-to-logical
+    /// map, the logical-to-physical map and the replica counts.
+    Eplb {
+        /// Weights (JSON `{"weight": [[load of expert e in layer l, ...], ...]}`).
+        #[arg(long)]
+        weights: PathBuf,
+        /// Physical expert slots (replicas) per layer.
+        #[arg(long)]
+        replicas: usize,
+        /// Expert groups.
+        #[arg(long)]
+        groups: usize,
+        /// Nodes.
+        #[arg(long)]
+        nodes: usize,
+        /// GPUs.
+        #[arg(long)]
+        gpus: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prism's migration rule (3)-(4) over workload windows with a drift of one server's task
+    /// mix: migrations, cost per window, transferred bytes.
+    Migrate {
+        /// Prism instance file (JSON).
+        file: PathBuf,
+        /// Windows.
+        #[arg(long, default_value_t = 6)]
+        windows: usize,
+        /// First window with the drift.
+        #[arg(long, default_value_t = 2)]
+        drift_at: usize,
+        /// The server whose task mix changes.
+        #[arg(long, default_value_t = 0)]
+        drift_server: usize,
+        /// The server whose mix it moves to.
+        #[arg(long, default_value_t = 1)]
+        drift_to: usize,
+        /// How far it moves, in [0, 1].
+        #[arg(long, default_value_t = 1.0)]
+        mix: f64,
+        /// Tokens per server per window.
+        #[arg(long, default_value_t = 10000.0)]
+        tokens_per_window: f64,
+        /// Seconds per remote invocation (default: the mean hidden-state round trip).
+        #[arg(long)]
+        remote_invocation_s: Option<f64>,
+        /// Statistics the planner sees: since-last-change or last-window.
+        #[arg(long, default_value = "since-last-change")]
+        stats: String,
+        /// Do not charge removals in (3) (only the experts that move in).
+        #[arg(long)]
+        no_charge_removals: bool,
+        /// The planner.
+        #[arg(long, default_value = "prism")]
+        method: String,
+        #[command(flatten)]
+        options: SolveArgs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// ZipMoE's cache-pool plan (App. C: Alg. 4 grid search over Alg. 3's estimate, with eq.
+    /// (24)'s selection probabilities) from a planning instance, a count file or synthetic
+    /// counts.
+    Plan {
+        /// Planning instance (JSON, `moe-opt generate zipmoe-pool`).
+        file: Option<PathBuf>,
+        /// Or: an activation-count file (../shared/data/activation-counts/).
+        #[arg(long, conflicts_with = "file")]
+        counts: Option<PathBuf>,
+        /// Or: synthetic counts at this seed.
+        #[arg(long, conflicts_with_all = ["file", "counts"])]
+        generate: Option<u64>,
+        /// Import or generate options (JSON), with --counts or --generate.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a grid of generator parameters x seeds x methods (see `moe-opt sweep --help`).
     ///
     /// SPEC is a TOML file: problem, preset (or config), seeds, methods, time_limit_s and
@@ -205,10 +293,16 @@ enum Command {
     },
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Problem {
     /// Expert caching on edge servers (paper 000).
     Slimcaching,
+    /// Expert placement on heterogeneous GPU servers (paper 001).
+    Prism,
+    /// A layer's expert-reconstruction schedule (paper 003).
+    Zipmoe,
+    /// ZipMoE's cache-pool planning (paper 003, App. C and D).
+    ZipmoePool,
 }
 
 #[derive(Debug, Args)]
@@ -285,12 +379,53 @@ impl From<formulations::Error> for CliError {
 pub fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Generate {
-            problem: Problem::Slimcaching,
+            problem,
             preset,
             config,
             print_config,
             seed,
             output,
+        } if problem != Problem::Slimcaching => {
+            let (config, output) = (config.as_deref(), output.as_deref());
+            match problem {
+                Problem::Prism => problems::generate(
+                    config,
+                    || {
+                        Ok(crate::prism::generate::GeneratorConfig::preset(
+                            preset.parse()?,
+                        ))
+                    },
+                    print_config,
+                    output,
+                    |c| crate::prism::generate::try_generate(c, seed),
+                ),
+                Problem::Zipmoe => problems::generate(
+                    config,
+                    || {
+                        Ok(crate::zipmoe::generate::GeneratorConfig::preset(
+                            preset.parse()?,
+                        ))
+                    },
+                    print_config,
+                    output,
+                    |c| crate::zipmoe::generate::try_generate(c, seed),
+                ),
+                _ => problems::generate(
+                    config,
+                    || Ok(crate::zipmoe::planning::commands::GenerateOptions::default()),
+                    print_config,
+                    output,
+                    |c| crate::zipmoe::planning::commands::generate(c, seed),
+                ),
+            }
+        }
+        Command::Generate {
+            preset,
+            config,
+            print_config,
+            seed,
+            output,
+            ..
         } => {
             let config = match config {
                 Some(path) => formulations::error::read_json(&path)?,
@@ -307,7 +442,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             write_instance(&output, &instance)
         }
         Command::Import {
-            problem: Problem::Slimcaching,
+            problem,
             counts,
             config,
             servers,
@@ -316,6 +451,58 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             local_experts,
             seed,
             output,
+        } if problem != Problem::Slimcaching => {
+            if servers.is_some()
+                || users.is_some()
+                || storage_bytes.is_some()
+                || local_experts.is_some()
+            {
+                return Err(CliError::input(
+                    "--servers, --users, --storage-bytes and --local-experts are SlimCaching's; \
+                     give the other problems' settings in --config",
+                ));
+            }
+            let config = config.as_deref();
+            match problem {
+                Problem::Prism => {
+                    let mut c: crate::prism::import::ImportConfig =
+                        problems::import_config(config)?;
+                    c.seed = seed.unwrap_or(c.seed);
+                    let instance = crate::prism::import::from_activation_counts(&counts, &c)?;
+                    write_json(&output, &instance)?;
+                }
+                Problem::Zipmoe => {
+                    let Some(config) = config else {
+                        return Err(CliError::input(
+                            "import zipmoe needs --config (prompts, layer, device, states, seed; \
+                             see src/zipmoe/generate.rs ImportConfig)",
+                        ));
+                    };
+                    let mut c: crate::zipmoe::generate::ImportConfig =
+                        formulations::error::read_json(config)?;
+                    c.seed = seed.unwrap_or(c.seed);
+                    let report = crate::zipmoe::commands::import(&counts, &c)?;
+                    write_json(&output, &report.instance)?;
+                }
+                _ => {
+                    let c = problems::import_config(config)?;
+                    let instance = crate::zipmoe::planning::commands::import(&counts, &c)?;
+                    write_json(&output, &instance)?;
+                }
+            }
+            eprintln!("wrote {}", output.display());
+            Ok(())
+        }
+        Command::Import {
+            counts,
+            config,
+            servers,
+            users,
+            storage_bytes,
+            local_experts,
+            seed,
+            output,
+            ..
         } => {
             let mut config: ImportConfig = match config {
                 Some(path) => formulations::error::read_json(&path)?,
@@ -336,6 +523,17 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             json,
             csv,
         } => {
+            let run = options.run_options()?;
+            match formulations::problem::detect(&file)? {
+                ProblemKind::Slimcaching => {}
+                ProblemKind::Prism => {
+                    return problems::prism_solve(&file, &method, &run, json, csv.as_deref())
+                }
+                ProblemKind::Zipmoe => {
+                    return problems::zipmoe_solve(&file, &method, &run, json, csv.as_deref())
+                }
+                ProblemKind::ZipmoePool => return Err(not_solvable(&file)),
+            }
             let method: Method = method.parse().map_err(CliError::input)?;
             let instance = sc::load(&file)?;
             let model = LatencyModel::new(&instance);
@@ -376,6 +574,18 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             json,
             csv,
         } => {
+            let run = options.run_options()?;
+            let names = names.as_deref();
+            match formulations::problem::detect(&file)? {
+                ProblemKind::Slimcaching => {}
+                ProblemKind::Prism => {
+                    return problems::prism_compare(&file, names, &run, json, csv.as_deref())
+                }
+                ProblemKind::Zipmoe => {
+                    return problems::zipmoe_compare(&file, names, &run, json, csv.as_deref())
+                }
+                ProblemKind::ZipmoePool => return Err(not_solvable(&file)),
+            }
             let instance = sc::load(&file)?;
             let chosen = match names {
                 Some(names) => names
@@ -409,6 +619,16 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::WriteLp { file, output } => {
+            match formulations::problem::detect(&file)? {
+                ProblemKind::Slimcaching => {}
+                ProblemKind::Prism => {
+                    let report = crate::prism::commands::write_lp(&file, &output)?;
+                    eprint!("{}", report.text());
+                    return Ok(());
+                }
+                ProblemKind::Zipmoe => return problems::zipmoe_write_lp(&file, &output),
+                ProblemKind::ZipmoePool => return Err(not_solvable(&file)),
+            }
             let instance = sc::load(&file)?;
             let model = LatencyModel::new(&instance);
             let milp = SlimCachingMilp::p1(&model);
@@ -423,6 +643,75 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Demo { instances, seed } => demo(instances, seed),
+        Command::Eplb {
+            weights,
+            replicas,
+            groups,
+            nodes,
+            gpus,
+            json,
+        } => {
+            let report =
+                crate::prism::commands::eplb_command(&weights, replicas, groups, nodes, gpus)?;
+            problems::emit(&report, json, |r| r.text());
+            Ok(())
+        }
+        Command::Migrate {
+            file,
+            windows,
+            drift_at,
+            drift_server,
+            drift_to,
+            mix,
+            tokens_per_window,
+            remote_invocation_s,
+            stats,
+            no_charge_removals,
+            method,
+            options,
+            json,
+        } => {
+            let config = crate::prism::commands::MigrateConfig {
+                windows,
+                drift_at,
+                drift_server,
+                drift_to,
+                mix,
+                tokens_per_window,
+                remote_invocation_s,
+                stats: serde_json::from_value(serde_json::Value::from(stats.clone())).map_err(
+                    |_| {
+                        CliError::input(format!(
+                            "--stats must be since-last-change or last-window, got {stats:?}"
+                        ))
+                    },
+                )?,
+                charge_removals: !no_charge_removals,
+                method: method.parse().map_err(CliError::input)?,
+            };
+            let report = crate::prism::commands::migrate(&file, &config, &options.run_options()?)?;
+            problems::emit(&report, json, |r| r.text());
+            Ok(())
+        }
+        Command::Plan {
+            file,
+            counts,
+            generate,
+            config,
+            json,
+        } => {
+            let source = match (file, counts, generate) {
+                (Some(f), _, _) => problems::PlanSource::File(f),
+                (_, Some(c), _) => problems::PlanSource::Counts(c),
+                (_, _, Some(seed)) => problems::PlanSource::Generated(seed),
+                _ => {
+                    return Err(CliError::input(
+                        "plan needs a planning instance FILE, --counts FILE or --generate SEED",
+                    ))
+                }
+            };
+            problems::zipmoe_plan(source, config.as_deref(), json)
+        }
         Command::Sweep {
             spec,
             out,
@@ -560,6 +849,15 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
     }
+}
+
+/// A cache-pool planning instance given to solve / compare / write-lp.
+fn not_solvable(file: &Path) -> CliError {
+    CliError::input(format!(
+        "{}: a ZipMoE cache-pool planning instance: plan it with `moe-opt plan {}`",
+        file.display(),
+        file.display()
+    ))
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> serde_json::Value {

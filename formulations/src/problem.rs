@@ -18,6 +18,9 @@ pub enum ProblemKind {
     Prism,
     /// Makespan scheduling of expert reconstruction (paper 003).
     Zipmoe,
+    /// ZipMoE's cache-pool planning (paper 003, App. C and D); tag `zipmoe-pool`.
+    #[serde(rename = "zipmoe-pool")]
+    ZipmoePool,
 }
 
 impl ProblemKind {
@@ -27,6 +30,7 @@ impl ProblemKind {
             ProblemKind::Slimcaching => "slimcaching",
             ProblemKind::Prism => "prism",
             ProblemKind::Zipmoe => "zipmoe",
+            ProblemKind::ZipmoePool => "zipmoe-pool",
         }
     }
 }
