@@ -174,7 +174,8 @@ pub fn alg1_counts(instance: &Instance) -> Result<CountAllocation, AlgorithmErro
         .collect();
     let mut order: Vec<usize> = (0..instance.servers.len()).collect();
     order.sort_by(|&a, &b| memory[b].cmp(&memory[a]));
-    let used = |c: &[usize]| -> f64 { c.iter().enumerate().map(|(l, &k)| k as f64 * size(l)).sum() };
+    let used =
+        |c: &[usize]| -> f64 { c.iter().enumerate().map(|(l, &k)| k as f64 * size(l)).sum() };
     let mut moves = 0;
     let fail = |l: usize, totals: &[usize]| AlgorithmError::Coverage {
         layer: l,
@@ -196,8 +197,7 @@ pub fn alg1_counts(instance: &Instance) -> Result<CountAllocation, AlgorithmErro
                     return Err(fail(l, &totals));
                 }
                 let c = &counts[n];
-                let fits =
-                    used(c) - size(lp) + size(l) <= memory[n] as f64 * (1.0 + 1e-12);
+                let fits = used(c) - size(lp) + size(l) <= memory[n] as f64 * (1.0 + 1e-12);
                 // Line 12, with readings (f).
                 if c[lp] > 0 && c[l] < experts && fits {
                     counts[n][lp] -= 1;
@@ -336,7 +336,9 @@ pub fn alg2_assign(instance: &Instance, counts: &[Vec<usize>], order: RepairOrde
                 let (ui, &e) = unassigned
                     .iter()
                     .enumerate()
-                    .max_by(|(_, &a), (_, &b)| freq(n, l, a).total_cmp(&freq(n, l, b)).then(b.cmp(&a)))
+                    .max_by(|(_, &a), (_, &b)| {
+                        freq(n, l, a).total_cmp(&freq(n, l, b)).then(b.cmp(&a))
+                    })
                     .expect("not empty");
                 let removed = sets[n][l][pos];
                 // Line 12.
@@ -537,8 +539,12 @@ pub fn migration_cost(
     let (mut seconds, mut changed, mut bytes) = (0.0, 0, 0u64);
     for (n, server) in instance.servers.iter().enumerate() {
         for (g, gpu) in server.gpus.iter().enumerate() {
-            let added = to.gpus[n][g].iter().filter(|r| !from.gpus[n][g].contains(r));
-            let removed = from.gpus[n][g].iter().filter(|r| !to.gpus[n][g].contains(r));
+            let added = to.gpus[n][g]
+                .iter()
+                .filter(|r| !from.gpus[n][g].contains(r));
+            let removed = from.gpus[n][g]
+                .iter()
+                .filter(|r| !to.gpus[n][g].contains(r));
             let mut entries: Vec<(ExpertRef, bool)> = added.map(|&r| (r, true)).collect();
             entries.extend(removed.map(|&r| (r, false)));
             if entries.is_empty() {
@@ -641,7 +647,12 @@ fn mean_frequencies(windows: &[&Vec<Vec<Vec<f64>>>]) -> Vec<Vec<Vec<f64>>> {
     let k = windows.len() as f64;
     let mut mean = windows[0].clone();
     for w in &windows[1..] {
-        for (a, b) in mean.iter_mut().flatten().flatten().zip(w.iter().flatten().flatten()) {
+        for (a, b) in mean
+            .iter_mut()
+            .flatten()
+            .flatten()
+            .zip(w.iter().flatten().flatten())
+        {
             *a += b;
         }
     }
@@ -674,7 +685,13 @@ pub fn drift_windows(
         }
     }
     (0..windows)
-        .map(|w| if w < drift_at { base.clone() } else { drifted.clone() })
+        .map(|w| {
+            if w < drift_at {
+                base.clone()
+            } else {
+                drifted.clone()
+            }
+        })
         .collect()
 }
 
@@ -773,7 +790,16 @@ pub(crate) mod tests {
         let inst = instance(&[&[3]], vec![vec![vec![0.5, 0.5], vec![0.5, 0.5]]]);
         let e = alg1_counts(&inst).unwrap_err();
         assert!(
-            matches!(e, AlgorithmError::Coverage { layer: 0, total: 1, capacity: 2, needed: 4, .. }),
+            matches!(
+                e,
+                AlgorithmError::Coverage {
+                    layer: 0,
+                    total: 1,
+                    capacity: 2,
+                    needed: 4,
+                    ..
+                }
+            ),
             "{e}"
         );
     }
@@ -796,8 +822,18 @@ pub(crate) mod tests {
         assert_eq!(
             a.repairs,
             vec![
-                Repair { server: 0, layer: 0, added: 3, removed: 0 },
-                Repair { server: 0, layer: 1, added: 3, removed: 0 },
+                Repair {
+                    server: 0,
+                    layer: 0,
+                    added: 3,
+                    removed: 0
+                },
+                Repair {
+                    server: 0,
+                    layer: 1,
+                    added: 3,
+                    removed: 0
+                },
             ]
         );
         // U_0 = 0 (e3 has f 0) + 0.75 = 0.75; U_1 = 1 + 0.5 = 1.5.
@@ -817,7 +853,10 @@ pub(crate) mod tests {
         assert!(out.gpus.dropped.is_empty());
         let mut p = out.gpus.placement.clone();
         p.normalize();
-        assert_eq!(p.gpus[1], vec![vec![r(0, 0), r(1, 0)], vec![r(0, 1), r(0, 2)]]);
+        assert_eq!(
+            p.gpus[1],
+            vec![vec![r(0, 0), r(1, 0)], vec![r(0, 1), r(0, 2)]]
+        );
         assert_eq!(p.gpus[0], vec![vec![r(0, 3), r(1, 1), r(1, 2), r(1, 3)]]);
         assert_eq!(proxy_cost(&inst, &p), 1.75);
     }
@@ -906,7 +945,9 @@ pub(crate) mod tests {
         inst.servers[2].gpus[0].io_bps = None;
         let from = planner(&inst).unwrap();
         let to = planner(&with_frequencies(&inst, &windows[3])).unwrap();
-        let e = migration_cost(&inst, &from, &to, true).unwrap_err().to_string();
+        let e = migration_cost(&inst, &from, &to, true)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("servers[2].gpus[0].io_bps"), "{e}");
     }
 }

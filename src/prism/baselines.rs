@@ -225,7 +225,10 @@ mod tests {
         let p = uniform(&three_gpus([2, 2, 2]), None);
         assert_eq!(
             p.gpus,
-            vec![vec![vec![r(0, 0), r(0, 1)]], vec![vec![r(0, 2)], vec![r(0, 3)]]]
+            vec![
+                vec![vec![r(0, 0), r(0, 1)]],
+                vec![vec![r(0, 2)], vec![r(0, 3)]]
+            ]
         );
         // Seeded: still one copy each, counts 2, 1, 1.
         let p = uniform(&three_gpus([2, 2, 2]), Some(7));
@@ -258,7 +261,10 @@ mod tests {
         p.normalize();
         assert_eq!(
             p.gpus,
-            vec![vec![vec![r(0, 2), r(0, 3)]], vec![vec![r(0, 0)], vec![r(0, 1)]]]
+            vec![
+                vec![vec![r(0, 2), r(0, 3)]],
+                vec![vec![r(0, 0)], vec![r(0, 1)]]
+            ]
         );
     }
 

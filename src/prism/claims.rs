@@ -17,7 +17,7 @@
 //!    Instances where Alg. 1 fails are inconclusive.
 //! 2. `lemma1-entropy-coverage`, Lemma 1: k_delta >= 2^(H(p) - delta log E) for every
 //!    distribution p over E experts and delta in (0, 1), k_delta the fewest experts covering
-//!    >= 1 - delta of the mass. Logs in base 2 (Alg. 1's entropy; the lemma's unit is not
+//!    at least 1 - delta of the mass. Logs in base 2 (Alg. 1's entropy; the lemma's unit is not
 //!    stated, and 2^(.) pairs with log2). Checked on every server's layer rows for delta in
 //!    [`LEMMA1_DELTAS`]; margin: min over rows and deltas of log2 k_delta - (H - delta log2 E)
 //!    (bits), plus 1e-9, < 0 exactly on a fail. [`lemma1_rows`] checks any rows, e.g.
@@ -244,8 +244,7 @@ pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
         Ok(a) => a,
         Err(e) => return check(Outcome::Inconclusive, format!("no assignment: {e}")),
     };
-    let assignment =
-        algorithms::alg2_assign(instance, &allocation.counts, RepairOrder::default());
+    let assignment = algorithms::alg2_assign(instance, &allocation.counts, RepairOrder::default());
     let enumerate = instance.expert_count() <= ENUMERATION_LIMIT;
     let bound = 1.0 - (-1.0f64).exp();
     let mut worst: Option<(usize, f64, f64, f64)> = None; // (server, U, U*, margin)
@@ -273,7 +272,14 @@ pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
         value: Some(u),
         reference: Some(opt),
         reference_kind: ReferenceKind::Optimum,
-        solver_status: Some(if enumerate { "exhaustive" } else { "top-b (modular)" }.into()),
+        solver_status: Some(
+            if enumerate {
+                "exhaustive"
+            } else {
+                "top-b (modular)"
+            }
+            .into(),
+        ),
         ratio,
         bound: Some(bound),
         note: format!(
@@ -386,7 +392,10 @@ pub fn check_gap(instance: &Instance, options: &CheckOptions) -> Check {
         Ok(r) => r,
         Err(e) => return check(Outcome::Inconclusive, format!("MILP: {e}")),
     };
-    let status = milp.exact.as_ref().map(|e| format!("{:?}", e.status).to_lowercase());
+    let status = milp
+        .exact
+        .as_ref()
+        .map(|e| format!("{:?}", e.status).to_lowercase());
     let Some(opt) = milp.proxy_cost().filter(|_| milp.is_proved_optimal()) else {
         return Check {
             solver_status: status,
@@ -422,7 +431,10 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
         };
         let lat = latency_of(instance, p, batch.as_deref(), run_opts.seed)
             .ok_or("eq. (1) needs the instance's network and workload")?;
-        Ok(Some((run.proxy_cost().expect("evaluated"), lat.eq1_total_s)))
+        Ok(Some((
+            run.proxy_cost().expect("evaluated"),
+            lat.eq1_total_s,
+        )))
     };
     let prism = match measure(Method::Prism) {
         Ok(p) => p,
@@ -565,7 +577,12 @@ mod tests {
                 let c = (claim.check)(&inst, &options);
                 // Margins are negative exactly on fails.
                 if let Some(m) = c.margin {
-                    assert_eq!(m < 0.0, c.outcome == Outcome::Fail, "{} {seed}: {c:?}", claim.info.id);
+                    assert_eq!(
+                        m < 0.0,
+                        c.outcome == Outcome::Fail,
+                        "{} {seed}: {c:?}",
+                        claim.info.id
+                    );
                 }
                 if claim.info.id == "prism/alg12-milp-gap" && c.outcome == Outcome::Pass {
                     // Prism never beats a proved optimum.

@@ -170,10 +170,9 @@ impl MethodLine {
     fn text(&self) -> String {
         let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
         let lat = self.latency.as_ref();
-        let status = self
-            .exact
-            .as_ref()
-            .map_or(String::new(), |e| format!(" [{:?}, gap {}]", e.status, opt(e.gap)));
+        let status = self.exact.as_ref().map_or(String::new(), |e| {
+            format!(" [{:?}, gap {}]", e.status, opt(e.gap))
+        });
         format!(
             "{:<11} cost {:>9} ratio {:>7} feasible {:<5} eq1 {:>10} remote {:>6} sim-mean {:>9} {:>8.3}s{}{}",
             self.method.name(),
@@ -376,6 +375,9 @@ pub struct MigrateConfig {
     pub stats: MigrationStats,
     /// Charge removals in (3).
     pub charge_removals: bool,
+    /// speed_{n,g} of (3), bit/s, for GPUs whose `io_bps` is not given (`None`: every GPU
+    /// must have one).
+    pub default_io_bps: Option<f64>,
     /// The planner (any method; the paper runs every method under Prism's migration rule).
     pub method: Method,
 }
@@ -494,6 +496,16 @@ pub fn migrate_instance(
             )
         })?,
     };
+    if let Some(bps) = config.default_io_bps {
+        if !(bps.is_finite() && bps > 0.0) {
+            return Err(invalid("default_io_bps", format!("{bps} must be positive")));
+        }
+    }
+    let mut filled = instance.clone();
+    for gpu in filled.servers.iter_mut().flat_map(|s| s.gpus.iter_mut()) {
+        gpu.io_bps = gpu.io_bps.or(config.default_io_bps);
+    }
+    let instance = &filled;
     let windows = algorithms::drift_windows(
         instance,
         config.windows,
@@ -505,8 +517,10 @@ pub fn migrate_instance(
     let method = config.method;
     let planner = |i: &Instance| -> Result<Placement, String> {
         let run = methods::run(method, i, options).map_err(|e| e.to_string())?;
-        run.placement
-            .ok_or_else(|| run.note.unwrap_or_else(|| format!("{method}: no placement")))
+        run.placement.ok_or_else(|| {
+            run.note
+                .unwrap_or_else(|| format!("{method}: no placement"))
+        })
     };
     let mc = MigrationConfig {
         tokens_per_window: config.tokens_per_window,

@@ -313,9 +313,10 @@ pub fn run(method: Method, instance: &Instance, options: &RunOptions) -> Result<
     let mut note = None;
     let placement = match method {
         Method::Milp => {
-            let start = prism_placement(instance).ok().map(|(p, _)| p).filter(|p| {
-                evaluate(instance, p).is_ok_and(|e| e.feasible)
-            });
+            let start = prism_placement(instance)
+                .ok()
+                .map(|(p, _)| p)
+                .filter(|p| evaluate(instance, p).is_ok_and(|e| e.feasible));
             let solved = milp::solve(instance, &options.solve, start.as_ref())?;
             let s = &solved.solution;
             exact = Some(ExactReport {
@@ -424,7 +425,10 @@ mod tests {
     fn exhaustive_by_hand() {
         // Two servers, one 1-byte GPU each, L = 1, E = 2: the placements covering both experts
         // are {0}/{1} (cost s0 f(1) + s1 f(0) = 0.3 + 0.1 = 0.4) and {1}/{0} (0.7 + 0.9 = 1.6).
-        let inst = instance(&[&[1], &[1]], vec![vec![vec![0.7, 0.3]], vec![vec![0.1, 0.9]]]);
+        let inst = instance(
+            &[&[1], &[1]],
+            vec![vec![vec![0.7, 0.3]], vec![vec![0.1, 0.9]]],
+        );
         let (p, c) = exhaustive(&inst).unwrap().unwrap();
         assert!((c - 0.4).abs() < 1e-12);
         assert_eq!(formulations::prism::proxy_cost(&inst, &p), c);
