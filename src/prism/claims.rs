@@ -17,7 +17,7 @@
 //!    Instances where Alg. 1 fails are inconclusive.
 //! 2. `lemma1-entropy-coverage`, Lemma 1: k_delta >= 2^(H(p) - delta log E) for every
 //!    distribution p over E experts and delta in (0, 1), k_delta the fewest experts covering
-//!    >= 1 - delta of the mass. Logs in base 2 (Alg. 1's entropy; the lemma's unit is not
+//!    at least 1 - delta of the mass. Logs in base 2 (Alg. 1's entropy; the lemma's unit is not
 //!    stated, and 2^(.) pairs with log2). Checked on every server's layer rows for delta in
 //!    [`LEMMA1_DELTAS`]; margin: min over rows and deltas of log2 k_delta - (H - delta log2 E)
 //!    (bits), plus 1e-9, < 0 exactly on a fail. [`lemma1_rows`] checks any rows, e.g.

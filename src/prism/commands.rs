@@ -375,6 +375,9 @@ pub struct MigrateConfig {
     pub stats: MigrationStats,
     /// Charge removals in (3).
     pub charge_removals: bool,
+    /// speed_{n,g} of (3), bit/s, for GPUs whose `io_bps` is not given (`None`: every GPU
+    /// must have one).
+    pub default_io_bps: Option<f64>,
     /// The planner (any method; the paper runs every method under Prism's migration rule).
     pub method: Method,
 }
@@ -493,6 +496,16 @@ pub fn migrate_instance(
             )
         })?,
     };
+    if let Some(bps) = config.default_io_bps {
+        if !(bps.is_finite() && bps > 0.0) {
+            return Err(invalid("default_io_bps", format!("{bps} must be positive")));
+        }
+    }
+    let mut filled = instance.clone();
+    for gpu in filled.servers.iter_mut().flat_map(|s| s.gpus.iter_mut()) {
+        gpu.io_bps = gpu.io_bps.or(config.default_io_bps);
+    }
+    let instance = &filled;
     let windows = algorithms::drift_windows(
         instance,
         config.windows,
