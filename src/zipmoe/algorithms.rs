@@ -472,3 +472,86 @@ impl<'a> Search<'a> {
         ready.iter().fold(0.0, |time: f64, &(r, p)| time.max(r) + p)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use formulations::zipmoe::{CompressionState, SelectedExpert};
+    use formulations::ProblemKind;
+
+    /// L = 2, K = 2, rho = 0.5, u = 2 (E-chunk 0.5), c = 1, N = 1; tasks 0 = A missed (p 3),
+    /// 1 = B compressed (p 2), 2 = C E-cached (p 1).
+    fn abc() -> Instance {
+        let e = |id, gpu_s, state| SelectedExpert {
+            id,
+            tokens: 1,
+            gpu_s,
+            state,
+        };
+        Instance {
+            problem: ProblemKind::Zipmoe,
+            name: "abc".into(),
+            tensors_per_expert: 1,
+            shards: 2,
+            compression_ratio: 0.5,
+            sm_read_s: 2.0,
+            decompress_s: 1.0,
+            threads: 2,
+            experts: vec![
+                e(0, 3.0, CompressionState::Missed),
+                e(1, 2.0, CompressionState::Compressed),
+                e(2, 1.0, CompressionState::ECached),
+            ],
+        }
+    }
+
+    #[test]
+    fn algorithm_1_builds_the_hand_derived_block() {
+        // sigma_I = (A, C), sigma_II = (B). Block 1, base A: alone, reads A.e0 .5, A.e1 1,
+        // A.sm [1, 3]; decompressions [.5, 1.5], [1, 2]: charge 1.5, thread ends 1.5, 2 < 3 +
+        // .5: not compute-dominant. B at position 0: B0, B1 [0, 1], A0, A1 [1, 2], charge 0:
+        // accepted. C (U = (sigma_II, sigma_I)) at position 0: SM-reads C [1, 3], A [3, 5];
+        // decompressions C [0, 1], B [1, 2], A [2, 3]: charge 0, accepted. U is empty: one
+        // block (C, B, A). GPU: B ready 2 -> [2, 4], C ready 3 -> [4, 5], A ready 5 -> [5, 8].
+        let i = abc();
+        let out = cache_affinity(&i, Candidates::Algorithm1);
+        assert_eq!(out.priority.blocks, vec![vec![2, 1, 0]]);
+        assert_eq!(out.blocks[0].fallback_insertions, 0);
+        assert!(!out.blocks[0].compute_dominant);
+        let sim = Simulator::new(&i);
+        assert_eq!(sim.run(&out.priority).unwrap().makespan_s, 8.0);
+        // Sec. 3.3's reading: block 1 takes only B (position 0), block 2 is C alone. Reads A.e
+        // .5, 1, A.sm [1, 3], C.sm [3, 5]; B [1, 3], A [3, 6], C [6, 7] on the GPU.
+        let text = cache_affinity(&i, Candidates::TypeIIOnly);
+        assert_eq!(text.priority.blocks, vec![vec![1, 0], vec![2]]);
+        assert_eq!(sim.run(&text.priority).unwrap().makespan_s, 7.0);
+        // FIFO: reads A.e .5, 1, A.sm [1, 3], C.sm [3, 5]. At 0 only B's and C's
+        // decompressions are released, and work conservation starts B's (higher rank) at
+        // [0, 1]; then A's [1, 2], C's [2, 3]. GPU B [1, 3], A [3, 6], C [6, 7].
+        assert_eq!(sim.run(&fifo(&i)).unwrap().makespan_s, 7.0);
+        assert_eq!(type1_first(&i).order(), vec![0, 2, 1]);
+    }
+
+    #[test]
+    fn exhaustive_search_finds_the_hand_derived_optimum() {
+        // Nothing reaches the GPU before 1 (B's decompressions), and the GPU has 6 s of work,
+        // so OPT >= 7; the order (B, A, C) reaches 7 (see above).
+        let i = abc();
+        assert_eq!(exhaustive(&i).unwrap().makespan_s, 7.0);
+        // Pairs: reads A.e x2, A.sm, C.sm: 4! / 2! = 12; decompressions 6! / (2! 2! 2!) = 90.
+        assert_eq!(exhaustive_pairs(&i), 1080.0);
+    }
+
+    #[test]
+    fn random_order_is_seeded() {
+        let mut i = abc();
+        i.experts.extend((3..10).map(|id| SelectedExpert {
+            id,
+            tokens: 1,
+            gpu_s: 1.0,
+            state: CompressionState::Missed,
+        }));
+        assert_eq!(random_order(&i, 7), random_order(&i, 7));
+        assert_ne!(random_order(&i, 7), random_order(&i, 8));
+    }
+}
