@@ -304,7 +304,10 @@ pub fn validate_marginals(field: &str, f: &[f64], k: u32) -> Check {
     if k == 0 || k as usize > f.len() {
         return fail(
             field,
-            format!("top_k = {k} must be in 1..={} (the experts listed)", f.len()),
+            format!(
+                "top_k = {k} must be in 1..={} (the experts listed)",
+                f.len()
+            ),
         );
     }
     for (r, &x) in f.iter().enumerate() {
@@ -363,7 +366,10 @@ pub fn validate(instance: &PoolInstance) -> Check {
     if instance.top_k == 0 || instance.top_k as usize > experts {
         return fail(
             "top_k",
-            format!("must be in 1..={experts} (experts per layer), got {}", instance.top_k),
+            format!(
+                "must be in 1..={experts} (experts per layer), got {}",
+                instance.top_k
+            ),
         );
     }
     for (l, layer) in instance.layers.iter().enumerate() {
@@ -400,7 +406,10 @@ pub fn validate(instance: &PoolInstance) -> Check {
     }
     let d = instance.grid_step;
     if !(d.is_finite() && d > 0.0 && d < 1.0) {
-        return fail("grid_step", format!("must be in (0, 1) (Alg. 4 line 1), got {d}"));
+        return fail(
+            "grid_step",
+            format!("must be in (0, 1) (Alg. 4 line 1), got {d}"),
+        );
     }
     let inverse = 1.0 / d;
     if (inverse - inverse.round()).abs() > GRID_TOLERANCE * inverse {
@@ -421,7 +430,10 @@ pub fn validate(instance: &PoolInstance) -> Check {
     }
     let t = instance.ipf.tolerance;
     if !(t.is_finite() && t > 0.0) {
-        return fail("ipf.tolerance", format!("must be positive and finite, got {t}"));
+        return fail(
+            "ipf.tolerance",
+            format!("must be positive and finite, got {t}"),
+        );
     }
     at_least_one("ipf.max_iterations", instance.ipf.max_iterations.into())?;
     Ok(())
@@ -503,8 +515,8 @@ pub fn estimate_makespan_s(top_k: usize, hits: [usize; 4], costs: &Reconstructio
     let n_e = n * shards * (k - (hf + hc + he)); // line 5
     let t_io = n_sm * costs.read_sm_chunk_s + n_e * costs.read_e_chunk_s; // line 6
     let n_d = n * shards * (k - hf); // line 8
-    let t_decomp = (n_e * costs.read_e_chunk_s + n_d * costs.decompress_e_chunk_s)
-        / f64::from(costs.threads); // line 9
+    let t_decomp =
+        (n_e * costs.read_e_chunk_s + n_d * costs.decompress_e_chunk_s) / f64::from(costs.threads); // line 9
     t_io.max(t_decomp) // line 10
 }
 
@@ -541,11 +553,8 @@ pub fn hit_patterns(q: &[f64], top_k: usize, sizes: &PoolSizes, phi_n_k: f64) ->
                     }
                     let misses = top_k - used;
                     // Line 25's weight.
-                    let probability = at(4, misses) / phi_n_k
-                        * at(0, hf)
-                        * at(1, hc)
-                        * at(2, hs)
-                        * at(3, he);
+                    let probability =
+                        at(4, misses) / phi_n_k * at(0, hf) * at(1, hc) * at(2, hs) * at(3, he);
                     out.push(HitPattern {
                         hits: [hf, hc, hs, he],
                         misses,
@@ -650,11 +659,33 @@ mod tests {
         let i = tiny();
         // M = 4; F gets 2/4 of 400 B = 200 B = 1 expert of 200 B; E gets 2/4 = 200 B = 4
         // experts of 50 B, cut to the 3 ranks left; no miss pool.
-        let s = pool_sizes(&i, &Split { steps: [2, 0, 0, 2] });
-        assert_eq!(s, PoolSizes { experts: [1, 0, 0, 3], miss: 0 });
+        let s = pool_sizes(
+            &i,
+            &Split {
+                steps: [2, 0, 0, 2],
+            },
+        );
+        assert_eq!(
+            s,
+            PoolSizes {
+                experts: [1, 0, 0, 3],
+                miss: 0
+            }
+        );
         // E gets 1/4 = 100 B = 2 experts; F 3/4 = 300 B = 1 expert; 1 rank missed.
-        let s = pool_sizes(&i, &Split { steps: [3, 0, 0, 1] });
-        assert_eq!(s, PoolSizes { experts: [1, 0, 0, 2], miss: 1 });
+        let s = pool_sizes(
+            &i,
+            &Split {
+                steps: [3, 0, 0, 1],
+            },
+        );
+        assert_eq!(
+            s,
+            PoolSizes {
+                experts: [1, 0, 0, 2],
+                miss: 1
+            }
+        );
     }
 
     #[test]
@@ -663,7 +694,10 @@ mod tests {
         // Phi_N(1) = 1/2 x 2/3 + 1/2 x 1/3 = 1/2; Phi_F = (1/2, 1/2); Phi_M = (2/3, 1/3).
         // P(h_F = 0) = Phi_M(1) Phi_F(0) / Phi_N(1) = (1/3)(1/2)/(1/2) = 1/3, P(h_F = 1) = 2/3.
         let q = [0.5, 1.0 / 3.0];
-        let sizes = PoolSizes { experts: [1, 0, 0, 0], miss: 1 };
+        let sizes = PoolSizes {
+            experts: [1, 0, 0, 0],
+            miss: 1,
+        };
         let pn = phi_all(&q, 1);
         assert!((pn - 0.5).abs() < 1e-15);
         let h = hit_patterns(&q, 1, &sizes, pn);

@@ -25,6 +25,11 @@
 //! (batch size 1, the on-device setting of Sec. 5) is assumed: with larger batches a layer's
 //! selection is a union of several tokens' k-sets and no longer has exactly k experts.
 //!
+//! Caveat of the per-prompt reading: a rank's count is known only at the end of the prompt, and
+//! a prompt of T tokens activates at most T k distinct experts, so ranks beyond that have f = 0
+//! (switch-large-128, Top-1 with about 20 tokens a prompt: f_r = 0 for r > 20, and a 20-expert
+//! F pool then hits every token). The global reading is the pessimistic counterpart.
+//!
 //! Rows are checked like the SlimCaching importer does: the row sum must be a multiple of k and
 //! no count may exceed T_p; a failure names `counts[p][l]`. Layers whose counts are zero for
 //! every prompt are not MoE layers (DeepSeek-V2-Lite layer 0 is dense) and are dropped; a zero
@@ -88,9 +93,8 @@ pub fn read(path: &Path) -> Result<ActivationCounts, Error> {
             .read_to_string(&mut text)
             .map_err(io)?;
     } else {
-        text = String::from_utf8(bytes).map_err(|e| {
-            io(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-        })?;
+        text = String::from_utf8(bytes)
+            .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
     }
     formulations::error::parse_json(path, &text)
 }
@@ -98,7 +102,10 @@ pub fn read(path: &Path) -> Result<ActivationCounts, Error> {
 fn check_shape(c: &ActivationCounts) -> Result<(), ValidationError> {
     let bad = |field: String, reason: String| Err(ValidationError::new(field, reason));
     if c.format != FORMAT {
-        return bad("format".into(), format!("is '{}', expected '{FORMAT}'", c.format));
+        return bad(
+            "format".into(),
+            format!("is '{}', expected '{FORMAT}'", c.format),
+        );
     }
     if c.experts_per_layer == 0 {
         return bad("experts_per_layer".into(), "must be at least 1".into());
@@ -112,7 +119,11 @@ fn check_shape(c: &ActivationCounts) -> Result<(), ValidationError> {
     if c.counts.len() != c.prompts {
         return bad(
             "counts".into(),
-            format!("has {} prompts but `prompts` is {}", c.counts.len(), c.prompts),
+            format!(
+                "has {} prompts but `prompts` is {}",
+                c.counts.len(),
+                c.prompts
+            ),
         );
     }
     for (p, prompt) in c.counts.iter().enumerate() {
@@ -351,7 +362,13 @@ mod tests {
         // on expert 2 ... in counts: p0 = [2, 1, 0], p1 = [0, 0, 1]; layer 1 is all zero.
         // Per prompt: rank-1 counts 2 + 1 = 3, rank-2 1 + 0, rank-3 0; 4 tokens:
         // f = (3/4, 1/4, 0). Global: totals (2, 1, 1): f = (2/4, 1/4, 1/4).
-        let c = file(vec![vec![vec![2, 1, 0], vec![0; 3]], vec![vec![0, 0, 1], vec![0; 3]]], 1);
+        let c = file(
+            vec![
+                vec![vec![2, 1, 0], vec![0; 3]],
+                vec![vec![0, 0, 1], vec![0; 3]],
+            ],
+            1,
+        );
         let per = inclusion_probabilities(&c, RankScope::PerPrompt).unwrap();
         assert_eq!(per, vec![(0, vec![0.75, 0.25, 0.0])]);
         let global = inclusion_probabilities(&c, RankScope::Global).unwrap();
@@ -371,7 +388,9 @@ mod tests {
         let mut c = file(vec![vec![vec![1, 1, 0]]], 2);
         c.format = "other".into();
         assert_eq!(
-            inclusion_probabilities(&c, RankScope::Global).unwrap_err().field,
+            inclusion_probabilities(&c, RankScope::Global)
+                .unwrap_err()
+                .field,
             "format"
         );
     }

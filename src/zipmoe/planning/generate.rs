@@ -204,7 +204,12 @@ pub fn from_counts(
     config: &PlanConfig,
 ) -> Result<PoolInstance, ValidationError> {
     let kept = select_layers(inclusion_probabilities(counts, scope)?, layers)?;
-    instance(&counts_name(&counts.model, scope), counts.top_k, kept, config)
+    instance(
+        &counts_name(&counts.model, scope),
+        counts.top_k,
+        kept,
+        config,
+    )
 }
 
 /// A generated instance: synthetic counts for `seed`, then [`from_counts`] with per-prompt

@@ -241,7 +241,9 @@ pub fn max_entropy(f: &[f64], subsets: &[u64], tolerance: f64) -> Result<MaxEntr
             t *= 0.5;
         }
     }
-    Err(format!("Newton's method did not reach {tolerance} in 500 steps"))
+    Err(format!(
+        "Newton's method did not reach {tolerance} in 500 steps"
+    ))
 }
 
 /// Which pool (0..4 for F, C, S, E; 4 for the Miss Pool) each rank belongs to.

@@ -75,7 +75,11 @@ pub fn inclusion_probabilities(w: &[f64], k: usize) -> Vec<f64> {
     for i in 0..n {
         for j in 0..=k {
             let keep = prefix[i * width + j];
-            let take = if j > 0 { w[i] * prefix[i * width + j - 1] } else { 0.0 };
+            let take = if j > 0 {
+                w[i] * prefix[i * width + j - 1]
+            } else {
+                0.0
+            };
             prefix[(i + 1) * width + j] = keep + take;
         }
     }
@@ -84,7 +88,11 @@ pub fn inclusion_probabilities(w: &[f64], k: usize) -> Vec<f64> {
     for i in (0..n).rev() {
         for j in 0..=k {
             let keep = suffix[(i + 1) * width + j];
-            let take = if j > 0 { w[i] * suffix[(i + 1) * width + j - 1] } else { 0.0 };
+            let take = if j > 0 {
+                w[i] * suffix[(i + 1) * width + j - 1]
+            } else {
+                0.0
+            };
             suffix[i * width + j] = keep + take;
         }
     }
@@ -171,7 +179,10 @@ mod tests {
     #[test]
     fn elementary_symmetric_by_hand() {
         // w = (1, 2, 3): R(0) = 1, R(1) = 6, R(2) = 2 + 3 + 6 = 11, R(3) = 6.
-        assert_eq!(elementary_symmetric(&[1.0, 2.0, 3.0], 3), vec![1.0, 6.0, 11.0, 6.0]);
+        assert_eq!(
+            elementary_symmetric(&[1.0, 2.0, 3.0], 3),
+            vec![1.0, 6.0, 11.0, 6.0]
+        );
     }
 
     #[test]

@@ -74,7 +74,11 @@ pub fn perturb(instance: &PoolInstance, rng: &mut ChaCha8Rng) -> PoolInstance {
                 1 => &mut c.shards,
                 _ => &mut c.tensors_per_expert,
             };
-            *x = if up { (*x + 1).min(64) } else { (*x - 1).max(1) };
+            *x = if up {
+                (*x + 1).min(64)
+            } else {
+                (*x - 1).max(1)
+            };
         }
         3 => {
             let b = out.memory.budget_bytes as f64 * factor(rng);
@@ -228,7 +232,10 @@ mod tests {
                 i = next;
             }
         }
-        assert!(moved > 300, "only {moved} of 500 moves changed the instance");
+        assert!(
+            moved > 300,
+            "only {moved} of 500 moves changed the instance"
+        );
     }
 
     #[test]
