@@ -1,0 +1,152 @@
+//! Validation of a ZipMoE layer instance. Every rule names the field it checks.
+//!
+//! `problem` must be `zipmoe`; N, K, L at least 1 and at most [`MAX_TENSORS`], [`MAX_SHARDS`],
+//! [`MAX_THREADS`]; rho in (0, 1]; u and c positive and finite; at least one expert and at
+//! most [`MAX_EXPERTS`], with distinct ids, p_n finite and >= 0.
+
+use std::collections::HashSet;
+
+use super::model::Instance;
+use crate::error::ValidationError;
+use crate::problem::ProblemKind;
+
+/// Most tensors per expert.
+pub const MAX_TENSORS: u32 = 64;
+/// Most exponent shards per tensor.
+pub const MAX_SHARDS: u32 = 256;
+/// Most decompression threads.
+pub const MAX_THREADS: u32 = 1024;
+/// Most selected experts in a layer.
+pub const MAX_EXPERTS: usize = 4096;
+
+type Check = Result<(), ValidationError>;
+
+fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
+    Err(ValidationError::new(field, reason))
+}
+
+fn positive(field: &str, x: f64) -> Check {
+    if x.is_finite() && x > 0.0 {
+        Ok(())
+    } else {
+        fail(field, format!("must be positive and finite, got {x}"))
+    }
+}
+
+fn count(field: &str, x: u32, max: u32) -> Check {
+    if (1..=max).contains(&x) {
+        Ok(())
+    } else {
+        fail(field, format!("must be in 1..={max}, got {x}"))
+    }
+}
+
+/// Checks every rule; the first violation is returned.
+pub fn validate(instance: &Instance) -> Check {
+    if instance.problem != ProblemKind::Zipmoe {
+        return fail(
+            "problem",
+            format!("must be \"zipmoe\", got \"{}\"", instance.problem.name()),
+        );
+    }
+    count(
+        "tensors_per_expert",
+        instance.tensors_per_expert,
+        MAX_TENSORS,
+    )?;
+    count("shards", instance.shards, MAX_SHARDS)?;
+    count("threads", instance.threads, MAX_THREADS)?;
+    let rho = instance.compression_ratio;
+    if !(rho.is_finite() && rho > 0.0 && rho <= 1.0) {
+        return fail("compression_ratio", format!("must be in (0, 1], got {rho}"));
+    }
+    positive("sm_read_s", instance.sm_read_s)?;
+    positive("decompress_s", instance.decompress_s)?;
+    if instance.experts.is_empty() {
+        return fail("experts", "at least one selected expert is required");
+    }
+    if instance.experts.len() > MAX_EXPERTS {
+        return fail(
+            "experts",
+            format!(
+                "{} experts; at most {MAX_EXPERTS} are supported",
+                instance.experts.len()
+            ),
+        );
+    }
+    let mut ids = HashSet::new();
+    for (i, e) in instance.experts.iter().enumerate() {
+        if !ids.insert(e.id) {
+            return fail(
+                format!("experts[{i}].id"),
+                format!("expert id {} is listed twice", e.id),
+            );
+        }
+        if !(e.gpu_s.is_finite() && e.gpu_s >= 0.0) {
+            return fail(
+                format!("experts[{i}].gpu_s"),
+                format!("must be finite and >= 0, got {}", e.gpu_s),
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zipmoe::model::{CompressionState, SelectedExpert};
+
+    fn valid() -> Instance {
+        Instance {
+            problem: ProblemKind::Zipmoe,
+            name: "v".into(),
+            tensors_per_expert: 1,
+            shards: 2,
+            compression_ratio: 0.5,
+            sm_read_s: 1.0,
+            decompress_s: 1.0,
+            threads: 2,
+            experts: vec![
+                SelectedExpert {
+                    id: 0,
+                    tokens: 1,
+                    gpu_s: 1.0,
+                    state: CompressionState::Missed,
+                },
+                SelectedExpert {
+                    id: 1,
+                    tokens: 1,
+                    gpu_s: 0.0,
+                    state: CompressionState::Full,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn each_rule_names_its_field() {
+        assert_eq!(validate(&valid()), Ok(()));
+        type Mutation = Box<dyn Fn(&mut Instance)>;
+        let cases: Vec<(Mutation, &str)> = vec![
+            (Box::new(|i| i.problem = ProblemKind::Prism), "problem"),
+            (Box::new(|i| i.shards = 0), "shards"),
+            (Box::new(|i| i.threads = 0), "threads"),
+            (
+                Box::new(|i| i.tensors_per_expert = 65),
+                "tensors_per_expert",
+            ),
+            (Box::new(|i| i.compression_ratio = 1.5), "compression_ratio"),
+            (Box::new(|i| i.sm_read_s = f64::NAN), "sm_read_s"),
+            (Box::new(|i| i.decompress_s = 0.0), "decompress_s"),
+            (Box::new(|i| i.experts.clear()), "experts"),
+            (Box::new(|i| i.experts[1].id = 0), "experts[1].id"),
+            (Box::new(|i| i.experts[0].gpu_s = -1.0), "experts[0].gpu_s"),
+        ];
+        for (mutate, field) in cases {
+            let mut i = valid();
+            mutate(&mut i);
+            assert_eq!(validate(&i).unwrap_err().field, field);
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! ZipMoE's cache-affinity scheduler (App. A, Alg. 1), its baselines, and an exhaustive search
+//! for the optimal makespan of tiny layers. Every method returns a [`Priority`] (or, for the
+//! exhaustive search, an I/O order and a decompression order) that the one evaluator
+//! ([`Simulator`]) turns into a schedule.
+//!
+//! ## Alg. 1 as implemented ([`cache_affinity`])
+//! * Line 3: Type-I tasks read their SM-chunk (missed, E-cached), type-II ones do not
+//!   (compressed, SM-cached); full experts are no task (Sec. 3.3, Def. B.2).
+//! * Lines 4-5: sigma_I, sigma_II sort by p_{n(j)} non-increasing; ties by expert position in
+//!   the instance, then tensor, which keeps the tasks of an expert consecutive.
+//! * Lines 7-10: while sigma_I is not empty, its head is the base of a new block B.
+//! * Line 8, U = (sigma_II, sigma_I): the remaining type-II tasks, then the remaining type-I
+//!   ones. Reading: the pseudocode lets a block absorb type-I tasks once type II runs out;
+//!   Sec. 3.3's text stops "when all Type-II tasks have been considered". The default
+//!   [`Candidates::Algorithm1`] follows the pseudocode; [`Candidates::TypeIIOnly`] the text.
+//!   A task placed in B leaves sigma_I / sigma_II (otherwise line 7 would not terminate).
+//! * Line 11, "compute-dominant" (Def. A.1; Sec. 3.3 "the completion time of the l-th earliest
+//!   decompression thread lags behind the I/O thread by at least (l rho / K) u", the garbled
+//!   "(l-p)/K u" of the text and "k rho/K u" of (1) read as l rho u / K): with the blocks built
+//!   so far and B simulated together (the execution is work-conserving across blocks, App. A),
+//!   the sorted thread completion times F^(1) <= ... <= F^(L) satisfy
+//!   F^(l) - F_I/O >= l rho u / K for l = 1..min{L, K}.
+//! * Line 13, "the earliest position in B that introduces no additional idle period on any
+//!   thread": positions 0..=|B| are tried in order; a position is accepted when the charge
+//!   Delta (Def. B.1, total idle time of the decompression threads before their operations;
+//!   Sec. 3.3 speaks of "idle time on the decompression threads") of the simulated prefix does
+//!   not exceed the charge without j*. Reading: "no additional idle" as "Delta does not grow",
+//!   since threads are interchangeable and a per-thread comparison depends on the assignment.
+//! * Lines 14-19: otherwise j* goes right after the last type-II task of B with
+//!   p >= p_{j*} (line 16; Sec. 3.3 "after all Type-II tasks with more token requests"), or, if
+//!   B holds no type-II task, after the last type-I task with p >= p_{j*} (line 18). Reading:
+//!   when no task of that type has p >= p_{j*}, j* goes just before the first task of that
+//!   type (it has more tokens than all of them).
+//! * Lines 21-24: j* leaves U; the block closes when U is empty or B is compute-dominant.
+//! * Reading: type-II tasks still unplaced when sigma_I runs out (possible under
+//!   [`Candidates::TypeIIOnly`], or when there is no type-I task at all) form a last block in
+//!   sigma_II order; the pseudocode leaves them out, which would not reconstruct them.
+//!
+//! ## Baselines
+//! Each task is its own block (its E-chunks, then its SM-chunk, then the next task's):
+//! [`fifo`] (instance order, i.e. the gate's), [`type1_first`] (type-I tasks first, each type
+//! in instance order), [`random_order`] (seeded shuffle).
+//!
+//! ## Exhaustive search ([`exhaustive`])
+//! Enumerates every I/O order and every decompression order and evaluates each pair in the
+//! evaluator's sequence mode (reads back to back, decompressions by serial generation on the
+//! earliest free thread, GPU work-conserving). Why this finds an optimum: take an optimal
+//! schedule S*. (1) Reads have no predecessors, so running S*'s reads back to back in its order
+//! completes each no later. (2) Decompressions have equal durations c on identical threads;
+//! serial generation in S*'s start order starts the k-th at max(release, earliest free thread)
+//! <= S*'s start: by induction every earlier one finishes no later than in S*, and at S*'s start
+//! of the k-th at most L - 1 earlier ones still run in S* (one thread is the k-th's), so at most
+//! L - 1 threads are busy then in the generated schedule too. (3) On the single GPU, any
+//! work-conserving order reaches the least makespan for the given ready times (1|r_j|C_max:
+//! the machine idles only when all released work is done), and earlier ready times never hurt.
+//! So the pair (S*'s read order, S*'s start order) is evaluated to at most OPT. Symmetry: the K
+//! shards of a tensor are interchangeable, so reads and decompressions of one tensor go in shard
+//! order (see formulations::zipmoe::milp); the enumeration is over multiset interleavings.
+//! Branch and bound prunes a decompression prefix when every unfinished tensor's completion
+//! (no earlier than max(its next shard's release, the earliest free thread) + c) plus its
+//! expert's p, or a finished tensor's completion plus p, reaches the incumbent.
+
+use std::collections::VecDeque;
+
+use formulations::zipmoe::{DecompOp, Instance, IoOp, Priority, Schedule, Simulator, TaskType};
+use formulations::Error;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+/// Which tasks Alg. 1 lets into a block after its base (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Candidates {
+    /// U = (sigma_II, sigma_I) as in Alg. 1, line 8.
+    #[default]
+    Algorithm1,
+    /// Only type-II tasks, as in Sec. 3.3's text.
+    TypeIIOnly,
+}
+
+/// One block built by Alg. 1.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockTrace {
+    /// Its tasks in priority order (indices into `Instance::tasks`).
+    pub tasks: Vec<usize>,
+    /// The base (line 10).
+    pub base: usize,
+    /// Tasks placed by the fallback of lines 14-19.
+    pub fallback_insertions: usize,
+    /// Whether the block closed compute-dominant (Def. A.1) rather than out of candidates.
+    pub compute_dominant: bool,
+}
+
+/// Alg. 1's output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CacheAffinity {
+    /// The blocks as a priority for the evaluator.
+    pub priority: Priority,
+    /// How each block was built.
+    pub blocks: Vec<BlockTrace>,
+}
+
+fn sorted_by_p(sim: &Simulator, kind: TaskType) -> VecDeque<usize> {
+    let instance = sim.instance();
+    let tasks = sim.tasks();
+    let mut v: Vec<usize> = (0..tasks.len())
+        .filter(|&t| instance.state_of(tasks[t]).task_type() == Some(kind))
+        .collect();
+    v.sort_by(|&a, &b| {
+        let (ea, eb) = (tasks[a].expert, tasks[b].expert);
+        instance.experts[eb]
+            .gpu_s
+            .total_cmp(&instance.experts[ea].gpu_s)
+            .then(ea.cmp(&eb))
+            .then(tasks[a].tensor.cmp(&tasks[b].tensor))
+    });
+    v.into()
+}
+
+/// Def. A.1 on the simulated prefix.
+fn compute_dominant(sim: &Simulator, blocks: &[Vec<usize>]) -> bool {
+    let s = sim.summary(blocks);
+    let instance = sim.instance();
+    let mut ends = s.thread_ends_s;
+    ends.sort_by(f64::total_cmp);
+    let e = instance.e_read_s();
+    let tol = 1e-9 * (s.io_end_s + instance.decompress_s);
+    (1..=instance.threads.min(instance.shards) as usize)
+        .all(|l| ends[l - 1] - s.io_end_s >= l as f64 * e - tol)
+}
+
+/// Alg. 1 (App. A): the cache-affinity blocks.
+pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffinity {
+    let sim = Simulator::new(instance);
+    let tasks = sim.tasks();
+    let p = |t: usize| instance.experts[tasks[t].expert].gpu_s;
+    let kind = |t: usize| instance.state_of(tasks[t]).task_type();
+    let mut sigma_1 = sorted_by_p(&sim, TaskType::I);
+    let mut sigma_2 = sorted_by_p(&sim, TaskType::II);
+    let mut done: Vec<Vec<usize>> = Vec::new();
+    let mut traces = Vec::new();
+    while let Some(base) = sigma_1.pop_front() {
+        let mut block = vec![base];
+        let mut fallback_insertions = 0;
+        let mut dominant;
+        loop {
+            done.push(block.clone());
+            dominant = compute_dominant(&sim, &done);
+            let before = sim.summary(&done).charge_s;
+            done.pop();
+            if dominant {
+                break;
+            }
+            // Line 12: the head of U = (sigma_II, sigma_I).
+            let j = match (sigma_2.pop_front(), candidates) {
+                (Some(j), _) => j,
+                (None, Candidates::Algorithm1) => match sigma_1.pop_front() {
+                    Some(j) => j,
+                    None => break,
+                },
+                (None, Candidates::TypeIIOnly) => break,
+            };
+            let tol = 1e-9 * (before + instance.sm_read_s + instance.decompress_s);
+            let mut position = None;
+            for pos in 0..=block.len() {
+                let mut trial = block.clone();
+                trial.insert(pos, j);
+                done.push(trial);
+                let charge = sim.summary(&done).charge_s;
+                done.pop();
+                if charge <= before + tol {
+                    position = Some(pos);
+                    break;
+                }
+            }
+            let pos = position.unwrap_or_else(|| {
+                fallback_insertions += 1;
+                let ty = if block.iter().any(|&t| kind(t) == Some(TaskType::II)) {
+                    TaskType::II
+                } else {
+                    TaskType::I
+                };
+                let of_type: Vec<usize> = (0..block.len())
+                    .filter(|&i| kind(block[i]) == Some(ty))
+                    .collect();
+                match of_type.iter().rev().find(|&&i| p(block[i]) >= p(j)) {
+                    Some(&i) => i + 1,
+                    None => of_type[0],
+                }
+            });
+            block.insert(pos, j);
+        }
+        traces.push(BlockTrace {
+            tasks: block.clone(),
+            base,
+            fallback_insertions,
+            compute_dominant: dominant,
+        });
+        done.push(block);
+    }
+    if !sigma_2.is_empty() {
+        let rest: Vec<usize> = sigma_2.into_iter().collect();
+        traces.push(BlockTrace {
+            tasks: rest.clone(),
+            base: rest[0],
+            fallback_insertions: 0,
+            compute_dominant: compute_dominant(&sim, &[done.clone(), vec![rest.clone()]].concat()),
+        });
+        done.push(rest);
+    }
+    CacheAffinity {
+        priority: Priority { blocks: done },
+        blocks: traces,
+    }
+}
+
+/// Baseline FIFO: tasks in instance (gate) order, one block each.
+pub fn fifo(instance: &Instance) -> Priority {
+    let n = instance.tasks().len();
+    Priority::singletons(&(0..n).collect::<Vec<_>>())
+}
+
+/// Baseline: type-I tasks first, then type II, each in instance order, one block each.
+pub fn type1_first(instance: &Instance) -> Priority {
+    let tasks = instance.tasks();
+    let mut order: Vec<usize> = (0..tasks.len()).collect();
+    order.sort_by_key(|&t| instance.state_of(tasks[t]).task_type());
+    Priority::singletons(&order)
+}
+
+/// Baseline: a seeded uniformly random order, one block each.
+pub fn random_order(instance: &Instance, seed: u64) -> Priority {
+    let mut order: Vec<usize> = (0..instance.tasks().len()).collect();
+    order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+    Priority::singletons(&order)
+}
+
+/// Most (I/O order, decompression order) pairs [`exhaustive`] may enumerate (before pruning).
+pub const EXHAUSTIVE_MAX_PAIRS: f64 = 2e7;
+
+/// The number of (I/O order, decompression order) pairs of an instance (multiset
+/// interleavings with shards in order), as a float (it can be huge).
+pub fn exhaustive_pairs(instance: &Instance) -> f64 {
+    let sim = Simulator::new(instance);
+    let k = instance.shards as usize;
+    let mut io_counts = Vec::new();
+    let mut d_counts = Vec::new();
+    for t in 0..sim.tasks().len() {
+        if sim.reads_e(t) {
+            io_counts.push(k);
+        }
+        if sim.reads_sm(t) {
+            io_counts.push(1);
+        }
+        d_counts.push(k);
+    }
+    multinomial(&io_counts) * multinomial(&d_counts)
+}
+
+fn multinomial(counts: &[usize]) -> f64 {
+    let mut result = 1.0;
+    let mut total = 0usize;
+    for &c in counts {
+        for i in 1..=c {
+            total += 1;
+            result *= total as f64 / i as f64;
+        }
+    }
+    result.round()
+}
+
+/// The optimal schedule of a tiny layer, by enumeration (see the module doc for why it is
+/// exact). [`Error::TooLarge`] beyond [`EXHAUSTIVE_MAX_PAIRS`].
+pub fn exhaustive(instance: &Instance) -> Result<Schedule, Error> {
+    let pairs = exhaustive_pairs(instance);
+    if pairs > EXHAUSTIVE_MAX_PAIRS {
+        return Err(Error::TooLarge(format!(
+            "exhaustive search: {pairs:.3e} (I/O, decompression) order pairs; at most \
+             {EXHAUSTIVE_MAX_PAIRS:.0e}"
+        )));
+    }
+    let sim = Simulator::new(instance);
+    let mut search = Search::new(&sim);
+    search.io_level();
+    let (io, decomp) = search.best_orders.expect("at least one pair is evaluated");
+    sim.sequence(&io, &decomp)
+}
+
+/// State of the exhaustive search.
+struct Search<'a> {
+    sim: &'a Simulator<'a>,
+    k: usize,
+    c: f64,
+    p: Vec<f64>,
+    full_p: Vec<f64>,
+    expert_of: Vec<usize>,
+    e_left: Vec<usize>,
+    sm_left: Vec<bool>,
+    io: Vec<IoOp>,
+    time: f64,
+    e_done: Vec<f64>,
+    sm_done: Vec<f64>,
+    next_shard: Vec<usize>,
+    task_end: Vec<f64>,
+    free: Vec<f64>,
+    decomp: Vec<DecompOp>,
+    best: f64,
+    best_orders: Option<(Vec<IoOp>, Vec<DecompOp>)>,
+}
+
+impl<'a> Search<'a> {
+    fn new(sim: &'a Simulator<'a>) -> Self {
+        let instance = sim.instance();
+        let n = sim.tasks().len();
+        let k = instance.shards as usize;
+        let expert_of: Vec<usize> = sim.tasks().iter().map(|t| t.expert).collect();
+        Search {
+            sim,
+            k,
+            c: instance.decompress_s,
+            p: instance.experts.iter().map(|e| e.gpu_s).collect(),
+            full_p: instance
+                .experts
+                .iter()
+                .filter(|e| !e.state.decompresses())
+                .map(|e| e.gpu_s)
+                .collect(),
+            expert_of,
+            e_left: (0..n).map(|t| if sim.reads_e(t) { k } else { 0 }).collect(),
+            sm_left: (0..n).map(|t| sim.reads_sm(t)).collect(),
+            io: Vec::new(),
+            time: 0.0,
+            e_done: vec![0.0; n * k],
+            sm_done: vec![0.0; n],
+            next_shard: vec![0; n],
+            task_end: vec![0.0; n],
+            free: vec![0.0; (instance.threads as usize).min(n * k).max(1)],
+            decomp: Vec::new(),
+            best: f64::INFINITY,
+            best_orders: None,
+        }
+    }
+
+    fn io_level(&mut self) {
+        let n = self.e_left.len();
+        let mut any = false;
+        let e_time = self.sim.instance().e_read_s();
+        let u = self.sim.instance().sm_read_s;
+        for t in 0..n {
+            if self.e_left[t] > 0 {
+                any = true;
+                let shard = self.k - self.e_left[t];
+                self.e_left[t] -= 1;
+                let saved = self.time;
+                self.time += e_time;
+                self.e_done[t * self.k + shard] = self.time;
+                self.io.push(IoOp::E {
+                    task: t,
+                    shard: shard as u32,
+                });
+                self.io_level();
+                self.io.pop();
+                self.time = saved;
+                self.e_left[t] += 1;
+            }
+            if self.sm_left[t] {
+                any = true;
+                self.sm_left[t] = false;
+                let saved = self.time;
+                self.time += u;
+                self.sm_done[t] = self.time;
+                self.io.push(IoOp::Sm { task: t });
+                self.io_level();
+                self.io.pop();
+                self.time = saved;
+                self.sm_left[t] = true;
+            }
+        }
+        if !any {
+            for t in 0..n {
+                self.task_end[t] = if self.sim.reads_sm(t) {
+                    self.sm_done[t]
+                } else {
+                    0.0
+                };
+            }
+            self.decomp_level();
+        }
+    }
+
+    fn release(&self, t: usize, shard: usize) -> f64 {
+        if self.sim.reads_e(t) {
+            self.e_done[t * self.k + shard]
+        } else {
+            0.0
+        }
+    }
+
+    fn bound(&self) -> f64 {
+        let earliest = self.free.iter().copied().fold(f64::INFINITY, f64::min);
+        let mut lb = 0.0f64;
+        for t in 0..self.next_shard.len() {
+            let done = if self.next_shard[t] < self.k {
+                let r = self.release(t, self.next_shard[t]).max(earliest);
+                (r + self.c).max(self.task_end[t])
+            } else {
+                self.task_end[t]
+            };
+            lb = lb.max(done + self.p[self.expert_of[t]]);
+        }
+        lb
+    }
+
+    fn decomp_level(&mut self) {
+        if self.bound() >= self.best {
+            return;
+        }
+        let n = self.next_shard.len();
+        let mut any = false;
+        for t in 0..n {
+            let shard = self.next_shard[t];
+            if shard >= self.k {
+                continue;
+            }
+            any = true;
+            let (thread, &f) = self
+                .free
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .expect("a thread");
+            let start = f.max(self.release(t, shard));
+            let saved_end = self.task_end[t];
+            self.free[thread] = start + self.c;
+            self.task_end[t] = saved_end.max(start + self.c);
+            self.next_shard[t] += 1;
+            self.decomp.push(DecompOp {
+                task: t,
+                shard: shard as u32,
+            });
+            self.decomp_level();
+            self.decomp.pop();
+            self.next_shard[t] -= 1;
+            self.task_end[t] = saved_end;
+            self.free[thread] = f;
+        }
+        if !any {
+            let makespan = self.gpu_makespan();
+            if makespan < self.best {
+                self.best = makespan;
+                self.best_orders = Some((self.io.clone(), self.decomp.clone()));
+            }
+        }
+    }
+
+    /// Work-conserving GPU in ready-time order (optimal for 1|r_j|C_max).
+    fn gpu_makespan(&self) -> f64 {
+        let mut ready: Vec<(f64, f64)> = self.full_p.iter().map(|&p| (0.0, p)).collect();
+        let mut per_expert: Vec<Option<f64>> = vec![None; self.p.len()];
+        for (t, &end) in self.task_end.iter().enumerate() {
+            let e = &mut per_expert[self.expert_of[t]];
+            *e = Some(e.map_or(end, |x| x.max(end)));
+        }
+        for (n, r) in per_expert.iter().enumerate() {
+            if let Some(r) = r {
+                ready.push((*r, self.p[n]));
+            }
+        }
+        ready.sort_by(|a, b| a.0.total_cmp(&b.0));
+        ready.iter().fold(0.0, |time: f64, &(r, p)| time.max(r) + p)
+    }
+}

@@ -1,0 +1,246 @@
+//! The ZipMoE scheduling claims (paper 003, App. B) as hypotheses checked layer by layer.
+//!
+//! ## Optima
+//! OPT comes from [`algorithms::exhaustive`] when the layer has at most
+//! [`algorithms::EXHAUSTIVE_MAX_PAIRS`] (I/O order, decompression order) pairs (status
+//! `exhaustive`), otherwise from the MILP (a proved optimum only with status `optimal`; else
+//! the instance is inconclusive). Ratio claims pass or fail only against a proved optimum.
+//!
+//! ## The claims (ids `zipmoe/...`)
+//! 1. `thm31-ratio`, Thm. 3.1 / B.7: the makespan of Alg. 1 (App. A; [`algorithms::cache_affinity`]
+//!    with U = (sigma_II, sigma_I), executed by the evaluator) is at most (3 - 1/L) OPT.
+//! 2. `lemmab3-lower-bound`, Lemma B.3 (4): max{I, C/L, P, Z} <= OPT, with Z the longest
+//!    critical path of Def. B.2 (3) (see formulations::zipmoe::bounds: (3) can exceed the true
+//!    shortest completion of a task when L < K, so this may fail). The note names the terms
+//!    above OPT.
+//!
+//! ## Margins
+//! Both claims are inequalities a <= b judged with the tolerance t = 1e-12 + 1e-9 max(a, b):
+//! raw slack r = b - a, a fail exactly when r + t < 0. The margin is (r + t) / OPT on a fail,
+//! (r - t) / OPT when r > t, and none inside the band [-t, t] (equality within tolerance) or
+//! when OPT <= 1e-12. For `thm31-ratio` (a = ALG, b = (3 - 1/L) OPT) it is the bound minus the
+//! ratio, moved towards 0 by t / OPT; for `lemmab3-lower-bound` (a = LB, b = OPT) it is
+//! 1 - LB / OPT moved the same way.
+
+use formulations::milp::MilpStatus;
+use formulations::zipmoe::{lower_bound, Instance, Schedule, Simulator, ZipMoeMilp};
+use formulations::Error;
+use serde_json::json;
+
+use super::algorithms::{self, Candidates};
+use super::generate::{generate, GeneratorConfig, Preset};
+use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome, ReferenceKind};
+
+/// The paper's file.
+pub const PAPER: &str = "003_f13bf7f446ba8bd3.txt";
+
+/// One registered ZipMoE claim.
+pub type ZipClaim = Claim<Instance>;
+
+const TINY: &str = "tiny: tiny preset (1-3 selected experts of 3, N = 1, K in 1..2, L in 1..2, \
+    random states, rho in [0.3, 0.7], u in [1, 2], c in [1, 3] u / K, p = 0.5 + 0.5 tokens)";
+
+/// Every ZipMoE scheduling claim.
+pub fn registry() -> Vec<ZipClaim> {
+    vec![
+        ZipClaim {
+            info: ClaimInfo {
+                id: "zipmoe/thm31-ratio",
+                paper: PAPER,
+                place: "Thm. 3.1 (Sec. 3.3), restated and proved as Thm. B.7 (App. B)",
+                statement: "The makespan of ZipMoE's cache-affinity scheduler satisfies \
+                    ALG <= (3 - 1/L) OPT",
+                measured: "makespan of Alg. 1's blocks executed work-conservingly / optimal \
+                    makespan (exhaustive search or the MILP)",
+                bound: "ratio <= 3 - 1/L",
+                family: TINY,
+            },
+            family: family_tiny,
+            check: check_thm31,
+        },
+        ZipClaim {
+            info: ClaimInfo {
+                id: "zipmoe/lemmab3-lower-bound",
+                paper: PAPER,
+                place: "Lemma B.3 (4), with Def. B.2 (3)",
+                statement: "OPT >= max{I, C/L, P, Z}: total I/O, decompression work per \
+                    thread, GPU work and the longest single-task critical path",
+                measured: "max{I, C/L, P, Z} / optimal makespan",
+                bound: "<= 1",
+                family: TINY,
+            },
+            family: family_tiny,
+            check: check_lemma_b3,
+        },
+    ]
+}
+
+/// The `tiny` family: the tiny preset at `seed`.
+pub fn family_tiny(seed: u64) -> Instance {
+    generate(&GeneratorConfig::preset(Preset::Tiny), seed)
+}
+
+/// A proved optimum: its makespan, schedule and how it was proved.
+#[derive(Debug, Clone)]
+pub struct Optimum {
+    /// The optimal makespan, seconds.
+    pub makespan_s: f64,
+    /// An optimal schedule.
+    pub schedule: Schedule,
+    /// `exhaustive` or `optimal` (MILP).
+    pub status: String,
+}
+
+/// OPT by exhaustive search within its limit, else by the MILP. `Ok(Err(status))` when the
+/// MILP stopped without proving optimality.
+pub fn optimum(
+    instance: &Instance,
+    options: &CheckOptions,
+) -> Result<Result<Optimum, String>, Error> {
+    if algorithms::exhaustive_pairs(instance) <= algorithms::EXHAUSTIVE_MAX_PAIRS {
+        let schedule = algorithms::exhaustive(instance)?;
+        return Ok(Ok(Optimum {
+            makespan_s: schedule.makespan_s,
+            schedule,
+            status: "exhaustive".into(),
+        }));
+    }
+    let solved = ZipMoeMilp::build(instance)?.solve(instance, &options.solve)?;
+    match (solved.solution.status, solved.schedule) {
+        (MilpStatus::Optimal, Some(schedule)) => Ok(Ok(Optimum {
+            makespan_s: schedule.makespan_s,
+            schedule,
+            status: "optimal".into(),
+        })),
+        (status, _) => Ok(Err(status.to_string())),
+    }
+}
+
+fn inconclusive(note: String, status: Option<String>) -> Check {
+    Check {
+        outcome: Outcome::Inconclusive,
+        value: None,
+        reference: None,
+        reference_kind: ReferenceKind::None,
+        solver_status: status,
+        ratio: None,
+        bound: None,
+        note,
+        witness: None,
+        margin: None,
+    }
+}
+
+/// Outcome and margin of a <= b (module doc).
+fn judge(a: f64, b: f64, opt: f64) -> (Outcome, Option<f64>) {
+    let t = 1e-12 + 1e-9 * a.abs().max(b.abs());
+    let r = b - a;
+    let outcome = if r + t < 0.0 {
+        Outcome::Fail
+    } else {
+        Outcome::Pass
+    };
+    let margin = if opt <= 1e-12 {
+        (outcome == Outcome::Fail).then_some((r + t) / 1e-12)
+    } else if r + t < 0.0 {
+        Some((r + t) / opt)
+    } else if r > t {
+        Some((r - t) / opt)
+    } else {
+        None
+    };
+    (outcome, margin)
+}
+
+fn with_optimum(
+    instance: &Instance,
+    options: &CheckOptions,
+    f: impl FnOnce(Optimum) -> Check,
+) -> Check {
+    match optimum(instance, options) {
+        Ok(Ok(opt)) => f(opt),
+        Ok(Err(status)) => inconclusive(
+            format!("the MILP stopped without a proved optimum ({status})"),
+            Some(status),
+        ),
+        Err(e) => inconclusive(format!("no optimum: {e}"), None),
+    }
+}
+
+fn check_thm31(instance: &Instance, options: &CheckOptions) -> Check {
+    with_optimum(instance, options, |opt| {
+        let blocks = algorithms::cache_affinity(instance, Candidates::Algorithm1);
+        let alg = match Simulator::new(instance).run(&blocks.priority) {
+            Ok(s) => s,
+            Err(e) => return inconclusive(format!("evaluator refused Alg. 1's order: {e}"), None),
+        };
+        let bound = 3.0 - 1.0 / f64::from(instance.threads);
+        let (outcome, margin) = judge(alg.makespan_s, bound * opt.makespan_s, opt.makespan_s);
+        let ratio = (opt.makespan_s > 1e-12).then(|| alg.makespan_s / opt.makespan_s);
+        Check {
+            outcome,
+            value: Some(alg.makespan_s),
+            reference: Some(opt.makespan_s),
+            reference_kind: ReferenceKind::Optimum,
+            solver_status: Some(opt.status.clone()),
+            ratio,
+            bound: Some(bound),
+            note: format!(
+                "ALG {:.6e} s, OPT {:.6e} s, ratio {}, bound 3 - 1/{} = {bound:.4}, {} blocks",
+                alg.makespan_s,
+                opt.makespan_s,
+                ratio.map_or("-".into(), |r| format!("{r:.4}")),
+                instance.threads,
+                blocks.blocks.len()
+            ),
+            witness: (outcome == Outcome::Fail).then(|| {
+                json!({ "blocks": blocks.priority.blocks, "alg_gantt": alg.rows,
+                        "optimal_gantt": opt.schedule.rows })
+            }),
+            margin,
+        }
+    })
+}
+
+fn check_lemma_b3(instance: &Instance, options: &CheckOptions) -> Check {
+    with_optimum(instance, options, |opt| {
+        let lb = lower_bound(instance);
+        let (outcome, margin) = judge(lb.value_s, opt.makespan_s, opt.makespan_s);
+        let o = opt.makespan_s;
+        let over: Vec<&str> = [
+            ("I", lb.io_s),
+            ("C/L", lb.compute_per_thread_s),
+            ("P", lb.token_s),
+            ("Z", lb.critical_path_s),
+        ]
+        .iter()
+        .filter(|(_, v)| judge(*v, o, o).0 == Outcome::Fail)
+        .map(|(n, _)| *n)
+        .collect();
+        Check {
+            outcome,
+            value: Some(lb.value_s),
+            reference: Some(o),
+            reference_kind: ReferenceKind::Optimum,
+            solver_status: Some(opt.status.clone()),
+            ratio: (o > 1e-12).then(|| lb.value_s / o),
+            bound: Some(1.0),
+            note: format!(
+                "LB {:.6e} s (I {:.3e}, C/L {:.3e}, P {:.3e}, Z {:.3e}), OPT {o:.6e} s{}",
+                lb.value_s,
+                lb.io_s,
+                lb.compute_per_thread_s,
+                lb.token_s,
+                lb.critical_path_s,
+                if over.is_empty() {
+                    String::new()
+                } else {
+                    format!("; above OPT: {}", over.join(", "))
+                }
+            ),
+            witness: (outcome == Outcome::Fail)
+                .then(|| json!({ "lower_bound": lb, "optimal_gantt": opt.schedule.rows })),
+            margin,
+        }
+    })
+}

@@ -1,0 +1,312 @@
+//! The functions the command line calls for ZipMoE, each returning a serialisable report
+//! (stable field names, units in the names, the moe-opt version and the instance's hash) with
+//! a `text()` rendering for humans.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use formulations::zipmoe::{lower_bound, GanttRow, Instance, LowerBound, ZipMoeMilp};
+use formulations::Error;
+use serde::Serialize;
+
+use super::generate::{self, GeneratorConfig, ImportConfig, Preset};
+use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions};
+use crate::report::{canonical_sha256, VERSION};
+
+/// Identity and size of a layer.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayerInfo {
+    /// The instance's `name`.
+    pub name: String,
+    /// SHA-256 of its canonical JSON.
+    pub sha256: String,
+    /// Selected experts.
+    pub experts: usize,
+    /// Reconstruction tasks (tensors of non-full experts).
+    pub tasks: usize,
+    /// N, K, L.
+    pub tensors_per_expert: u32,
+    /// K.
+    pub shards: u32,
+    /// L.
+    pub threads: u32,
+    /// Experts per state, in the order missed, compressed, sm_cached, e_cached, full.
+    pub states: [usize; 5],
+}
+
+impl LayerInfo {
+    /// Describes an instance.
+    pub fn new(instance: &Instance) -> Self {
+        let mut states = [0; 5];
+        for e in &instance.experts {
+            states[e.state as usize] += 1;
+        }
+        LayerInfo {
+            name: instance.name.clone(),
+            sha256: canonical_sha256(instance),
+            experts: instance.experts.len(),
+            tasks: instance.tasks().len(),
+            tensors_per_expert: instance.tensors_per_expert,
+            shards: instance.shards,
+            threads: instance.threads,
+            states,
+        }
+    }
+}
+
+/// Output of `generate` and `import`: the instance and where it came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstanceReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The layer.
+    pub layer: LayerInfo,
+    /// Preset name or source file.
+    pub source: String,
+    /// Seed of the draws.
+    pub seed: u64,
+    /// The instance itself (write it to a file to solve it).
+    pub instance: Instance,
+}
+
+impl InstanceReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let l = &self.layer;
+        format!(
+            "{} ({}, seed {}): {} experts (M/C/S/E/F = {:?}), {} tasks, N = {}, K = {}, L = {}\n",
+            l.name,
+            self.source,
+            self.seed,
+            l.experts,
+            l.states,
+            l.tasks,
+            l.tensors_per_expert,
+            l.shards,
+            l.threads
+        )
+    }
+}
+
+/// A layer from a preset name and a seed.
+pub fn generate(preset: &str, seed: u64) -> Result<InstanceReport, Error> {
+    let p: Preset = preset.parse().map_err(|e: String| Error::Invalid {
+        path: "<command line>".into(),
+        field: "preset".into(),
+        reason: e,
+    })?;
+    generate_with(&GeneratorConfig::preset(p), p.name(), seed)
+}
+
+/// A layer from a generator configuration and a seed.
+pub fn generate_with(
+    config: &GeneratorConfig,
+    source: &str,
+    seed: u64,
+) -> Result<InstanceReport, Error> {
+    let instance = generate::try_generate(config, seed)?;
+    Ok(InstanceReport {
+        moe_opt_version: VERSION,
+        layer: LayerInfo::new(&instance),
+        source: source.into(),
+        seed,
+        instance,
+    })
+}
+
+/// A layer from an activation-counts file.
+pub fn import(path: &Path, config: &ImportConfig) -> Result<InstanceReport, Error> {
+    let instance = generate::import(path, config)?;
+    Ok(InstanceReport {
+        moe_opt_version: VERSION,
+        layer: LayerInfo::new(&instance),
+        source: path.display().to_string(),
+        seed: config.seed,
+        instance,
+    })
+}
+
+/// One method's line.
+#[derive(Debug, Clone, Serialize)]
+pub struct MethodReport {
+    /// The method.
+    pub method: Method,
+    /// The evaluator's makespan, seconds (null without a schedule).
+    pub makespan_s: Option<f64>,
+    /// makespan / reference (see the report's `reference`).
+    pub ratio: Option<f64>,
+    /// Completion of the I/O thread, seconds.
+    pub io_end_s: Option<f64>,
+    /// Delta of Def. B.1, seconds.
+    pub charge_s: Option<f64>,
+    /// Blocks (Alg. 1).
+    pub blocks: Option<usize>,
+    /// Wall-clock seconds of the method.
+    pub runtime_s: f64,
+    /// The MILP's status, objective, bound and gap.
+    pub exact: Option<ExactReport>,
+}
+
+impl MethodReport {
+    fn new(run: &MethodRun, reference: Reference) -> Self {
+        let s = run.schedule.as_ref();
+        MethodReport {
+            method: run.method,
+            makespan_s: s.map(|s| s.makespan_s),
+            ratio: s.and_then(|s| reference.ratio(s.makespan_s)),
+            io_end_s: s.map(|s| s.io_end_s),
+            charge_s: s.map(|s| s.charge_s),
+            blocks: run.blocks,
+            runtime_s: run.runtime_s,
+            exact: run.exact.clone(),
+        }
+    }
+
+    fn line(&self) -> String {
+        let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6e}"));
+        let mut s = format!(
+            "{:<20} makespan {} s  ratio {}",
+            self.method.name(),
+            f(self.makespan_s),
+            self.ratio.map_or("-".into(), |r| format!("{r:.4}"))
+        );
+        if let Some(e) = &self.exact {
+            let _ = write!(
+                s,
+                "  [{}; bound {} s, gap {}]",
+                e.status,
+                f(e.best_bound_s),
+                f(e.gap)
+            );
+        }
+        s
+    }
+}
+
+/// Output of `solve`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SolveReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The layer.
+    pub layer: LayerInfo,
+    /// The method's line (ratio null).
+    pub result: MethodReport,
+    /// Lemma B.3's terms.
+    pub lower_bound: LowerBound,
+    /// The Gantt chart of the schedule.
+    pub gantt: Vec<GanttRow>,
+}
+
+impl SolveReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        format!(
+            "{}\n{}\nLemma B.3 lower bound {:.6e} s (I {:.3e}, C/L {:.3e}, P {:.3e}, Z {:.3e})\n",
+            self.layer.name,
+            self.result.line(),
+            self.lower_bound.value_s,
+            self.lower_bound.io_s,
+            self.lower_bound.compute_per_thread_s,
+            self.lower_bound.token_s,
+            self.lower_bound.critical_path_s
+        )
+    }
+}
+
+/// Runs one method.
+pub fn solve(
+    instance: &Instance,
+    method: Method,
+    options: &RunOptions,
+) -> Result<SolveReport, Error> {
+    let run = methods::run(method, instance, options)?;
+    Ok(SolveReport {
+        moe_opt_version: VERSION,
+        layer: LayerInfo::new(instance),
+        result: MethodReport::new(&run, Reference::None),
+        lower_bound: lower_bound(instance),
+        gantt: run.schedule.map(|s| s.rows).unwrap_or_default(),
+    })
+}
+
+/// Output of `compare`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The layer.
+    pub layer: LayerInfo,
+    /// What ratios are taken against.
+    pub reference: Reference,
+    /// Lemma B.3's lower bound and its terms (Z is Def. B.2's longest critical path).
+    pub lower_bound: LowerBound,
+    /// One line per method, in the order run; methods that could not run (too large) are
+    /// listed in `skipped`.
+    pub methods: Vec<MethodReport>,
+    /// Methods refused, with the reason.
+    pub skipped: Vec<(Method, String)>,
+}
+
+impl CompareReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let mut s = format!("{}\nreference: {:?}\n", self.layer.name, self.reference);
+        for m in &self.methods {
+            let _ = writeln!(s, "{}", m.line());
+        }
+        for (m, why) in &self.skipped {
+            let _ = writeln!(s, "{:<20} skipped: {why}", m.name());
+        }
+        let lb = &self.lower_bound;
+        let _ = writeln!(
+            s,
+            "Lemma B.3 lower bound {:.6e} s (I {:.3e}, C/L {:.3e}, P {:.3e}, critical path Z {:.3e})",
+            lb.value_s, lb.io_s, lb.compute_per_thread_s, lb.token_s, lb.critical_path_s
+        );
+        s
+    }
+}
+
+/// Runs several methods; exact methods that refuse the size are skipped, not fatal.
+pub fn compare(
+    instance: &Instance,
+    which: &[Method],
+    options: &RunOptions,
+) -> Result<CompareReport, Error> {
+    let mut runs = Vec::new();
+    let mut skipped = Vec::new();
+    for &m in which {
+        match methods::run(m, instance, options) {
+            Ok(r) => runs.push(r),
+            Err(Error::TooLarge(why)) => skipped.push((m, why)),
+            Err(e) => return Err(e),
+        }
+    }
+    let reference = Reference::from_runs(&runs);
+    Ok(CompareReport {
+        moe_opt_version: VERSION,
+        layer: LayerInfo::new(instance),
+        reference,
+        lower_bound: lower_bound(instance),
+        methods: runs
+            .iter()
+            .map(|r| MethodReport::new(r, reference))
+            .collect(),
+        skipped,
+    })
+}
+
+/// The MILP in CPLEX LP format.
+pub fn write_lp(instance: &Instance) -> Result<String, Error> {
+    Ok(ZipMoeMilp::build(instance)?.milp.to_lp())
+}
+
+/// A Gantt chart as CSV (header resource, operation, expert, tensor, shard, start_s, end_s).
+pub fn gantt_csv(rows: &[GanttRow]) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rows {
+        w.serialize(r).expect("rows serialise");
+    }
+    String::from_utf8(w.into_inner().expect("in-memory writer")).expect("CSV is UTF-8")
+}

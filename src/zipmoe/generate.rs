@@ -1,0 +1,590 @@
+//! Seeded ZipMoE layer instances: presets for the exact methods (`tiny`, `small`) and
+//! device-like presets for the models and device of the paper's evaluation (Sec. 5), plus an
+//! importer of real activation counts (../shared/data/README.md).
+//!
+//! ## How a layer is drawn ([`try_generate`])
+//! A batch of `batch_tokens` tokens each selects `top_k` distinct experts of the layer's
+//! `layer_experts`, uniformly (seeded ChaCha8); the selected experts are those chosen at least
+//! once, with their token counts; p_n = `gpu.base_s + gpu.per_token_s * tokens` (a linear GPU
+//! model); each expert's compression state is drawn independently from `states` (cache hit
+//! rates per pool: full F, compressed C, SM S, E E; the rest missed).
+//!
+//! ## Device presets (numbers and where they come from)
+//! * SSD read 3.5 GB/s: the Samsung 970 EVO of both testbeds (Sec. 5, "Hardware").
+//! * rho = 0.36: ZSTD shrinks BF16 MoE parameters to 68% (Sec. 2.2, Fig. 3); with the 8
+//!   sign-mantissa bits incompressible, (8 + 8 rho) / 16 = 0.68 gives rho = 0.36.
+//! * c = 2.5 u / K: Sec. 2.3 insight (I), decompressing as many bytes as an SM-chunk is slower
+//!   than reading them with 2 threads and faster with >= 3, i.e. 2 u <= K c < 3 u (Fig. 4's
+//!   numbers are not in the text); the midpoint is taken.
+//! * L = 8 threads: an assumption (the Jetson AGX Orin 64GB of Hardware 1 has 12 CPU cores,
+//!   NVIDIA's data sheet; Sec. 2.3 says 6-12 cores are typical and >= 3 threads suffice).
+//! * K = 4 shards: an assumption (the paper does not give K).
+//! * Tensor shapes from the models' public Hugging Face configs (not in the paper): Qwen1.5-
+//!   MoE-A2.7B and DeepSeek-V2-Lite, hidden 2048 and expert intermediate 1408, 3 tensors
+//!   (gate, up, down) of 2048 x 1408 BF16, so an SM-chunk is 2048 * 1408 bytes = 2,883,584 B
+//!   and u = 0.824 ms; Qwen 60 routed experts top-4, DeepSeek 64 top-6. switch-large-128: d_model
+//!   1024, d_ff 4096, 2 tensors (wi, wo), SM-chunk 4,194,304 B, u = 1.198 ms, 128 experts top-1.
+//! * GPU model: an assumption: base 85 us (streaming 3 x 5.77 MB of weights at the Orin's
+//!   204.8 GB/s, NVIDIA's data sheet) plus 1 us per token.
+//! * Batch: 16 tokens, the largest batch size of Fig. 8; cache hit rates F 0.2, C 0.1, S 0.2,
+//!   E 0.1, missed 0.4 (an assumption; the planning of App. C decides them in the paper).
+
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::str::FromStr;
+
+use formulations::zipmoe::validate::validate;
+use formulations::zipmoe::{CompressionState, Instance, SelectedExpert};
+use formulations::{Error, ProblemKind};
+use rand::Rng;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// An inclusive range a value is drawn from uniformly (equal bounds fix it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Between<T> {
+    /// Smallest value.
+    pub min: T,
+    /// Largest value.
+    pub max: T,
+}
+
+impl<T: Copy> Between<T> {
+    /// The range holding only `v`.
+    pub fn exactly(v: T) -> Self {
+        Between { min: v, max: v }
+    }
+}
+
+/// Cache hit rates: the probability that a selected expert is in each state (the rest is
+/// missed).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateRates {
+    /// Full tensors cached (pool F).
+    pub full: f64,
+    /// E- and SM-chunks cached (pool C).
+    pub compressed: f64,
+    /// SM-chunks cached (pool S).
+    pub sm_cached: f64,
+    /// E-chunks cached (pool E).
+    pub e_cached: f64,
+}
+
+impl StateRates {
+    fn check(&self, field: &str) -> Result<(), Error> {
+        let all = [self.full, self.compressed, self.sm_cached, self.e_cached];
+        let sum: f64 = all.iter().sum();
+        if all.iter().any(|r| !(0.0..=1.0).contains(r)) || sum > 1.0 + 1e-12 {
+            return Err(invalid(
+                field,
+                format!("rates must lie in [0, 1] and sum to at most 1, got {all:?}"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn draw(&self, rng: &mut ChaCha8Rng) -> CompressionState {
+        let x: f64 = rng.random();
+        let mut acc = 0.0;
+        for (rate, state) in [
+            (self.full, CompressionState::Full),
+            (self.compressed, CompressionState::Compressed),
+            (self.sm_cached, CompressionState::SmCached),
+            (self.e_cached, CompressionState::ECached),
+        ] {
+            acc += rate;
+            if x < acc {
+                return state;
+            }
+        }
+        CompressionState::Missed
+    }
+}
+
+/// p_n = base_s + per_token_s * tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuModel {
+    /// Fixed GPU time of an expert, seconds.
+    pub base_s: f64,
+    /// GPU time per routed token, seconds.
+    pub per_token_s: f64,
+}
+
+impl GpuModel {
+    /// p_n for `tokens` tokens.
+    pub fn time(&self, tokens: u32) -> f64 {
+        self.base_s + self.per_token_s * f64::from(tokens)
+    }
+}
+
+/// The device and model constants of a layer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Device {
+    /// N.
+    pub tensors_per_expert: u32,
+    /// K.
+    pub shards: u32,
+    /// L.
+    pub threads: u32,
+    /// rho.
+    pub compression_ratio: f64,
+    /// u, seconds.
+    pub sm_read_s: f64,
+    /// c, seconds.
+    pub decompress_s: f64,
+    /// p_n as a function of the tokens.
+    pub gpu: GpuModel,
+}
+
+/// Everything [`try_generate`] draws from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorConfig {
+    /// Experts per MoE layer (routed).
+    pub layer_experts: u32,
+    /// Experts each token selects.
+    pub top_k: u32,
+    /// Tokens in the batch.
+    pub batch_tokens: Between<u32>,
+    /// N.
+    pub tensors_per_expert: u32,
+    /// K.
+    pub shards: Between<u32>,
+    /// L.
+    pub threads: Between<u32>,
+    /// rho.
+    pub compression_ratio: Between<f64>,
+    /// u, seconds.
+    pub sm_read_s: Between<f64>,
+    /// c = this * u / K (Sec. 2.3 (I) suggests 2..3).
+    pub decompress_per_shard_read: Between<f64>,
+    /// p_n model.
+    pub gpu: GpuModel,
+    /// Compression states.
+    pub states: StateRates,
+}
+
+/// The generator presets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// 1-3 experts, N = 1, K <= 2, L <= 2: exhaustive search and the MILP in well under a
+    /// second.
+    Tiny,
+    /// 2-5 experts, N = 1, K = 2, L = 2: within the MILP's limits, seconds.
+    Small,
+    /// Qwen1.5-MoE-A2.7B on a Jetson AGX Orin (see the module doc), batch 16.
+    QwenOrin,
+    /// DeepSeek-V2-Lite on a Jetson AGX Orin, batch 16.
+    DeepseekOrin,
+    /// switch-large-128 on a Jetson AGX Orin, batch 16.
+    SwitchOrin,
+}
+
+impl Preset {
+    /// Every preset, smallest first.
+    pub const ALL: [Preset; 5] = [
+        Preset::Tiny,
+        Preset::Small,
+        Preset::QwenOrin,
+        Preset::DeepseekOrin,
+        Preset::SwitchOrin,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Tiny => "tiny",
+            Preset::Small => "small",
+            Preset::QwenOrin => "qwen-orin",
+            Preset::DeepseekOrin => "deepseek-orin",
+            Preset::SwitchOrin => "switch-orin",
+        }
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Preset {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Preset::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "unknown preset '{s}' (expected one of {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// SSD read bandwidth of the testbeds, bytes/s (Sec. 5).
+pub const SSD_BYTES_PER_S: f64 = 3.5e9;
+/// rho from Fig. 3's ZSTD ratio (module doc).
+pub const ORIN_RHO: f64 = 0.36;
+
+/// The Orin device constants for a model with `tensors` tensors of `sm_bytes`-byte SM-chunks.
+pub fn orin_device(tensors: u32, sm_bytes: f64) -> Device {
+    let u = sm_bytes / SSD_BYTES_PER_S;
+    let shards = 4;
+    Device {
+        tensors_per_expert: tensors,
+        shards,
+        threads: 8,
+        compression_ratio: ORIN_RHO,
+        sm_read_s: u,
+        decompress_s: 2.5 * u / f64::from(shards),
+        gpu: GpuModel {
+            base_s: 85e-6,
+            per_token_s: 1e-6,
+        },
+    }
+}
+
+/// Cache hit rates of the device presets (an assumption, module doc).
+pub const DEVICE_RATES: StateRates = StateRates {
+    full: 0.2,
+    compressed: 0.1,
+    sm_cached: 0.2,
+    e_cached: 0.1,
+};
+
+impl GeneratorConfig {
+    /// A preset's configuration.
+    pub fn preset(p: Preset) -> Self {
+        let synthetic =
+            |experts: u32, tokens: Between<u32>, shards: Between<u32>| GeneratorConfig {
+                layer_experts: experts,
+                top_k: 1,
+                batch_tokens: tokens,
+                tensors_per_expert: 1,
+                shards,
+                threads: Between { min: 1, max: 2 },
+                compression_ratio: Between { min: 0.3, max: 0.7 },
+                sm_read_s: Between { min: 1.0, max: 2.0 },
+                decompress_per_shard_read: Between { min: 1.0, max: 3.0 },
+                gpu: GpuModel {
+                    base_s: 0.5,
+                    per_token_s: 0.5,
+                },
+                states: StateRates {
+                    full: 0.1,
+                    compressed: 0.15,
+                    sm_cached: 0.25,
+                    e_cached: 0.2,
+                },
+            };
+        let device = |d: Device, experts: u32, top_k: u32| GeneratorConfig {
+            layer_experts: experts,
+            top_k,
+            batch_tokens: Between::exactly(16),
+            tensors_per_expert: d.tensors_per_expert,
+            shards: Between::exactly(d.shards),
+            threads: Between::exactly(d.threads),
+            compression_ratio: Between::exactly(d.compression_ratio),
+            sm_read_s: Between::exactly(d.sm_read_s),
+            decompress_per_shard_read: Between::exactly(2.5),
+            gpu: d.gpu,
+            states: DEVICE_RATES,
+        };
+        match p {
+            Preset::Tiny => synthetic(3, Between { min: 1, max: 4 }, Between { min: 1, max: 2 }),
+            Preset::Small => {
+                let mut c = synthetic(6, Between { min: 2, max: 6 }, Between::exactly(2));
+                c.threads = Between::exactly(2);
+                c
+            }
+            Preset::QwenOrin => device(orin_device(3, 2048.0 * 1408.0), 60, 4),
+            Preset::DeepseekOrin => device(orin_device(3, 2048.0 * 1408.0), 64, 6),
+            Preset::SwitchOrin => device(orin_device(2, 1024.0 * 4096.0), 128, 1),
+        }
+    }
+
+    /// Checks the configuration; errors name the field.
+    pub fn check(&self) -> Result<(), Error> {
+        if self.layer_experts == 0 || self.top_k == 0 || self.top_k > self.layer_experts {
+            return Err(invalid(
+                "top_k",
+                format!(
+                    "need 1 <= top_k <= layer_experts, got {} and {}",
+                    self.top_k, self.layer_experts
+                ),
+            ));
+        }
+        let ranges_u32 = [
+            ("batch_tokens", self.batch_tokens),
+            ("shards", self.shards),
+            ("threads", self.threads),
+        ];
+        for (name, r) in ranges_u32 {
+            if r.min == 0 || r.min > r.max {
+                return Err(invalid(name, format!("need 1 <= min <= max, got {r:?}")));
+            }
+        }
+        let ranges_f64 = [
+            ("compression_ratio", self.compression_ratio),
+            ("sm_read_s", self.sm_read_s),
+            ("decompress_per_shard_read", self.decompress_per_shard_read),
+        ];
+        for (name, r) in ranges_f64 {
+            if !(r.min.is_finite() && r.max.is_finite() && r.min > 0.0 && r.min <= r.max) {
+                return Err(invalid(
+                    name,
+                    format!("need 0 < min <= max, finite, got {r:?}"),
+                ));
+            }
+        }
+        let g = self.gpu;
+        if !(g.base_s >= 0.0 && g.per_token_s >= 0.0 && (g.base_s + g.per_token_s).is_finite()) {
+            return Err(invalid("gpu", "times must be finite and >= 0"));
+        }
+        self.states.check("states")
+    }
+}
+
+fn invalid(field: &str, reason: impl Into<String>) -> Error {
+    Error::Invalid {
+        path: "<generator config>".into(),
+        field: field.into(),
+        reason: reason.into(),
+    }
+}
+
+fn draw_u32(rng: &mut ChaCha8Rng, r: Between<u32>) -> u32 {
+    rng.random_range(r.min..=r.max)
+}
+
+fn draw_f64(rng: &mut ChaCha8Rng, r: Between<f64>) -> f64 {
+    if r.min == r.max {
+        r.min
+    } else {
+        rng.random_range(r.min..=r.max)
+    }
+}
+
+/// Draws one layer; the same config and seed give the same instance.
+pub fn try_generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
+    config.check()?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let tokens = draw_u32(&mut rng, config.batch_tokens);
+    let mut counts = vec![0u32; config.layer_experts as usize];
+    for _ in 0..tokens {
+        let chosen = rand::seq::index::sample(
+            &mut rng,
+            config.layer_experts as usize,
+            config.top_k as usize,
+        );
+        for e in chosen {
+            counts[e] += 1;
+        }
+    }
+    let shards = draw_u32(&mut rng, config.shards);
+    let threads = draw_u32(&mut rng, config.threads);
+    let rho = draw_f64(&mut rng, config.compression_ratio);
+    let u = draw_f64(&mut rng, config.sm_read_s);
+    let c = draw_f64(&mut rng, config.decompress_per_shard_read) * u / f64::from(shards);
+    let device = Device {
+        tensors_per_expert: config.tensors_per_expert,
+        shards,
+        threads,
+        compression_ratio: rho,
+        sm_read_s: u,
+        decompress_s: c,
+        gpu: config.gpu,
+    };
+    let instance = build(
+        format!("seed-{seed}"),
+        &device,
+        &counts,
+        &config.states,
+        &mut rng,
+    );
+    validate(&instance).map_err(|e| e.in_file("<generated>"))?;
+    Ok(instance)
+}
+
+/// [`try_generate`] for configurations known to be valid (presets).
+pub fn generate(config: &GeneratorConfig, seed: u64) -> Instance {
+    try_generate(config, seed).expect("preset configurations are valid")
+}
+
+/// The layer of the experts with a positive count (ids = positions in `counts`).
+fn build(
+    name: String,
+    d: &Device,
+    counts: &[u32],
+    states: &StateRates,
+    rng: &mut ChaCha8Rng,
+) -> Instance {
+    let experts = counts
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(id, &tokens)| SelectedExpert {
+            id: id as u32,
+            tokens,
+            gpu_s: d.gpu.time(tokens),
+            state: states.draw(rng),
+        })
+        .collect();
+    Instance {
+        problem: ProblemKind::Zipmoe,
+        name,
+        tensors_per_expert: d.tensors_per_expert,
+        shards: d.shards,
+        compression_ratio: d.compression_ratio,
+        sm_read_s: d.sm_read_s,
+        decompress_s: d.decompress_s,
+        threads: d.threads,
+        experts,
+    }
+}
+
+/// What [`import`] needs besides the counts file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportConfig {
+    /// Prompts whose counts are summed (a batch); indices into `counts`.
+    pub prompts: Vec<usize>,
+    /// MoE layer index.
+    pub layer: usize,
+    /// Device constants.
+    pub device: Device,
+    /// Cache hit rates the states are drawn from.
+    pub states: StateRates,
+    /// Seed of the state draws.
+    pub seed: u64,
+}
+
+/// `counts[prompt][layer][expert]`: tokens routed.
+pub type Counts = Vec<Vec<Vec<u32>>>;
+
+/// The counts file (`moe-activation-counts/v1`).
+#[derive(Debug, Deserialize)]
+struct CountsFile {
+    format: String,
+    model: String,
+    counts: Counts,
+}
+
+/// The device of a counts file's model (by its `model` field), if it is one of the presets'.
+pub fn device_for_model(model: &str) -> Option<Device> {
+    let m = model.to_ascii_lowercase();
+    if m.contains("qwen") || m.contains("deepseek") {
+        Some(orin_device(3, 2048.0 * 1408.0))
+    } else if m.contains("switch") {
+        Some(orin_device(2, 1024.0 * 4096.0))
+    } else {
+        None
+    }
+}
+
+/// Reads a counts file (gzip or plain JSON) and returns its model name and counts.
+pub fn read_counts(path: &Path) -> Result<(String, Counts), Error> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut s = String::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut s)
+            .map_err(io)?;
+        s
+    } else {
+        String::from_utf8(bytes)
+            .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?
+    };
+    let file: CountsFile = formulations::error::parse_json(path, &text)?;
+    if file.format != "moe-activation-counts/v1" {
+        return Err(Error::Invalid {
+            path: path.to_path_buf(),
+            field: "format".into(),
+            reason: format!("expected moe-activation-counts/v1, got {}", file.format),
+        });
+    }
+    Ok((file.model, file.counts))
+}
+
+/// One layer of a real batch: the experts the listed prompts route tokens to at `layer`, with
+/// their summed token counts, p_n from the device's GPU model, states drawn from the hit rates.
+pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
+    config.states.check("states")?;
+    let (model, counts) = read_counts(path)?;
+    let bad = |field: String, reason: String| Error::Invalid {
+        path: path.to_path_buf(),
+        field,
+        reason,
+    };
+    if config.prompts.is_empty() {
+        return Err(bad(
+            "prompts".into(),
+            "at least one prompt is required".into(),
+        ));
+    }
+    let mut sum: Vec<u32> = Vec::new();
+    for &p in &config.prompts {
+        let prompt = counts.get(p).ok_or_else(|| {
+            bad(
+                format!("counts[{p}]"),
+                format!("prompt {p} does not exist ({} prompts)", counts.len()),
+            )
+        })?;
+        let row = prompt.get(config.layer).ok_or_else(|| {
+            bad(
+                format!("counts[{p}][{}]", config.layer),
+                format!(
+                    "layer {} does not exist ({} layers)",
+                    config.layer,
+                    prompt.len()
+                ),
+            )
+        })?;
+        if sum.is_empty() {
+            sum = vec![0; row.len()];
+        }
+        if row.len() != sum.len() {
+            return Err(bad(
+                format!("counts[{p}][{}]", config.layer),
+                "rows of different lengths".into(),
+            ));
+        }
+        for (s, c) in sum.iter_mut().zip(row) {
+            *s += c;
+        }
+    }
+    if sum.iter().all(|&c| c == 0) {
+        return Err(bad(
+            format!("counts[..][{}]", config.layer),
+            "no expert is selected at this layer (a dense layer?)".into(),
+        ));
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let instance = build(
+        format!(
+            "{model} layer {} prompts {:?}",
+            config.layer, config.prompts
+        ),
+        &config.device,
+        &sum,
+        &config.states,
+        &mut rng,
+    );
+    validate(&instance).map_err(|e| e.in_file(path))?;
+    Ok(instance)
+}
