@@ -10,7 +10,8 @@
 //! * [`schedule`]: the one evaluator, a simulator returning the makespan and a Gantt chart;
 //! * [`bounds`]: Lemma B.3's lower bound and Def. B.2's critical paths;
 //! * [`milp`]: the exact makespan MILP for small instances;
-//! * [`pool`]: the cache-pool planning instance of App. C and D (counts, pool budget, grid).
+//! * [`pool`]: the cache-pool planning instance of Sec. 3.4 and App. C-D (Alg. 2, Alg. 3 and
+//!   the expected makespan Alg. 4 minimises).
 //!
 //! ## References
 //! ../shared/papers/003_f13bf7f446ba8bd3.txt: Y. Yang, Y. Zhao, P. Yang, S. Wang, Z.-H. Zhou,

@@ -526,11 +526,11 @@ pub fn phi_all(q: &[f64], top_k: usize) -> f64 {
     poisson_binomial(q).get(top_k).copied().unwrap_or(0.0)
 }
 
-/// Every hit pattern with positive weight and its probability (Alg. 4 lines 8-13 and 16-25,
-/// Sec. 3.4's conditional probability): Alg. 2 on each pool's rank interval (F, C, S, E, then
-/// the Miss Pool), weight Phi_M(k_rem) / Phi_N(k) prod_p Phi_p(h_p) for k_rem = k - sum_p h_p
-/// >= 0. `q` are the selection probabilities of the ranks; `phi_n_k` is [`phi_all`]. The
-/// patterns come in the loop order of lines 16-19.
+/// Every hit pattern Alg. 4 visits and its probability (lines 8-13 and 16-25, Sec. 3.4's
+/// conditional probability): Alg. 2 on each pool's rank interval (F, C, S, E, then the Miss
+/// Pool), weight Phi_M(k_rem) / Phi_N(k) prod_p Phi_p(h_p) for every pattern with k_rem =
+/// k - sum_p h_p at least 0 (weights may be 0). `q` are the selection probabilities of the
+/// ranks; `phi_n_k` is [`phi_all`]. The patterns come in the loop order of lines 16-19.
 pub fn hit_patterns(q: &[f64], top_k: usize, sizes: &PoolSizes, phi_n_k: f64) -> Vec<HitPattern> {
     // Lines 8-12: pack the pools onto consecutive rank intervals.
     let mut start = 0;

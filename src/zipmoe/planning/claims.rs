@@ -5,14 +5,14 @@
 //! 1. `thmD1-inclusion`, Thm. D.1's proof (App. D, C_2 of eq. (15) and Chen et al.'s (ii)):
 //!    the distribution the DP produces, P(S) = prod_{i in S} q_i prod_{i not in S} (1 - q_i) /
 //!    Phi_N(k) over k-subsets with q from eq. (24), has inclusion probabilities f. Measured, per
-//!    layer, by enumerating every k-subset and summing ([`independent::marginals`]): err = max_i
+//!    layer, by enumerating every k-subset and summing ([`super::independent::marginals`]): err = max_i
 //!    |m_i - f_i|. Bound: err <= the instance's `ipf.tolerance` + 1e-12 (eq. (24) stops at that
 //!    residual; 1e-12 for rounding). Margin: bound - err (probability units), the minimum over
 //!    the layers.
 //! 2. `thmD1-max-entropy`, Thm. 3.2 / D.1: no distribution over k-subsets with those
 //!    inclusion probabilities has larger entropy than the DP's. The maximum-entropy
 //!    distribution P* is computed independently by Newton's method on the dual over the
-//!    explicit subsets ([`independent::max_entropy`], marginals to 1e-12); measured: dH =
+//!    explicit subsets ([`super::independent::max_entropy`], marginals to 1e-12); measured: dH =
 //!    H(P*) - H(P_DP) and TV(P*, P_DP). Bound: dH <= 1e-6 nats and TV <= 1e-6 (eq. (24)'s
 //!    residual moves both by about its own size). Margin: min(1 - dH / 1e-6, 1 - TV / 1e-6),
 //!    the minimum over the layers. P* not found (Newton fails) is inconclusive.
@@ -22,15 +22,15 @@
 //!    independently (all (m_p) in 0..=M over Lambda with sum M, not [`planner::grid`]) and
 //!    scored by an independent evaluator of the expected makespan: enumeration of k-subsets
 //!    under the conditional Poisson distribution of the planner's q, or, with more than
-//!    [`independent::MAX_SUBSETS`] subsets, the joint DP over all pools
-//!    ([`independent::expected_makespan_by_joint_dp`]). Two equalities within t = 1e-12 + 1e-9
+//!    [`super::independent::MAX_SUBSETS`] subsets, the joint DP over all pools
+//!    ([`super::independent::expected_makespan_by_joint_dp`]). Two equalities within t = 1e-12 + 1e-9
 //!    max(|a|, |b|): the independent cost of the planner's split equals the independent minimum
 //!    over the grid, and equals the planner's reported cost. Margin: min over the two of (t -
 //!    |a - b|) / t (1 when equal, 0 at the tolerance, negative beyond), as SlimCaching's
 //!    `alg3-equals-alg2`. Reference kind: optimum (exhaustive over the grid).
 //!
 //! Every claim is inconclusive when eq. (24) does not converge, and the first two when there
-//! are more than [`independent::MAX_SUBSETS`] k-subsets.
+//! are more than [`super::independent::MAX_SUBSETS`] k-subsets.
 //!
 //! ## Families
 //!
@@ -49,8 +49,8 @@ use serde_json::json;
 use super::counts::SyntheticCounts;
 use super::generate::{generate, PlanConfig};
 use super::independent::{
-    self, conditional_poisson, entropy, expected_makespan_by_joint_dp,
-    expected_makespan_by_subsets, k_subsets, marginals, max_entropy, total_variation,
+    conditional_poisson, entropy, expected_makespan_by_joint_dp, expected_makespan_by_subsets,
+    k_subsets, marginals, max_entropy, total_variation,
 };
 use super::ipf::fit;
 use super::planner;
@@ -482,6 +482,5 @@ mod tests {
         i.grid_step = 0.25;
         // 4 pools, M = 4: C(7, 3) = 35 splits.
         assert_eq!(brute_force_grid(&i).len(), 35);
-        assert_eq!(independent::MAX_SUBSETS, 500_000);
     }
 }

@@ -1,14 +1,16 @@
 //! What the command line calls for ZipMoE's cache-pool planning: build an instance from a
-//! counts file ([`import`]) or synthetic counts ([`generate`]), and plan ([`plan`],
+//! counts file ([`import`]) or synthetic counts ([`generate()`]), and plan ([`plan`],
 //! [`plan_file`], [`plan_counts`], [`plan_generated`]), each plan returning a [`PlanReport`]
-//! (JSON via serde, [`PlanReport::text`] for humans).
+//! (JSON via serde, [`PlanReport::text`] for humans), and compare Alg. 3's estimate with the
+//! simulated scheduler ([`compare_estimate`], an [`EstimateReport`]).
 
 use std::path::Path;
 
-use formulations::zipmoe::pool::{self, PoolInstance};
+use formulations::zipmoe::pool::{self, PoolInstance, Split};
 use formulations::Error;
 use serde::{Deserialize, Serialize};
 
+use super::compare::{self, EstimateComparison};
 use super::counts::{inclusion_probabilities, read, RankScope, SyntheticCounts};
 use super::generate::{self, PlanConfig};
 use super::planner;
@@ -32,7 +34,7 @@ pub struct ImportOptions {
     pub config: PlanConfig,
 }
 
-/// Options of [`generate`].
+/// Options of [`generate()`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GenerateOptions {
@@ -226,4 +228,73 @@ pub fn plan_counts(path: &Path, options: &ImportOptions) -> Result<PlanReport, E
 pub fn plan_generated(options: &GenerateOptions, seed: u64) -> Result<PlanReport, Error> {
     let instance = generate(options, seed)?;
     plan(&instance).map_err(|e| e.in_file(CONFIG))
+}
+
+/// Output of [`compare_estimate`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EstimateReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The instance's `name`.
+    pub instance_name: String,
+    /// SHA-256 of the instance's canonical JSON.
+    pub instance_sha256: String,
+    /// gamma_p of the split compared, per pool (F, C, S, E).
+    pub ratios: [f64; 4],
+    /// Whether the split is the planner's choice (Alg. 4) rather than a given one.
+    pub planned_split: bool,
+    /// The comparison.
+    pub comparison: EstimateComparison,
+}
+
+impl EstimateReport {
+    /// Human-readable rendering.
+    pub fn text(&self) -> String {
+        let c = &self.comparison;
+        format!(
+            "Alg. 3 vs simulated Alg. 1 on {} layer {}, split F/C/S/E = {:?}{}\n  \
+             {} sampled hit patterns (seed {}): mean |rel. error| {:.4}, max {:.4}, mean signed \
+             {:+.4}\n  all {} patterns: weighted mean |rel. error| {:.4}, max {:.4}\n  \
+             expected makespan: estimate {:.6} ms, simulated {:.6} ms\n",
+            self.instance_name,
+            c.layer,
+            self.ratios,
+            if self.planned_split { " (planned)" } else { "" },
+            c.samples,
+            c.seed,
+            c.sampled_mean_relative_error,
+            c.sampled_max_relative_error,
+            c.sampled_mean_signed_relative_error,
+            c.patterns.len(),
+            c.weighted_mean_relative_error,
+            c.support_max_relative_error,
+            c.expected_estimate_s * 1e3,
+            c.expected_simulated_s * 1e3,
+        )
+    }
+}
+
+/// Alg. 3's estimate against the simulated cache-affinity scheduler on `layer`, under `split`
+/// or, when `None`, the split Alg. 4 chooses; `samples` hit patterns drawn with `seed`.
+pub fn compare_estimate(
+    instance: &PoolInstance,
+    layer: usize,
+    split: Option<Split>,
+    samples: u32,
+    seed: u64,
+) -> Result<EstimateReport, formulations::ValidationError> {
+    let planned_split = split.is_none();
+    let split = match split {
+        Some(s) => s,
+        None => planner::plan(instance)?.best.split,
+    };
+    let comparison = compare::compare_estimate(instance, layer, &split, samples, seed)?;
+    Ok(EstimateReport {
+        moe_opt_version: VERSION,
+        instance_name: instance.name.clone(),
+        instance_sha256: canonical_sha256(instance),
+        ratios: split.ratios(instance.grid_steps()),
+        planned_split,
+        comparison,
+    })
 }

@@ -25,6 +25,11 @@
 //! (batch size 1, the on-device setting of Sec. 5) is assumed: with larger batches a layer's
 //! selection is a union of several tokens' k-sets and no longer has exactly k experts.
 //!
+//! Caveat of the per-prompt reading: a rank's count is known only at the end of the prompt, and
+//! a prompt of T tokens activates at most T k distinct experts, so ranks beyond that have f = 0
+//! (switch-large-128, Top-1 with about 20 tokens a prompt: f_r = 0 for r > 20, and a 20-expert
+//! F pool then hits every token). The global reading is the pessimistic counterpart.
+//!
 //! Rows are checked like the SlimCaching importer does: the row sum must be a multiple of k and
 //! no count may exceed T_p; a failure names `counts[p][l]`. Layers whose counts are zero for
 //! every prompt are not MoE layers (DeepSeek-V2-Lite layer 0 is dense) and are dropped; a zero

@@ -9,6 +9,7 @@
 //! * [`independent`]: brute-force and dual computations the claims compare with;
 //! * [`claims`], [`mutate`]: Thm. 3.2 / D.1 and Alg. 4 as checked hypotheses, and the moves
 //!   of the worst-case search;
+//! * [`compare`]: Alg. 3's estimate against the simulated cache-affinity scheduler;
 //! * [`commands`]: what the command line calls.
 //!
 //! ## References
@@ -17,6 +18,7 @@
 
 pub mod claims;
 pub mod commands;
+pub mod compare;
 pub mod counts;
 pub mod generate;
 pub mod independent;

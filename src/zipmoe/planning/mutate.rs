@@ -23,9 +23,9 @@
 //!
 //! [`size`] = layers x experts + k + |Lambda| + M + L + K + n. Candidates, each valid and
 //! strictly smaller, sorted by size: drop a layer; drop the least popular rank (its mass
-//! spread over the others in proportion, offered only when no f exceeds 1 after it and E - 1
-//! >= k, in every layer); k - 1 with f scaled by (k - 1) / k; drop a pool; M - 1; L, K or n
-//! minus 1.
+//! spread over the others in proportion, offered only when no f exceeds 1 after it and at
+//! least k ranks remain, in every layer); k - 1 with f scaled by (k - 1) / k; drop a pool;
+//! M - 1; L, K or n minus 1.
 
 use formulations::zipmoe::pool::{validate, Pool, PoolInstance};
 use rand::Rng;
