@@ -223,6 +223,10 @@ enum Command {
         /// Do not charge removals in (3) (only the experts that move in).
         #[arg(long)]
         no_charge_removals: bool,
+        /// speed_{n,g} of (3), bit/s, for GPUs whose `io_bps` the instance does not give
+        /// (the generated testbeds give none).
+        #[arg(long, default_value_t = 16e9)]
+        default_io_bps: f64,
         /// The planner.
         #[arg(long, default_value = "prism")]
         method: String,
@@ -667,6 +671,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             remote_invocation_s,
             stats,
             no_charge_removals,
+            default_io_bps,
             method,
             options,
             json,
@@ -687,6 +692,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                     },
                 )?,
                 charge_removals: !no_charge_removals,
+                default_io_bps: Some(default_io_bps),
                 method: method.parse().map_err(CliError::input)?,
             };
             let report = crate::prism::commands::migrate(&file, &config, &options.run_options()?)?;

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use formulations::zipmoe::pool::{
-    pool_sizes, validate, IpfOptions, LayerProfile, MemoryModel, Pool, PoolInstance, PoolKind,
+    pool_sizes, validate, IpfOptions, LayerProfile, MemoryModel, Pool, PoolInstance,
     ReconstructionCosts, Split,
 };
 use moe_opt::claims::{CheckOptions, Outcome};
@@ -31,7 +31,7 @@ fn temp_dir(tag: &str) -> PathBuf {
 /// E 1 B; n = K = L = 1, u = 10, v = 1, c = 3.
 fn two_experts() -> PoolInstance {
     PoolInstance {
-        kind: PoolKind::ZipmoePool,
+        problem: formulations::ProblemKind::ZipmoePool,
         name: "two".into(),
         top_k: 1,
         layers: vec![LayerProfile {
@@ -214,9 +214,14 @@ fn bad_input_names_file_and_field() {
     let e = commands::plan_file(&path).unwrap_err().to_string();
     assert!(e.contains("sum to 1.25"), "{e}");
     // Not a planning instance.
-    std::fs::write(&path, r#"{"kind": "zipmoe", "name": "x"}"#).unwrap();
+    let mut i = two_experts();
+    i.problem = formulations::ProblemKind::Zipmoe;
+    std::fs::write(&path, serde_json::to_string(&i).unwrap()).unwrap();
     let e = commands::plan_file(&path).unwrap_err().to_string();
-    assert!(e.contains("bad.json") && e.contains("zipmoe-pool"), "{e}");
+    assert!(
+        e.contains("bad.json: problem") && e.contains("zipmoe-pool"),
+        "{e}"
+    );
     // eq. (24) stopped too early.
     let mut i = two_experts();
     i.layers = vec![LayerProfile {

@@ -8,14 +8,14 @@
 //!
 //! A planning instance describes a workload (rank-based inclusion probabilities) and a memory
 //! budget, not one layer's tasks, so it does not carry `problem: zipmoe` (the tag of ZipMoE's
-//! scheduling instances, which `moe-opt solve` dispatches on). Its first field is instead
-//! `"kind": "zipmoe-pool"` ([`PoolKind`]); a file with another kind is rejected by serde with
-//! the file, line and column.
+//! scheduling instances). Its first field is `"problem": "zipmoe-pool"`
+//! ([`ProblemKind::ZipmoePool`]), which `moe-opt` dispatches on (`plan`); validation rejects
+//! another tag, naming the field `problem`.
 //!
 //! JSON layout (times in seconds, sizes in bytes):
 //!
 //! ```json
-//! { "kind": "zipmoe-pool", "name": "tiny",
+//! { "problem": "zipmoe-pool", "name": "tiny",
 //!   "top_k": 2,
 //!   "layers": [ { "inclusion_probabilities": [0.9, 0.6, 0.3, 0.2] } ],
 //!   "costs": { "decompress_e_chunk_s": 1e-4, "read_e_chunk_s": 5e-5, "read_sm_chunk_s": 8e-4,
@@ -63,6 +63,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::problem::ProblemKind;
+
 use crate::error::{read_json, Error, ValidationError};
 
 /// Allowed |sum_r f_r - k| relative to k.
@@ -73,14 +75,6 @@ pub const GRID_TOLERANCE: f64 = 1e-9;
 pub const MAX_GRID_POINTS: u64 = 2_000_000;
 /// Most experts per layer (the planner's tables are quadratic in it).
 pub const MAX_EXPERTS: usize = 4096;
-
-/// The tag of a planning instance file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum PoolKind {
-    /// A ZipMoE cache-pool planning instance.
-    #[serde(rename = "zipmoe-pool")]
-    ZipmoePool,
-}
 
 /// A cache pool of Sec. 3.4, in the hierarchy order F < C < S < E.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -194,7 +188,7 @@ impl Default for IpfOptions {
 #[serde(deny_unknown_fields)]
 pub struct PoolInstance {
     /// Always `"zipmoe-pool"`.
-    pub kind: PoolKind,
+    pub problem: ProblemKind,
     /// Free-form name.
     pub name: String,
     /// k: experts selected per token and layer.
@@ -353,6 +347,15 @@ pub fn validate_inclusion(field: &str, f: &[f64], k: u32) -> Check {
 
 /// Checks every rule of the module doc, naming the failing field.
 pub fn validate(instance: &PoolInstance) -> Check {
+    if instance.problem != ProblemKind::ZipmoePool {
+        return fail(
+            "problem",
+            format!(
+                "is {:?}, not \"zipmoe-pool\" (a cache-pool planning instance)",
+                instance.problem.name()
+            ),
+        );
+    }
     if instance.layers.is_empty() {
         return fail("layers", "must have at least one layer");
     }
@@ -599,7 +602,7 @@ mod tests {
 
     pub(crate) fn tiny() -> PoolInstance {
         PoolInstance {
-            kind: PoolKind::ZipmoePool,
+            problem: ProblemKind::ZipmoePool,
             name: "tiny".into(),
             top_k: 2,
             layers: vec![LayerProfile {
@@ -753,14 +756,15 @@ mod tests {
     }
 
     #[test]
-    fn json_round_trip_and_kind_tag() {
+    fn json_round_trip_and_problem_tag() {
         let i = tiny();
         let text = serde_json::to_string(&i).unwrap();
-        assert!(text.starts_with(r#"{"kind":"zipmoe-pool""#), "{text}");
+        assert!(text.starts_with(r#"{"problem":"zipmoe-pool""#), "{text}");
         let back: PoolInstance = serde_json::from_str(&text).unwrap();
         assert_eq!(back, i);
-        let wrong = text.replace("zipmoe-pool", "zipmoe");
-        assert!(serde_json::from_str::<PoolInstance>(&wrong).is_err());
+        let wrong: PoolInstance =
+            serde_json::from_str(&text.replace("zipmoe-pool", "zipmoe")).unwrap();
+        assert_eq!(validate(&wrong).unwrap_err().field, "problem");
     }
 
     #[test]

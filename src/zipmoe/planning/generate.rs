@@ -24,8 +24,7 @@
 //! full = 2 m n bytes, SM = m n, E = ceil(rho m n).
 
 use formulations::zipmoe::pool::{
-    validate, IpfOptions, LayerProfile, MemoryModel, Pool, PoolInstance, PoolKind,
-    ReconstructionCosts,
+    validate, IpfOptions, LayerProfile, MemoryModel, Pool, PoolInstance, ReconstructionCosts,
 };
 use formulations::ValidationError;
 use serde::{Deserialize, Serialize};
@@ -137,7 +136,7 @@ pub fn instance(
     let experts = layers.first().map_or(0, Vec::len) as f64;
     let budget = config.budget_fraction * layers.len() as f64 * experts * full as f64;
     let instance = PoolInstance {
-        kind: PoolKind::ZipmoePool,
+        problem: formulations::ProblemKind::ZipmoePool,
         name: name.into(),
         top_k,
         layers: layers
