@@ -36,8 +36,9 @@ writes the shard's final files at the end. Either way, DIR/shard-i/results.jsonl
 side gains each finished cell within a second: re-running the same command after an
 interruption (the driver, a node, the cluster) resumes every shard with --resume, redoing no
 finished cell (without a shared filesystem, at most those finished in the last second before
-the interruption) and losing none. The spec must stay the same: moe-opt refuses to resume a
-folder of another spec.
+the interruption) and losing none. Ctrl-C and SIGTERM stop the driver cleanly (a local Ray
+instance stops, and every moe-opt ends with its Ray worker). The spec must stay the same: moe-opt
+refuses to resume a folder of another spec.
 
 Exit code 0 when every shard finished and the merge has every cell; 1 otherwise (the failing
 shards named, with the end of moe-opt's output); 2 on bad arguments.
@@ -280,6 +281,12 @@ def main():
         p.error("--shards and --jobs-per-shard must be at least 1")
     if not args.spec.is_file():
         p.error(f"{args.spec}: no such spec file")
+    try:
+        import ray
+    except ImportError:
+        sys.exit("ray_sweep.py: Ray is not installed here: `source scripts/nb-env.sh ray` installs it into "
+                 ".tools/ray-venv (requirements-ray.txt); run this script with $MOE_RAY_PYTHON")
+
     binary = os.path.abspath(args.bin or os.environ.get("MOE_OPT_BIN") or ROOT / "target" / "debug" / "moe-opt")
     spec_path = str(args.spec.resolve())
     spec_text = args.spec.read_text()
@@ -287,12 +294,6 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     token = secrets.token_hex(16)
     write_atomic(out / ".ray-sweep-token", token + "\n")
-
-    try:
-        import ray
-    except ImportError:
-        sys.exit("ray_sweep.py: Ray is not installed here: `source scripts/nb-env.sh ray` installs it into "
-                 ".tools/ray-venv (requirements-ray.txt); run this script with $MOE_RAY_PYTHON")
 
     address = args.address or os.environ.get("RAY_ADDRESS") or None
     init = dict(address=address, log_to_driver=True, configure_logging=False)
