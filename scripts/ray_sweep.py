@@ -11,7 +11,7 @@ the same bytes as a single-process `moe-opt sweep SPEC` (tested by scripts/test_
 Needs Ray (requirements-ray.txt; `source scripts/nb-env.sh ray` installs it into .tools/ray-venv).
 
 Where Ray runs:
-  * no --address and no RAY_ADDRESS: a Ray instance is started on this machine for this run
+  * no --address and no RAY_ADDRESS: a new Ray instance is started on this machine for this run
     (--num-cpus C limits it to C CPUs; default all) and stopped at the end;
   * --address auto: the running cluster this machine belongs to (`ray start --head` here, or
     a node of the cluster);
@@ -298,7 +298,9 @@ def main():
     address = args.address or os.environ.get("RAY_ADDRESS") or None
     init = dict(address=address, log_to_driver=True, configure_logging=False)
     if address is None:
-        init.update(include_dashboard=False)
+        # "local": always a new instance, even if `ray start` runs on this machine (plain
+        # ray.init() would join that one).
+        init.update(address="local", include_dashboard=False)
         if args.num_cpus:
             init["num_cpus"] = args.num_cpus
     elif args.num_cpus:

@@ -12,7 +12,7 @@ run in 4 shards (cells 2, 2, 1, 1):
   3. without a shared filesystem (--no-shared-fs: the tasks work in temporary folders and stream
      their cells to the driver), from a folder holding a partial shard: the same bytes again.
 
-Prints `ray_sweep: N passed, N failed` and exits 1 on a failure. Takes about a minute on 2 cores
+Prints `ray_sweep: N passed, N failed` and exits 1 on a failure. Takes 40-55 s on 2 cores
 (mostly Ray starting, three times).
 """
 import os
