@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Executes every notebook under notebooks/ headless, cell by cell, and fails loudly.
+
+    ./dev notebooks [--small]                     (builds the binary and the venv first)
+    .tools/nb-venv/bin/python scripts/notebooks.py [--small] [--timeout S] [NAME.ipynb ...]
+
+Each notebook runs on the Jupyter kernel `moe-opt-nb` (the python of .tools/nb-venv, installed by
+scripts/nb-env.sh) with its working directory notebooks/, MOE_OPT_BIN set to the binary
+(target/debug/moe-opt unless already set) and, with --small, MOE_OPT_NOTEBOOK_SMALL=1: the
+notebooks' own quick settings, whose figures go to notebooks/out/figures instead of the gallery
+notebooks/figures. Every cell has --timeout seconds (default 120 with --small, 1800 without).
+
+The committed notebooks must carry no outputs: a notebook with outputs or execution counts fails
+before it runs (clear them before committing). The executed copies, outputs included, are written
+to notebooks/out/executed/ for inspection.
+
+Prints one line per notebook with its time, then `notebooks: N passed, N failed`; the exit code is
+1 if any notebook failed, naming the notebook, the cell (index and first line) and the error.
+"""
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+KERNEL = "moe-opt-nb"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours in the kernel's tracebacks
+
+try:
+    import nbformat
+    from nbclient import NotebookClient
+    from traitlets.config import Config
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+except ImportError as e:  # run with the wrong python
+    sys.exit(f"notebooks.py: {e}; run it with .tools/nb-venv/bin/python (`./dev notebooks` sets it up)")
+
+
+def stored_outputs(nb):
+    """Indices of code cells that carry outputs or an execution count."""
+    return [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+    ]
+
+
+def first_line(cell):
+    lines = [line for line in cell.source.splitlines() if line.strip()]
+    return lines[0][:80] if lines else "(empty)"
+
+
+def run_notebook(path, small, timeout, sockets):
+    """Runs one notebook; returns None, or a message naming the failing cell."""
+    nb = nbformat.read(path, as_version=4)
+    dirty = stored_outputs(nb)
+    if dirty:
+        return f"cells {dirty} carry outputs or execution counts: clear them before committing"
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name=KERNEL,
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+        allow_errors=False,
+        # Unix sockets instead of loopback TCP between this process and the kernel.
+        config=Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "kernel")}}),
+    )
+    failure = None
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            try:
+                client.execute_cell(cell, index)
+            except CellTimeoutError:
+                failure = f"cell {index} ({first_line(cell)!r}) exceeded {timeout} s"
+            except CellExecutionError as e:
+                failure = f"cell {index} ({first_line(cell)!r}) raised {e.ename}: {e.evalue}\n{ANSI.sub('', str(e))}"
+            except Exception as e:  # the kernel died, and the like
+                failure = f"cell {index} ({first_line(cell)!r}): {type(e).__name__}: {e}"
+            if failure:
+                break
+    executed = NOTEBOOKS / "out" / "executed" / ("small" if small else "full")
+    executed.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, executed / path.name)
+    return failure
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--small", action="store_true", help="the notebooks' quick settings (MOE_OPT_NOTEBOOK_SMALL=1)")
+    p.add_argument("--timeout", type=float, help="seconds per cell (default 120 with --small, 1800 without)")
+    p.add_argument("names", nargs="*", help="only these notebooks (file names under notebooks/)")
+    args = p.parse_args()
+    timeout = args.timeout or (120 if args.small else 1800)
+
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(KERNEL)
+    except NoSuchKernel:
+        sys.exit(f"notebooks.py: no Jupyter kernel {KERNEL}: run `source scripts/nb-env.sh` (or ./dev notebooks)")
+    print(f"kernel {KERNEL}: {spec.argv[0]}", file=sys.stderr)
+
+    os.environ.setdefault("MOE_OPT_BIN", str(ROOT / "target" / "debug" / "moe-opt"))
+    os.environ["MPLBACKEND"] = "Agg"
+    if args.small:
+        os.environ["MOE_OPT_NOTEBOOK_SMALL"] = "1"
+    else:
+        os.environ.pop("MOE_OPT_NOTEBOOK_SMALL", None)
+
+    paths = sorted(NOTEBOOKS.glob("*.ipynb"))
+    if args.names:
+        wanted = {Path(n).name for n in args.names}
+        unknown = wanted - {p.name for p in paths}
+        if unknown:
+            sys.exit(f"notebooks.py: no notebook {', '.join(sorted(unknown))} under notebooks/")
+        paths = [p for p in paths if p.name in wanted]
+    if not paths:
+        sys.exit("notebooks.py: no notebook under notebooks/")
+
+    failures = []
+    total = time.monotonic()
+    for path in paths:
+        start = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="moe-opt-nb-") as sockets:
+            failure = run_notebook(path, args.small, timeout, sockets)
+        took = time.monotonic() - start
+        print(f"{'ok  ' if failure is None else 'FAIL'} notebooks/{path.name} ({took:.1f} s)", flush=True)
+        if failure:
+            failures.append((path, failure))
+    for path, failure in failures:
+        print(f"\nnotebooks/{path.name}: {failure}", file=sys.stderr)
+    mode = "small" if args.small else "full"
+    print(f"all notebooks ({mode}): {time.monotonic() - total:.1f} s", file=sys.stderr)
+    print(f"notebooks: {len(paths) - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
