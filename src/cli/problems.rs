@@ -149,7 +149,13 @@ pub(super) fn prism_compare(
     json: bool,
     csv: Option<&Path>,
 ) -> Result<(), CliError> {
-    let chosen = parse_methods(names, &prism::methods::Method::ALL)?;
+    use prism::methods::{Method, EXHAUSTIVE_MAX_EXPERTS};
+    let mut chosen = parse_methods(names, &Method::ALL)?;
+    if names.is_none() {
+        // Every method, exhaustive search only where its size limit allows.
+        let experts = formulations::prism::load(file)?.expert_count();
+        chosen.retain(|m| *m != Method::Exhaustive || experts <= EXHAUSTIVE_MAX_EXPERTS);
+    }
     let report = prism::commands::compare(file, &chosen, options)?;
     if let Some(path) = csv {
         write_csv(path, &compare_table(&report))?;

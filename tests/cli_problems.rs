@@ -1,0 +1,237 @@
+//! The command line on Prism (paper 001) and ZipMoE (paper 003) instances: dispatch on the
+//! instance's `problem` tag, the exact optimum beside every method, tidy tables, the EPLB port
+//! on DeepSeek's published example, and `verify` over both papers.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn moe_opt() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin("moe-opt"))
+}
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("moe-opt-problems-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs a command that must succeed and returns its stdout.
+fn ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn generate(dir: &Path, problem: &str, preset: Option<&str>, seed: u64) -> PathBuf {
+    let file = dir.join(format!("{problem}-{seed}.json"));
+    let mut cmd = moe_opt();
+    cmd.args(["generate", problem, "--seed", &seed.to_string(), "-o"])
+        .arg(&file);
+    if let Some(p) = preset {
+        cmd.args(["--preset", p]);
+    }
+    ok(&mut cmd);
+    file
+}
+
+fn csv_rows(path: &Path) -> (Vec<String>, Vec<csv::StringRecord>) {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let header = reader.headers().unwrap().iter().map(String::from).collect();
+    (header, reader.records().map(Result::unwrap).collect())
+}
+
+#[test]
+fn eplb_reproduces_the_published_example() {
+    let weights = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/eplb-readme-example.json");
+    let text = ok(moe_opt().args(["eplb", "--weights"]).arg(&weights).args([
+        "--replicas",
+        "16",
+        "--groups",
+        "4",
+        "--nodes",
+        "2",
+        "--gpus",
+        "8",
+        "--json",
+    ]));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    // The `phy2log` printed in the README of https://github.com/deepseek-ai/EPLB (section
+    // "Interface and Example") for these weights and arguments.
+    let published = serde_json::json!([
+        [5, 6, 5, 7, 8, 4, 3, 4, 10, 9, 10, 2, 0, 1, 11, 1],
+        [7, 10, 6, 8, 6, 11, 8, 9, 2, 4, 5, 1, 5, 0, 3, 1]
+    ]);
+    assert_eq!(report["plan"]["physical_to_logical"], published);
+    // A weight file with a bad entry is refused with the file and the field named.
+    let dir = scratch("eplb");
+    let bad = dir.join("w.json");
+    std::fs::write(&bad, r#"{"weight": [[1, -2], [3, 4]]}"#).unwrap();
+    let out = moe_opt()
+        .args(["eplb", "--weights"])
+        .arg(&bad)
+        .args([
+            "--replicas",
+            "2",
+            "--groups",
+            "1",
+            "--nodes",
+            "1",
+            "--gpus",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("w.json") && err.contains("weight[0][1]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn prism_compare_puts_the_proved_optimum_beside_every_method() {
+    let dir = scratch("prism");
+    let file = generate(&dir, "prism", Some("tiny"), 3);
+    let table = dir.join("compare.csv");
+    let text = ok(moe_opt()
+        .arg("compare")
+        .arg(&file)
+        .arg("--json")
+        .arg("--csv")
+        .arg(&table));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["reference"]["kind"], "optimum");
+    let optimum = report["reference"]["value"].as_f64().unwrap();
+    let methods = report["methods"].as_array().unwrap();
+    for m in methods {
+        if m["feasible"] == Value::Bool(true) {
+            // (2) is minimised: no feasible placement beats the proved optimum.
+            let cost = m["proxy_cost"].as_f64().unwrap();
+            assert!(cost >= optimum - 1e-9, "{m}");
+        }
+    }
+    let milp = methods.iter().find(|m| m["method"] == "milp").unwrap();
+    assert_eq!(milp["exact"]["status"], "optimal");
+    let (header, rows) = csv_rows(&table);
+    assert_eq!(rows.len(), methods.len());
+    for column in ["instance_sha256", "reference_kind", "method", "proxy_cost"] {
+        assert!(header.iter().any(|h| h == column), "{column} in {header:?}");
+    }
+
+    // solve --csv: a row per (server, GPU, expert) of the JSON placement.
+    let placement = dir.join("placement.csv");
+    let text = ok(moe_opt()
+        .arg("solve")
+        .arg(&file)
+        .args(["--method", "prism", "--json", "--csv"])
+        .arg(&placement));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let held: usize = report["placement"]["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s.as_array().unwrap())
+        .map(|g| g.as_array().unwrap().len())
+        .sum();
+    assert_eq!(csv_rows(&placement).1.len(), held);
+}
+
+#[test]
+fn zipmoe_compare_and_gantt_rows() {
+    let dir = scratch("zipmoe");
+    let file = generate(&dir, "zipmoe", Some("tiny"), 2);
+    let text = ok(moe_opt().arg("compare").arg(&file).arg("--json"));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["reference"]["kind"], "optimum");
+    let optimum = report["reference"]["value"].as_f64().unwrap();
+    for m in report["methods"].as_array().unwrap() {
+        // The makespan is minimised: no schedule beats the proved optimum.
+        let makespan = m["makespan_s"].as_f64().unwrap();
+        assert!(makespan >= optimum * (1.0 - 1e-9), "{m}");
+    }
+
+    let gantt = dir.join("gantt.csv");
+    let text = ok(moe_opt()
+        .arg("solve")
+        .arg(&file)
+        .args(["--method", "fifo", "--json", "--csv"])
+        .arg(&gantt));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let makespan = report["result"]["makespan_s"].as_f64().unwrap();
+    let (header, rows) = csv_rows(&gantt);
+    let at = |c: &str| header.iter().position(|h| h == c).unwrap();
+    assert!(!rows.is_empty());
+    let mut last_end: f64 = 0.0;
+    for row in &rows {
+        let (start, end): (f64, f64) = (
+            row[at("start_s")].parse().unwrap(),
+            row[at("end_s")].parse().unwrap(),
+        );
+        assert!(0.0 <= start && start <= end, "{row:?}");
+        last_end = last_end.max(end);
+    }
+    // The chart ends at the makespan.
+    assert!((last_end - makespan).abs() <= 1e-9 * makespan.max(1.0));
+}
+
+#[test]
+fn pool_plans_are_planned_not_solved() {
+    let dir = scratch("pool");
+    let file = generate(&dir, "zipmoe-pool", None, 1);
+    let text = ok(moe_opt().arg("plan").arg(&file).arg("--json"));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        report["expected_makespan_s"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    let out = moe_opt().arg("solve").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("moe-opt plan"));
+}
+
+#[test]
+fn verify_covers_both_papers_with_each_problem_s_size_columns() {
+    let dir = scratch("verify");
+    for (paper, ids, dims) in [
+        (
+            "001_612395f5f9077ee7.txt",
+            4,
+            &["servers", "gpus", "layers", "experts", "top_k"][..],
+        ),
+        (
+            "003_f13bf7f446ba8bd3.txt",
+            5,
+            &["experts", "tasks", "threads", "layers", "grid_steps"][..],
+        ),
+    ] {
+        let out = dir.join(paper);
+        ok(moe_opt()
+            .args([
+                "verify",
+                "--paper",
+                paper,
+                "--instances",
+                "3",
+                "--search",
+                "4",
+            ])
+            .args(["--restarts", "1", "--time-limit", "20", "--out"])
+            .arg(&out));
+        let (_, claims) = csv_rows(&out.join("claims.csv"));
+        assert_eq!(claims.len(), ids, "{paper}");
+        let (header, rows) = csv_rows(&out.join("instances.csv"));
+        for d in dims {
+            assert!(header.iter().any(|h| h == d), "{d} in {header:?}");
+        }
+        // 3 generated instances per claim, plus at most one searched one.
+        assert!(rows.len() >= 3 * ids && rows.len() <= 4 * ids, "{paper}");
+    }
+}
