@@ -980,6 +980,13 @@ fn demo_summary(reports: &[CompareReport]) -> String {
     )
 }
 
+fn range(lo: Option<f64>, hi: Option<f64>) -> String {
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => format!("{lo:.4}..{hi:.4}"),
+        _ => "-".into(),
+    }
+}
+
 fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
     let mut text = String::new();
     let table_rows: Vec<Vec<String>> = rows
@@ -996,8 +1003,11 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
                 r.measured_min,
                 r.measured_max,
             ) {
-                (Some(x), Some(b), _, _) => format!("ratio {x:.4} (bound {b:.4})"),
-                (Some(x), None, _, _) => format!("ratio {x:.4}"),
+                (Some(x), Some(b), _, _) => format!(
+                    "ratio {x:.4} (bound {b:.4}), range {}",
+                    range(r.ratio_min, r.ratio_max)
+                ),
+                (Some(_), None, _, _) => format!("ratio range {}", range(r.ratio_min, r.ratio_max)),
                 (None, _, Some(lo), Some(hi)) => format!("measured {lo:.4}..{hi:.4}"),
                 _ => "-".into(),
             };

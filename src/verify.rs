@@ -170,10 +170,16 @@ pub struct ClaimRow {
     /// Lowest margin ([`Check::margin`]) over the claim's instances, generated and searched:
     /// < 0 when violated (how badly), otherwise how close the claim came to failing.
     pub worst_margin: Option<f64>,
-    /// Lowest ratio among checked instances (ratio claims).
+    /// The ratio of the checked instance closest to failing (lowest margin), whichever way
+    /// the claim's inequality points (Prism's and ZipMoE's ratios are costs over the optimum,
+    /// SlimCaching's gains over it); the lowest ratio for claims without margins.
     pub worst_ratio: Option<f64>,
-    /// The bound on the worst-ratio instance.
+    /// The bound on that instance.
     pub bound_at_worst: Option<f64>,
+    /// Lowest ratio among checked instances.
+    pub ratio_min: Option<f64>,
+    /// Highest ratio among checked instances.
+    pub ratio_max: Option<f64>,
     /// 5 % quantile (nearest rank) of the checked instances' ratios.
     pub ratio_p05: Option<f64>,
     /// Median of the checked instances' ratios.
@@ -603,11 +609,22 @@ fn verdict(
         .iter()
         .filter_map(|r| r.check.margin)
         .reduce(f64::min);
-    let worst = records
-        .iter()
-        .filter(|r| r.check.outcome != Outcome::Inconclusive)
-        .filter_map(|r| r.check.ratio.map(|x| (x, r.check.bound)))
-        .min_by(|a, b| a.0.total_cmp(&b.0));
+    let judged = || {
+        records
+            .iter()
+            .filter(|r| r.check.outcome != Outcome::Inconclusive)
+    };
+    let worst = judged()
+        .filter_map(|r| Some((r.check.margin?, r.check.ratio?, r.check.bound)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, ratio, bound)| (ratio, bound))
+        .or_else(|| {
+            judged()
+                .filter_map(|r| r.check.ratio.map(|x| (x, r.check.bound)))
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+        });
+    let ratio_min = judged().filter_map(|r| r.check.ratio).reduce(f64::min);
+    let ratio_max = judged().filter_map(|r| r.check.ratio).reduce(f64::max);
     let mut ratios: Vec<f64> = records
         .iter()
         .filter(|r| r.check.outcome != Outcome::Inconclusive)
@@ -649,6 +666,8 @@ fn verdict(
         worst_margin,
         worst_ratio: worst.map(|w| w.0),
         bound_at_worst: worst.and_then(|w| w.1),
+        ratio_min,
+        ratio_max,
         bound: info.bound.into(),
         measured_min,
         measured_max,
