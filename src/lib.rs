@@ -6,6 +6,7 @@
 pub mod claims;
 pub mod cli;
 pub mod export;
+pub mod generate;
 pub mod prism;
 pub mod report;
 pub mod slimcaching;

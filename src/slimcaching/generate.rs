@@ -196,22 +196,7 @@ impl FromStr for Preset {
     }
 }
 
-/// An inclusive range `min..=max` a value is drawn from uniformly (equal bounds fix it).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Between<T> {
-    /// Smallest value.
-    pub min: T,
-    /// Largest value.
-    pub max: T,
-}
-
-impl<T: Copy> Between<T> {
-    /// The range holding only `v`.
-    pub fn exactly(v: T) -> Self {
-        Between { min: v, max: v }
-    }
-}
+pub use crate::generate::Between;
 
 /// Server storage Q_n (the same on every server).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -42,22 +42,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-/// An inclusive range a value is drawn from uniformly (equal bounds fix it).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Between<T> {
-    /// Smallest value.
-    pub min: T,
-    /// Largest value.
-    pub max: T,
-}
-
-impl<T: Copy> Between<T> {
-    /// The range holding only `v`.
-    pub fn exactly(v: T) -> Self {
-        Between { min: v, max: v }
-    }
-}
+pub use crate::generate::Between;
 
 /// Cache hit rates: the probability that a selected expert is in each state (the rest is
 /// missed).
