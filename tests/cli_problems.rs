@@ -235,3 +235,64 @@ fn verify_covers_both_papers_with_each_problem_s_size_columns() {
         assert!(rows.len() >= 3 * ids && rows.len() <= 4 * ids, "{paper}");
     }
 }
+
+/// ../shared/data/activation-counts, beside the repository (README there).
+fn counts(name: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data/activation-counts")
+        .join(name);
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!("skipped: {} is absent", path.display());
+        None
+    }
+}
+
+#[test]
+fn real_counts_import_compare_and_recheck() {
+    let Some(file) = counts("deepseek.json.gz") else {
+        return;
+    };
+    let dir = scratch("real");
+    let prism_file = dir.join("prism.json");
+    ok(moe_opt()
+        .args(["import", "prism", "--counts"])
+        .arg(&file)
+        .arg("-o")
+        .arg(&prism_file));
+    let text = ok(moe_opt().arg("compare").arg(&prism_file).arg("--json"));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    // DeepSeek-V2-Lite's counts: 26 MoE layers of 64 experts, top-6.
+    assert_eq!(report["instance"]["layers"], 26);
+    assert_eq!(report["instance"]["experts_per_layer"], 64);
+    assert_eq!(report["reference"]["kind"], "optimum");
+    // Every claim of paper 001 can be re-checked on the real instance.
+    for claim in [
+        "prism/thm1-greedy-ratio",
+        "prism/lemma1-entropy-coverage",
+        "prism/alg12-milp-gap",
+        "prism/eval-beats-baselines",
+    ] {
+        let check: Value = serde_json::from_str(&ok(moe_opt()
+            .args(["verify", "--claim", claim, "--instance"])
+            .arg(&prism_file)))
+        .unwrap();
+        assert!(
+            ["pass", "fail", "inconclusive"].contains(&check["outcome"].as_str().unwrap()),
+            "{claim}: {check}"
+        );
+        if claim == "prism/alg12-milp-gap" {
+            // Against a proved minimum of (2), Alg. 1 + 2's cost ratio is at least 1.
+            assert_eq!(check["reference_kind"], "optimum", "{check}");
+            assert!(check["ratio"].as_f64().unwrap() >= 1.0 - 1e-9, "{check}");
+        }
+    }
+    // A cache-pool plan from the same counts.
+    let text = ok(moe_opt()
+        .args(["plan", "--counts"])
+        .arg(&file)
+        .arg("--json"));
+    let plan: Value = serde_json::from_str(&text).unwrap();
+    assert!(plan["expected_makespan_s"].as_f64().unwrap() > 0.0);
+}
