@@ -5,6 +5,7 @@
 
 pub mod claims;
 pub mod cli;
+pub mod counts;
 pub mod export;
 pub mod generate;
 pub mod prism;

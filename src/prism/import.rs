@@ -40,7 +40,6 @@
 //! bytes, not rounded), or `expert_shape` for other models. The workload's tokens per request
 //! is the mean prompt length, rounded.
 
-use std::io::Read;
 use std::path::Path;
 
 use formulations::prism::{validate::validate, Gpu, Instance, MoeModel, Network, Server, Workload};
@@ -140,17 +139,9 @@ fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> 
     }
 }
 
+/// Reads and parses the gzip JSON file.
 fn read_counts(path: &Path) -> Result<CountsFile, Error> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(file)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    formulations::error::parse_json(path, &text)
+    crate::counts::read_json_gz(path)
 }
 
 /// The result of k-means: the cluster of every point and the number of Lloyd iterations run.

@@ -60,7 +60,6 @@
 //! the generator. Errors name the file and the field (`format`, `counts[12]`, `counts[12][3]`).
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use formulations::slimcaching::validate::validate;
@@ -293,16 +292,7 @@ fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> 
 
 /// Reads and parses the gzip JSON file.
 fn read_counts(path: &Path) -> Result<CountsFile, Error> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(file)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    formulations::error::parse_json(path, &text)
+    crate::counts::read_json_gz(path)
 }
 
 /// Checks the header and the shape of `counts`.
@@ -547,7 +537,7 @@ pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Inst
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use std::io::{Read, Write};
 
     fn data_file(name: &str) -> Option<PathBuf> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/activation-counts");

@@ -30,7 +30,6 @@
 //!   E 0.1, missed 0.4 (an assumption; the planning of App. C decides them in the paper).
 
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 use std::str::FromStr;
 
@@ -480,22 +479,7 @@ pub fn device_for_model(model: &str) -> Option<Device> {
 
 /// Reads a counts file (gzip or plain JSON) and returns its model name and counts.
 pub fn read_counts(path: &Path) -> Result<(String, Counts), Error> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let bytes = std::fs::read(path).map_err(io)?;
-    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut s = String::new();
-        flate2::read::GzDecoder::new(&bytes[..])
-            .read_to_string(&mut s)
-            .map_err(io)?;
-        s
-    } else {
-        String::from_utf8(bytes)
-            .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?
-    };
-    let file: CountsFile = formulations::error::parse_json(path, &text)?;
+    let file: CountsFile = crate::counts::read_json_maybe_gz(path)?;
     if file.format != "moe-activation-counts/v1" {
         return Err(Error::Invalid {
             path: path.to_path_buf(),

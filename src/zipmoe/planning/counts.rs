@@ -35,7 +35,6 @@
 //! every prompt are not MoE layers (DeepSeek-V2-Lite layer 0 is dense) and are dropped; a zero
 //! row of one prompt contributes no token.
 
-use std::io::Read;
 use std::path::Path;
 
 use formulations::{Error, ValidationError};
@@ -82,21 +81,7 @@ pub enum RankScope {
 
 /// Reads a counts file, gzip-compressed or plain JSON. Errors name the file.
 pub fn read(path: &Path) -> Result<ActivationCounts, Error> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let bytes = std::fs::read(path).map_err(io)?;
-    let mut text = String::new();
-    if bytes.starts_with(&[0x1f, 0x8b]) {
-        flate2::read::GzDecoder::new(&bytes[..])
-            .read_to_string(&mut text)
-            .map_err(io)?;
-    } else {
-        text = String::from_utf8(bytes)
-            .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
-    }
-    formulations::error::parse_json(path, &text)
+    crate::counts::read_json_maybe_gz(path)
 }
 
 fn check_shape(c: &ActivationCounts) -> Result<(), ValidationError> {
