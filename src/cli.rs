@@ -536,7 +536,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 ProblemKind::Zipmoe => {
                     return problems::zipmoe_solve(&file, &method, &run, json, csv.as_deref())
                 }
-                ProblemKind::ZipmoePool => return Err(not_solvable(&file)),
+                ProblemKind::ZipmoePool
+                | ProblemKind::CacheTrace
+                | ProblemKind::CacheOffline
+                | ProblemKind::Smoe => return Err(not_solvable(&file)),
             }
             let method: Method = method.parse().map_err(CliError::input)?;
             let instance = sc::load(&file)?;
@@ -588,7 +591,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 ProblemKind::Zipmoe => {
                     return problems::zipmoe_compare(&file, names, &run, json, csv.as_deref())
                 }
-                ProblemKind::ZipmoePool => return Err(not_solvable(&file)),
+                ProblemKind::ZipmoePool
+                | ProblemKind::CacheTrace
+                | ProblemKind::CacheOffline
+                | ProblemKind::Smoe => return Err(not_solvable(&file)),
             }
             let instance = sc::load(&file)?;
             let chosen = match names {
@@ -631,7 +637,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                     return Ok(());
                 }
                 ProblemKind::Zipmoe => return problems::zipmoe_write_lp(&file, &output),
-                ProblemKind::ZipmoePool => return Err(not_solvable(&file)),
+                ProblemKind::ZipmoePool
+                | ProblemKind::CacheTrace
+                | ProblemKind::CacheOffline
+                | ProblemKind::Smoe => return Err(not_solvable(&file)),
             }
             let instance = sc::load(&file)?;
             let model = LatencyModel::new(&instance);

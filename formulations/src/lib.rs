@@ -2,10 +2,12 @@
 //! objective evaluator and the exact MILP. This crate knows no heuristic: the papers'
 //! algorithms live in the `moe-opt` package and are judged by the evaluators defined here.
 //!
-//! Problems: [`slimcaching`] (paper 000), [`prism`] (paper 001). Shared: [`milp`] (a solver-independent MILP with CPLEX
+//! Problems: [`slimcaching`] (paper 000), [`prism`] (paper 001), [`zipmoe`] (paper 003), [`cache`]
+//! (papers 002 and 004). Shared: [`milp`] (a solver-independent MILP with CPLEX
 //! LP output and a HiGHS back end) and [`error`].
 #![deny(missing_docs)]
 
+pub mod cache;
 pub mod error;
 pub mod milp;
 pub mod prism;

@@ -21,6 +21,16 @@ pub enum ProblemKind {
     /// ZipMoE's cache-pool planning (paper 003, App. C and D); tag `zipmoe-pool`.
     #[serde(rename = "zipmoe-pool")]
     ZipmoePool,
+    /// A token stream of router decisions, replayed through expert caches (papers 002, 004);
+    /// tag `cache-trace`.
+    #[serde(rename = "cache-trace")]
+    CacheTrace,
+    /// Offline expert caching over a request sequence, with fixed or flexible routing (the
+    /// exact bounds of papers 002 and 004); tag `cache-offline`.
+    #[serde(rename = "cache-offline")]
+    CacheOffline,
+    /// SMoE's per-layer decisions: expert-cache routing and the CPU-vs-PCIe split (paper 004).
+    Smoe,
 }
 
 impl ProblemKind {
@@ -31,6 +41,9 @@ impl ProblemKind {
             ProblemKind::Prism => "prism",
             ProblemKind::Zipmoe => "zipmoe",
             ProblemKind::ZipmoePool => "zipmoe-pool",
+            ProblemKind::CacheTrace => "cache-trace",
+            ProblemKind::CacheOffline => "cache-offline",
+            ProblemKind::Smoe => "smoe",
         }
     }
 }

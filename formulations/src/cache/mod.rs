@@ -1,0 +1,32 @@
+//! Expert caches over token streams (papers 002 and 004): the token-stream model, its
+//! validation, and the exact offline bounds.
+//!
+//! A [`Trace`] records, per token and MoE layer, what the router decided (the selected experts,
+//! their weights) and, where known, its logits over all E experts. Caches hold experts of one
+//! layer (capacity C per layer) or of all layers in one pool (SMoE's GPU cache); a miss loads
+//! an expert.
+//!
+//! * [`model`]: the trace (serde JSON) and its flattened request streams;
+//! * [`validate`]: the rules a trace must satisfy, with the failing field named.
+//!
+//! ## References
+//! * ../shared/papers/002_af7f5861d0abc3cf.txt: "Mixture of Cache-Conditional Experts for
+//!   Efficient Mobile Device Inference" (cache-aware routing, LRU, Belady).
+//! * ../shared/papers/004_ecd17ad30b7583cf.txt: SMoE (importance-driven expert substitution,
+//!   CPU-assisted loading).
+
+pub mod model;
+pub mod validate;
+
+pub use model::{Phase, Routing, Token, Trace};
+
+use std::path::Path;
+
+use crate::error::{read_json, Error};
+
+/// Reads and validates a trace file.
+pub fn load(path: &Path) -> Result<Trace, Error> {
+    let trace: Trace = read_json(path)?;
+    validate::validate(&trace).map_err(|e| e.in_file(path))?;
+    Ok(trace)
+}

@@ -1,0 +1,229 @@
+//! Validation of a trace. Every rule names the field it checks.
+//!
+//! `problem` must be `cache-trace`; E in 1..=[`MAX_EXPERTS`], K in 1..=E, at least one layer
+//! and one token. Every token has one routing per layer, with exactly K distinct experts below
+//! E; tokens of a sequence come in increasing `token` order. Weights, where given, are K finite
+//! probabilities; logits, where given, are E finite numbers whose top K (ties allowed) are the
+//! selected experts, in rank order when the trace is `ranked`.
+
+use std::collections::HashMap;
+
+use super::model::{Routing, Trace};
+use crate::error::ValidationError;
+use crate::problem::ProblemKind;
+
+/// Most experts per layer.
+pub const MAX_EXPERTS: usize = 1 << 16;
+
+type Check = Result<(), ValidationError>;
+
+fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
+    Err(ValidationError::new(field, reason))
+}
+
+/// Checks every rule of the module doc.
+pub fn validate(trace: &Trace) -> Check {
+    if trace.problem != ProblemKind::CacheTrace {
+        return fail(
+            "problem",
+            format!("must be \"cache-trace\", got \"{}\"", trace.problem.name()),
+        );
+    }
+    if !(1..=MAX_EXPERTS).contains(&trace.experts) {
+        return fail(
+            "experts",
+            format!("must be in 1..={MAX_EXPERTS}, got {}", trace.experts),
+        );
+    }
+    if !(1..=trace.experts).contains(&trace.top_k) {
+        return fail(
+            "top_k",
+            format!(
+                "must be in 1..={} (experts), got {}",
+                trace.experts, trace.top_k
+            ),
+        );
+    }
+    if trace.layers == 0 {
+        return fail("layers", "must be at least 1");
+    }
+    if trace.tokens.is_empty() {
+        return fail("tokens", "must not be empty");
+    }
+    let mut last: HashMap<u32, u32> = HashMap::new();
+    for (t, token) in trace.tokens.iter().enumerate() {
+        if let Some(&prev) = last.get(&token.seq) {
+            if token.token <= prev {
+                return fail(
+                    format!("tokens[{t}].token"),
+                    format!(
+                        "sequence {} must be in increasing token order: {} follows {prev}",
+                        token.seq, token.token
+                    ),
+                );
+            }
+        }
+        last.insert(token.seq, token.token);
+        if token.layers.len() != trace.layers {
+            return fail(
+                format!("tokens[{t}].layers"),
+                format!(
+                    "must have {} routings (layers), got {}",
+                    trace.layers,
+                    token.layers.len()
+                ),
+            );
+        }
+        for (l, routing) in token.layers.iter().enumerate() {
+            routing_rules(trace, routing).map_err(|e| {
+                ValidationError::new(format!("tokens[{t}].layers[{l}].{}", e.field), e.reason)
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn routing_rules(trace: &Trace, routing: &Routing) -> Check {
+    let (e, k) = (trace.experts, trace.top_k);
+    if routing.experts.len() != k {
+        return fail(
+            "experts",
+            format!(
+                "must list top_k = {k} experts, got {}",
+                routing.experts.len()
+            ),
+        );
+    }
+    let mut seen = vec![false; e];
+    for (i, &x) in routing.experts.iter().enumerate() {
+        if x as usize >= e {
+            return fail(
+                format!("experts[{i}]"),
+                format!("must be below experts = {e}, got {x}"),
+            );
+        }
+        if std::mem::replace(&mut seen[x as usize], true) {
+            return fail(
+                format!("experts[{i}]"),
+                format!("expert {x} is listed twice"),
+            );
+        }
+    }
+    if let Some(w) = &routing.weights {
+        if w.len() != k {
+            return fail(
+                "weights",
+                format!("must have {k} entries (one per expert), got {}", w.len()),
+            );
+        }
+        if let Some(i) = w
+            .iter()
+            .position(|x| !(x.is_finite() && (0.0..=1.0).contains(x)))
+        {
+            return fail(
+                format!("weights[{i}]"),
+                format!("must be a probability, got {}", w[i]),
+            );
+        }
+    }
+    if let Some(z) = &routing.logits {
+        if z.len() != e {
+            return fail(
+                "logits",
+                format!("must have {e} entries (experts), got {}", z.len()),
+            );
+        }
+        if let Some(i) = z.iter().position(|x| !x.is_finite()) {
+            return fail(
+                format!("logits[{i}]"),
+                format!("must be finite, got {}", z[i]),
+            );
+        }
+        let lowest_selected = routing
+            .experts
+            .iter()
+            .map(|&x| z[x as usize])
+            .fold(f32::INFINITY, f32::min);
+        if let Some(x) = (0..e).find(|&x| !seen[x] && z[x] > lowest_selected) {
+            return fail(
+                "experts",
+                format!(
+                    "must be the top {k} of the logits, but unselected expert {x} scores higher"
+                ),
+            );
+        }
+        if trace.ranked {
+            if let Some(i) = (1..k)
+                .find(|&i| z[routing.experts[i] as usize] > z[routing.experts[i - 1] as usize])
+            {
+                return fail(
+                    format!("experts[{i}]"),
+                    "must follow the logits' rank order (the trace is ranked)",
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::model::{Phase, Token};
+
+    fn trace() -> Trace {
+        Trace {
+            problem: ProblemKind::CacheTrace,
+            name: "t".into(),
+            model: "m".into(),
+            experts: 4,
+            top_k: 2,
+            shared_experts: 0,
+            layers: 1,
+            ranked: true,
+            tokens: vec![Token {
+                seq: 0,
+                token: 0,
+                phase: Phase::Decode,
+                layers: vec![Routing {
+                    experts: vec![2, 0],
+                    weights: None,
+                    logits: Some(vec![1.0, -1.0, 3.0, 0.0]),
+                }],
+            }],
+        }
+    }
+
+    fn field(t: &Trace) -> String {
+        validate(t).unwrap_err().field
+    }
+
+    #[test]
+    fn a_valid_trace_passes_and_each_rule_names_its_field() {
+        validate(&trace()).unwrap();
+        let mut t = trace();
+        t.tokens[0].layers[0].experts = vec![2, 2];
+        assert_eq!(field(&t), "tokens[0].layers[0].experts[1]");
+        let mut t = trace();
+        t.tokens[0].layers[0].experts = vec![0, 2];
+        assert_eq!(field(&t), "tokens[0].layers[0].experts[1]");
+        let mut t = trace();
+        t.tokens[0].layers[0].experts = vec![2, 3];
+        assert_eq!(field(&t), "tokens[0].layers[0].experts");
+        let mut t = trace();
+        t.tokens[0].layers[0].experts = vec![2, 7];
+        assert_eq!(field(&t), "tokens[0].layers[0].experts[1]");
+        let mut t = trace();
+        t.top_k = 5;
+        assert_eq!(field(&t), "top_k");
+        let mut t = trace();
+        t.tokens.push(t.tokens[0].clone());
+        assert_eq!(field(&t), "tokens[1].token");
+        let mut t = trace();
+        t.tokens[0].layers[0].weights = Some(vec![0.5, 1.5]);
+        assert_eq!(field(&t), "tokens[0].layers[0].weights[1]");
+        let mut t = trace();
+        t.problem = ProblemKind::Prism;
+        assert_eq!(field(&t), "problem");
+    }
+}
