@@ -1,6 +1,26 @@
 //! The `moe-opt` command line. Bad input (unreadable or invalid files, unknown names, sizes
 //! beyond a method's limit) ends with exit code 2 and one line on stderr; a solver failure
-//! with exit code 1.
+//! with exit code 1. Standard output closed early by its reader (`moe-opt claims --json | head
+//! -1`) ends the command quietly with exit code 0: every command writes through [`out!`] /
+//! [`outln!`], which turn the write's `BrokenPipe` error into [`CliError::broken_pipe`].
+
+/// `print!` for the commands: a write error (a reader that closed the pipe early, as in
+/// `moe-opt claims --json | head -1`) becomes a [`CliError`] instead of a panic.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))?
+    };
+}
+
+/// `println!` for the commands (see [`out!`]).
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))?
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
 
 mod problems;
 
@@ -190,6 +210,9 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Also write the plan as a tidy table (CSV: a row per layer and physical slot).
+        #[arg(long)]
+        csv: Option<PathBuf>,
     },
     /// Prism's migration rule (3)-(4) over workload windows with a drift of one server's task
     /// mix: migrations, cost per window, transferred bytes.
@@ -235,6 +258,9 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Also write the windows as a tidy table (CSV: a row per window).
+        #[arg(long)]
+        csv: Option<PathBuf>,
     },
     /// ZipMoE's cache-pool plan (App. C: Alg. 4 grid search over Alg. 3's estimate, with eq.
     /// (24)'s selection probabilities) from a planning instance, a count file or synthetic
@@ -254,6 +280,10 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Also write the chosen split as a tidy table (CSV: a row per pool, the Miss Pool
+        /// last).
+        #[arg(long)]
+        csv: Option<PathBuf>,
     },
     /// Run a grid of generator parameters x seeds x methods (see `moe-opt sweep --help`).
     ///
@@ -351,7 +381,8 @@ impl SolveArgs {
 /// A failure with its exit code.
 #[derive(Debug)]
 pub struct CliError {
-    /// 2 for bad input, 1 for a failure of moe-opt or the solver.
+    /// 2 for bad input, 1 for a failure of moe-opt or the solver, 0 for standard output
+    /// closed by its reader ([`CliError::broken_pipe`]).
     pub code: i32,
     /// One line for stderr.
     pub message: String,
@@ -364,6 +395,42 @@ impl CliError {
             message: message.into(),
         }
     }
+
+    /// Standard output was closed by its reader (`moe-opt claims --json | head -1`): not a
+    /// failure of moe-opt. Code 0 and no message; [`CliError::is_broken_pipe`] tells `main` to
+    /// end quietly, as `head` and `grep -q` expect of a command upstream.
+    pub fn broken_pipe() -> Self {
+        CliError {
+            code: 0,
+            message: String::new(),
+        }
+    }
+
+    /// True for [`CliError::broken_pipe`].
+    pub fn is_broken_pipe(&self) -> bool {
+        self.code == 0
+    }
+}
+
+/// Writes to standard output and flushes, so a closed pipe is noticed at the write that meets
+/// it. Rust ignores SIGPIPE, so such a write returns `BrokenPipe` (`print!` would panic on it):
+/// that is [`CliError::broken_pipe`]; any other write error is a failure (code 1).
+pub(crate) fn write_stdout(args: std::fmt::Arguments) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                CliError::broken_pipe()
+            } else {
+                CliError {
+                    code: 1,
+                    message: format!("writing to standard output: {e}"),
+                }
+            }
+        })
 }
 
 impl From<formulations::Error> for CliError {
@@ -436,7 +503,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 None => GeneratorConfig::preset(preset.parse().map_err(CliError::input)?),
             };
             if print_config {
-                println!("{}", to_json(&config));
+                outln!("{}", to_json(&config));
                 return Ok(());
             }
             let Some(output) = output else {
@@ -568,9 +635,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 crate::export::write_csv(&path, &crate::export::Table::new(context, rows))?;
             }
             if json {
-                println!("{}", to_json(&report));
+                outln!("{}", to_json(&report));
             } else {
-                print!("{}", solve_text(&report));
+                out!("{}", solve_text(&report));
             }
             Ok(())
         }
@@ -622,9 +689,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 crate::export::write_csv(&path, &crate::export::Table::new(context, rows))?;
             }
             if json {
-                println!("{}", to_json(&report));
+                outln!("{}", to_json(&report));
             } else {
-                print!("{}", compare_text(&report));
+                out!("{}", compare_text(&report));
             }
             Ok(())
         }
@@ -663,11 +730,14 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             nodes,
             gpus,
             json,
+            csv,
         } => {
             let report =
                 crate::prism::commands::eplb_command(&weights, replicas, groups, nodes, gpus)?;
-            problems::emit(&report, json, |r| r.text());
-            Ok(())
+            if let Some(path) = csv {
+                crate::export::write_csv(&path, &problems::eplb_table(&report, &weights)?)?;
+            }
+            problems::emit(&report, json, |r| r.text())
         }
         Command::Migrate {
             file,
@@ -684,6 +754,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             method,
             options,
             json,
+            csv,
         } => {
             let config = crate::prism::commands::MigrateConfig {
                 windows,
@@ -705,8 +776,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 method: method.parse().map_err(CliError::input)?,
             };
             let report = crate::prism::commands::migrate(&file, &config, &options.run_options()?)?;
-            problems::emit(&report, json, |r| r.text());
-            Ok(())
+            if let Some(path) = csv {
+                crate::export::write_csv(&path, &problems::migrate_table(&report))?;
+            }
+            problems::emit(&report, json, |r| r.text())
         }
         Command::Plan {
             file,
@@ -714,6 +787,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             generate,
             config,
             json,
+            csv,
         } => {
             let source = match (file, counts, generate) {
                 (Some(f), _, _) => problems::PlanSource::File(f),
@@ -725,7 +799,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                     ))
                 }
             };
-            problems::zipmoe_plan(source, config.as_deref(), json)
+            problems::zipmoe_plan(source, config.as_deref(), json, csv.as_deref())
         }
         Command::Sweep {
             spec,
@@ -744,7 +818,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             };
             let done = crate::sweep::run(&parsed, &base, &options)?;
             let total = crate::sweep::cells(&parsed).len();
-            println!(
+            outln!(
                 "{} of {total} cells finished{}; results in {}",
                 done.len(),
                 shard.map_or(String::new(), |s| format!(
@@ -757,7 +831,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Merge { inputs, out } => {
             let report = crate::sweep::merge(&inputs, &out)?;
-            println!(
+            outln!(
                 "{} of {} cells merged into {}",
                 report.present,
                 report.cells,
@@ -766,7 +840,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             if !report.missing.is_empty() {
                 let shown: Vec<String> =
                     report.missing.iter().take(20).map(u64::to_string).collect();
-                println!(
+                outln!(
                     "missing {} cells: {}{}",
                     report.missing.len(),
                     shown.join(", "),
@@ -782,7 +856,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Claims { json } => {
             let infos = all_claims();
             if json {
-                println!("{}", to_json(&infos));
+                outln!("{}", to_json(&infos));
             } else {
                 let rows: Vec<Vec<String>> = infos
                     .iter()
@@ -795,7 +869,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                         ]
                     })
                     .collect();
-                print!(
+                out!(
                     "{}",
                     table(&["id", "place", "bound", "statement"], &rows, 4)
                 );
@@ -843,7 +917,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             };
             if let Some(file) = instance {
                 let result = chosen[0].recheck(0, &file, &check)?;
-                println!("{}", to_json(&result));
+                outln!("{}", to_json(&result));
                 return Ok(());
             }
             let options = VerifyOptions {
@@ -860,7 +934,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             };
             let groups: Vec<&dyn ClaimGroup> = chosen.iter().map(|g| g.as_ref()).collect();
             let rows = crate::verify::run(&groups, &options)?;
-            print!("{}", verify_text(&rows, &out));
+            out!("{}", verify_text(&rows, &out));
             Ok(())
         }
     }
@@ -927,7 +1001,7 @@ pub fn compare(
 }
 
 fn demo(instances: u64, first_seed: u64) -> Result<(), CliError> {
-    println!(
+    outln!(
         "moe-opt {VERSION} demo: SlimCaching (paper 000), exact optimum vs the paper's algorithms\n"
     );
     let options = RunOptions {
@@ -942,12 +1016,12 @@ fn demo(instances: u64, first_seed: u64) -> Result<(), CliError> {
         for seed in first_seed..first_seed + instances {
             let instance = generate(&GeneratorConfig::preset(preset), seed);
             let report = compare(&instance, &default_methods(&instance), &options)?;
-            print!("{}", compare_text(&report));
-            println!();
+            out!("{}", compare_text(&report));
+            outln!();
             all.push(report);
         }
     }
-    print!("{}", demo_summary(&all));
+    out!("{}", demo_summary(&all));
     Ok(())
 }
 

@@ -16,7 +16,9 @@
 //! values = [0.1, 0.2, 0.3]
 //! ```
 //!
-//! `moe-opt generate PROBLEM --print-config` shows the paths. A value replaces the JSON value at
+//! `problem` is `slimcaching`, `prism` or `zipmoe` (a layer's reconstruction schedule); the
+//! preset, paths and methods are that problem's. `moe-opt generate PROBLEM --print-config` shows
+//! the paths. A value replaces the JSON value at
 //! its path; a number at a `{min, max}` range sets both ends (a fixed value). Cells are the
 //! Cartesian product of the axes (the first axis varies slowest) times the seeds (fastest); a
 //! cell's instance is generated from its seed, so cells that differ only in an axis value share
@@ -31,6 +33,19 @@
 //!   it is rewritten in cell order, so the bytes depend only on the spec and the shard.
 //! * `results.csv`: the tidy table, one row per cell and method, columns [`Row`]'s fields in
 //!   order with one column per axis (named by its path) after `seed`.
+//!
+//! ## Objectives
+//!
+//! | problem | `objective_name` | sense | `secondary_name` |
+//! |---|---|---|---|
+//! | slimcaching | `latency_reduction_s`: F(X) of (17) | max (ratio <= 1) | `avg_latency_s`: eq. (14) averaged |
+//! | prism | `expected_remote_invocations`: proxy cost (2) | min (ratio >= 1) | `sim_mean_latency_s`: simulated mean latency (Sec. IV-C) |
+//! | zipmoe | `makespan_s`: the layer's makespan | min (ratio >= 1) | `lower_bound_s`: Lemma B.3's max{I, C/L, P, Z} |
+//!
+//! `ratio` = objective / reference, the reference being the cell's proved optimum (MILP status
+//! optimal or exhaustive search) when a method in the list proves one. Prism and ZipMoE exact
+//! methods refused by their size limits (`TooLarge`) leave a row with `solver_status =
+//! too_large` and no objective, so every cell has one row per method.
 //!
 //! No wall-clock time enters the outputs unless `record_runtime = true`. A MILP stopped by its time limit is the one source of
 //! variation between machines; its row says so (`solver_status = time_limit`, ratio against a
@@ -130,8 +145,9 @@ pub struct Row {
     pub instance_sha256: String,
     /// Method name.
     pub method: String,
-    /// The problem's objective (SlimCaching: F(X) of (17), the latency reduction, seconds;
-    /// larger is better).
+    /// The problem's objective (module doc's table; SlimCaching: F(X) of (17), the latency
+    /// reduction, seconds, larger is better; Prism: proxy cost (2) and ZipMoE: makespan,
+    /// seconds, smaller is better).
     pub objective: Option<f64>,
     /// Name and unit of `objective` (e.g. `latency_reduction_s`).
     pub objective_name: String,
@@ -144,12 +160,13 @@ pub struct Row {
     pub reference: Option<f64>,
     /// The placement respects the problem's constraints.
     pub feasible: Option<bool>,
-    /// Exact methods: the solver's status (`optimal`, `time_limit`, ...).
+    /// Exact methods: the solver's status (`optimal`, `time_limit`, ..., `too_large` for a
+    /// method its size limit refused).
     pub solver_status: Option<String>,
     /// Exact methods: relative gap between incumbent and bound.
     pub gap: Option<f64>,
-    /// A second quantity of the problem (SlimCaching: the average per-token latency,
-    /// seconds).
+    /// A second quantity of the problem (SlimCaching: the average per-token latency, seconds;
+    /// Prism: the simulated mean latency, seconds; ZipMoE: Lemma B.3's lower bound, seconds).
     pub secondary: Option<f64>,
     /// Name and unit of `secondary`.
     pub secondary_name: String,
@@ -391,7 +408,237 @@ trait SweepProblem: Sync {
 fn problem_of(kind: ProblemKind) -> Result<&'static dyn SweepProblem, String> {
     match kind {
         ProblemKind::Slimcaching => Ok(&SlimSweep),
+        ProblemKind::Prism => Ok(&PrismSweep),
+        ProblemKind::Zipmoe => Ok(&ZipMoeSweep),
         other => Err(format!("sweeps of {} are not supported yet", other.name())),
+    }
+}
+
+/// A generator configuration of type `C` from a cell's JSON.
+fn parse_config<C: serde::de::DeserializeOwned>(config: &Value) -> Result<C, Error> {
+    serde_json::from_value(config.clone()).map_err(|e| cell_invalid("config", e.to_string()))
+}
+
+fn cell_invalid(field: &str, reason: String) -> Error {
+    Error::Invalid {
+        path: "<sweep cell>".into(),
+        field: field.into(),
+        reason,
+    }
+}
+
+/// `(reference_kind, reference)` of a Prism or ZipMoE reference (`{kind, value}` in JSON).
+fn reference_columns<R: Serialize>(reference: &R) -> (String, Option<f64>) {
+    let v = serde_json::to_value(reference).expect("references serialise");
+    (
+        v.get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("none")
+            .to_string(),
+        v.get("value").and_then(Value::as_f64),
+    )
+}
+
+/// The row of a method an exact method's size limit refused (`Error::TooLarge`): no objective,
+/// `solver_status = too_large`, so every cell keeps a row per method.
+fn too_large_row(seed: u64, sha: &str, method: &str, objective: &str, secondary: &str) -> Row {
+    Row {
+        cell: 0,
+        seed,
+        instance_sha256: sha.into(),
+        method: method.into(),
+        objective: None,
+        objective_name: objective.into(),
+        ratio: None,
+        reference_kind: String::new(),
+        reference: None,
+        feasible: None,
+        solver_status: Some("too_large".into()),
+        gap: None,
+        secondary: None,
+        secondary_name: secondary.into(),
+        runtime_s: None,
+    }
+}
+
+/// Prism (paper 001): the objective is the proxy cost (2), expected remote invocations with
+/// one token at every server (minimised: ratios to the optimum are >= 1); the secondary is the
+/// simulated mean latency over all requests (Section IV-C's simulator on the instance's
+/// workload, seeded by the cell's seed, the same requests for every method), seconds.
+struct PrismSweep;
+
+impl SweepProblem for PrismSweep {
+    fn base_config(&self, preset: &str) -> Result<Value, String> {
+        use crate::prism::generate::GeneratorConfig;
+        let config = GeneratorConfig::preset(preset.parse()?);
+        Ok(serde_json::to_value(config).expect("configurations serialise"))
+    }
+
+    fn check_config(&self, config: &Value, methods: &[String]) -> Result<(), String> {
+        use crate::prism::generate::GeneratorConfig;
+        use crate::prism::methods::Method;
+        let config: GeneratorConfig =
+            serde_json::from_value(config.clone()).map_err(|e| e.to_string())?;
+        config.check().map_err(|e| e.to_string())?;
+        for m in methods {
+            m.parse::<Method>()?;
+        }
+        Ok(())
+    }
+
+    fn run_cell(
+        &self,
+        config: &Value,
+        seed: u64,
+        methods: &[String],
+        options: &RunOptions,
+    ) -> Result<(String, Vec<Row>), Error> {
+        use crate::prism::commands::{latency_of, sampled_batch};
+        use crate::prism::generate::{try_generate, GeneratorConfig};
+        use crate::prism::methods::{self, Method, Reference};
+        const OBJECTIVE: &str = "expected_remote_invocations";
+        const SECONDARY: &str = "sim_mean_latency_s";
+        let config: GeneratorConfig = parse_config(config)?;
+        let instance = try_generate(&config, seed)?;
+        let sha = canonical_sha256(&instance);
+        let mut runs = Vec::new();
+        for name in methods {
+            let m: Method = name.parse().map_err(|r| cell_invalid("methods", r))?;
+            match methods::run(m, &instance, options) {
+                Ok(r) => runs.push(Ok(r)),
+                Err(Error::TooLarge(_)) => runs.push(Err(m)),
+                Err(e) => return Err(e),
+            }
+        }
+        let finished: Vec<_> = runs
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .cloned()
+            .collect();
+        let reference = Reference::from_runs(&finished);
+        let (reference_kind, reference_value) = reference_columns(&reference);
+        // A placement holding everything everywhere costs -0.0 (a sum of negated zeros): the
+        // table says 0. (x + 0.0 is +0.0 for x = -0.0 and x otherwise.)
+        let reference_value = reference_value.map(|v| v + 0.0);
+        let batch = sampled_batch(&instance, options.seed);
+        let rows = runs
+            .iter()
+            .map(|r| match r {
+                Err(m) => too_large_row(seed, &sha, m.name(), OBJECTIVE, SECONDARY),
+                Ok(r) => {
+                    let e = r.evaluation.as_ref();
+                    let latency = r
+                        .placement
+                        .as_ref()
+                        .and_then(|p| latency_of(&instance, p, batch.as_deref(), options.seed));
+                    Row {
+                        cell: 0,
+                        seed,
+                        instance_sha256: sha.clone(),
+                        method: r.method.name().into(),
+                        objective: e.map(|e| e.proxy_cost + 0.0),
+                        objective_name: OBJECTIVE.into(),
+                        ratio: e.and_then(|e| reference.ratio(e.proxy_cost)),
+                        reference_kind: reference_kind.clone(),
+                        reference: reference_value,
+                        feasible: e.map(|e| e.feasible),
+                        solver_status: r.exact.as_ref().map(|x| enum_name(&x.status)),
+                        gap: r.exact.as_ref().and_then(|x| x.gap),
+                        secondary: latency.and_then(|l| l.sim_overall_mean_s),
+                        secondary_name: SECONDARY.into(),
+                        runtime_s: Some(r.runtime_s),
+                    }
+                }
+            })
+            .collect();
+        Ok((sha, rows))
+    }
+}
+
+/// ZipMoE (paper 003), one layer's reconstruction schedule: the objective is the makespan
+/// (minimised: ratios to the optimum are >= 1), the secondary Lemma B.3's lower bound
+/// max{I, C/L, P, Z} of the cell's instance (the same on every row of a cell), seconds.
+/// Exact methods refused by their size limits give `too_large` rows.
+struct ZipMoeSweep;
+
+impl SweepProblem for ZipMoeSweep {
+    fn base_config(&self, preset: &str) -> Result<Value, String> {
+        use crate::zipmoe::generate::GeneratorConfig;
+        let config = GeneratorConfig::preset(preset.parse()?);
+        Ok(serde_json::to_value(config).expect("configurations serialise"))
+    }
+
+    fn check_config(&self, config: &Value, methods: &[String]) -> Result<(), String> {
+        use crate::zipmoe::generate::GeneratorConfig;
+        use crate::zipmoe::methods::Method;
+        let config: GeneratorConfig =
+            serde_json::from_value(config.clone()).map_err(|e| e.to_string())?;
+        config.check().map_err(|e| e.to_string())?;
+        for m in methods {
+            m.parse::<Method>()?;
+        }
+        Ok(())
+    }
+
+    fn run_cell(
+        &self,
+        config: &Value,
+        seed: u64,
+        methods: &[String],
+        options: &RunOptions,
+    ) -> Result<(String, Vec<Row>), Error> {
+        use crate::zipmoe::generate::{try_generate, GeneratorConfig};
+        use crate::zipmoe::methods::{self, Method, Reference};
+        const OBJECTIVE: &str = "makespan_s";
+        const SECONDARY: &str = "lower_bound_s";
+        let config: GeneratorConfig = parse_config(config)?;
+        let instance = try_generate(&config, seed)?;
+        let sha = canonical_sha256(&instance);
+        let bound = formulations::zipmoe::lower_bound(&instance).value_s;
+        let mut runs = Vec::new();
+        for name in methods {
+            let m: Method = name.parse().map_err(|r| cell_invalid("methods", r))?;
+            match methods::run(m, &instance, options) {
+                Ok(r) => runs.push(Ok(r)),
+                Err(Error::TooLarge(_)) => runs.push(Err(m)),
+                Err(e) => return Err(e),
+            }
+        }
+        let finished: Vec<_> = runs
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .cloned()
+            .collect();
+        let reference = Reference::from_runs(&finished);
+        let (reference_kind, reference_value) = reference_columns(&reference);
+        let rows = runs
+            .iter()
+            .map(|r| match r {
+                Err(m) => too_large_row(seed, &sha, m.name(), OBJECTIVE, SECONDARY),
+                Ok(r) => {
+                    let makespan = r.makespan();
+                    Row {
+                        cell: 0,
+                        seed,
+                        instance_sha256: sha.clone(),
+                        method: r.method.name().into(),
+                        objective: makespan,
+                        objective_name: OBJECTIVE.into(),
+                        ratio: makespan.and_then(|m| reference.ratio(m)),
+                        reference_kind: reference_kind.clone(),
+                        reference: reference_value,
+                        // The evaluator's schedules respect every precedence and resource.
+                        feasible: makespan.map(|_| true),
+                        solver_status: r.exact.as_ref().map(|x| enum_name(&x.status)),
+                        gap: r.exact.as_ref().and_then(|x| x.gap),
+                        secondary: Some(bound),
+                        secondary_name: SECONDARY.into(),
+                        runtime_s: Some(r.runtime_s),
+                    }
+                }
+            })
+            .collect();
+        Ok((sha, rows))
     }
 }
 

@@ -304,3 +304,31 @@ fn compare_and_solve_write_tidy_tables() {
         .count();
     assert_eq!(rows, cached);
 }
+
+/// A reader that closes the pipe early (`moe-opt claims --json | head -1`) ends the command
+/// quietly with exit code 0; before, the first write panicked ("failed printing to stdout").
+#[test]
+fn a_closed_standard_output_ends_quietly() {
+    for args in [
+        &["claims", "--json"][..],
+        &["claims"][..],
+        &["--version"][..],
+    ] {
+        // A pipe whose read end is closed before the command starts: every write to it fails
+        // with EPIPE, whatever the timing.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("moe-opt"))
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

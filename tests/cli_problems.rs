@@ -296,3 +296,252 @@ fn real_counts_import_compare_and_recheck() {
     let plan: Value = serde_json::from_str(&text).unwrap();
     assert!(plan["expected_makespan_s"].as_f64().unwrap() > 0.0);
 }
+
+/// The column `name` of a CSV table as strings.
+fn column(header: &[String], rows: &[csv::StringRecord], name: &str) -> Vec<String> {
+    let at = header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name} in {header:?}"));
+    rows.iter().map(|r| r[at].to_string()).collect()
+}
+
+fn numbers(values: &[String]) -> Vec<f64> {
+    values.iter().map(|v| v.parse().unwrap()).collect()
+}
+
+#[test]
+fn eplb_csv_has_a_row_per_slot_with_the_published_plan_and_split_loads() {
+    let dir = scratch("eplb-csv");
+    let weights = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/eplb-readme-example.json");
+    let table = dir.join("eplb.csv");
+    ok(moe_opt()
+        .args(["eplb", "--weights"])
+        .arg(&weights)
+        .args([
+            "--replicas",
+            "16",
+            "--groups",
+            "4",
+            "--nodes",
+            "2",
+            "--gpus",
+            "8",
+        ])
+        .arg("--csv")
+        .arg(&table));
+    let (header, rows) = csv_rows(&table);
+    assert_eq!(
+        header,
+        [
+            "moe_opt_version",
+            "weights_sha256",
+            "policy",
+            "layer",
+            "slot",
+            "gpu",
+            "expert",
+            "replica_rank",
+            "expert_replicas",
+            "expert_load",
+            "slot_load"
+        ]
+    );
+    // The README example of https://github.com/deepseek-ai/EPLB: its weights and its printed
+    // phy2log; 16 slots on 8 GPUs is 2 slots per GPU.
+    let weight: [[f64; 12]; 2] = [
+        [
+            90., 132., 40., 61., 104., 165., 39., 4., 73., 56., 183., 86.,
+        ],
+        [
+            20., 107., 104., 64., 19., 197., 187., 157., 172., 86., 16., 27.,
+        ],
+    ];
+    let phy2log: [[usize; 16]; 2] = [
+        [5, 6, 5, 7, 8, 4, 3, 4, 10, 9, 10, 2, 0, 1, 11, 1],
+        [7, 10, 6, 8, 6, 11, 8, 9, 2, 4, 5, 1, 5, 0, 3, 1],
+    ];
+    assert_eq!(rows.len(), 2 * 16);
+    let layer = column(&header, &rows, "layer");
+    let slot = column(&header, &rows, "slot");
+    let gpu = column(&header, &rows, "gpu");
+    let expert = column(&header, &rows, "expert");
+    let replicas = column(&header, &rows, "expert_replicas");
+    let slot_load = numbers(&column(&header, &rows, "slot_load"));
+    assert!(column(&header, &rows, "policy")
+        .iter()
+        .all(|p| p == "hierarchical"));
+    for (i, row_load) in slot_load.iter().enumerate() {
+        let (l, p) = (i / 16, i % 16);
+        let e = phy2log[l][p];
+        // An expert's replica count is how often the published phy2log lists it.
+        let count = phy2log[l].iter().filter(|&&x| x == e).count();
+        assert_eq!(
+            (&*layer[i], &*slot[i], &*gpu[i]),
+            (&*l.to_string(), &*p.to_string(), &*(p / 2).to_string())
+        );
+        assert_eq!(expert[i], e.to_string());
+        assert_eq!(replicas[i], count.to_string());
+        assert_eq!(*row_load, weight[l][e] / count as f64, "row {i}");
+    }
+    // Splitting each load over its replicas keeps each layer's total: 1033 and 1156.
+    for (l, total) in [(0, 1033.0), (1, 1156.0)] {
+        let sum: f64 = slot_load[16 * l..16 * (l + 1)].iter().sum();
+        assert!((sum - total).abs() < 1e-9, "layer {l}: {sum}");
+    }
+}
+
+#[test]
+fn migrate_csv_has_a_row_per_window_in_the_report_s_units() {
+    let dir = scratch("migrate-csv");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/prism-small-1.json");
+    let table = dir.join("migrate.csv");
+    // 100 tokens per window at 0.01 s per remote invocation: served_cost_s = served (2) x 1 s.
+    let text = ok(moe_opt()
+        .arg("migrate")
+        .arg(&file)
+        .args([
+            "--windows",
+            "6",
+            "--tokens-per-window",
+            "100",
+            "--remote-invocation-s",
+            "0.01",
+            "--json",
+            "--csv",
+        ])
+        .arg(&table));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let (header, rows) = csv_rows(&table);
+    for c in [
+        "instance_sha256",
+        "method",
+        "tokens_per_window",
+        "remote_invocation_s",
+        "window",
+        "current_cost_s",
+        "candidate_cost_s",
+        "migration_s",
+        "migrated",
+        "changed_entries",
+        "transferred_bytes",
+        "served_proxy_cost",
+        "served_cost_s",
+    ] {
+        assert!(header.iter().any(|h| h == c), "{c} in {header:?}");
+    }
+    assert_eq!(rows.len(), 6);
+    assert_eq!(
+        column(&header, &rows, "window"),
+        ["0", "1", "2", "3", "4", "5"]
+    );
+    // Window 0 has no previous placement to compare with.
+    assert_eq!(column(&header, &rows, "current_cost_s")[0], "");
+    let proxy = numbers(&column(&header, &rows, "served_proxy_cost"));
+    let served = numbers(&column(&header, &rows, "served_cost_s"));
+    for (p, s) in proxy.iter().zip(&served) {
+        assert!(
+            (p * 100.0 * 0.01 - s).abs() <= 1e-12 * s.max(1.0),
+            "{p} {s}"
+        );
+    }
+    // Before the drift (window 2), window 0 is served by Prism's placement of the instance
+    // itself: its proxy cost is what `solve --method prism` reports.
+    let solved: Value = serde_json::from_str(&ok(moe_opt()
+        .arg("solve")
+        .arg(&file)
+        .args(["--method", "prism", "--json"])))
+    .unwrap();
+    let prism_cost = solved["result"]["proxy_cost"].as_f64().unwrap();
+    assert!(
+        (proxy[0] - prism_cost).abs() <= 1e-12 * prism_cost,
+        "{proxy:?}"
+    );
+    // The rows add up to the report's totals.
+    let migrated = column(&header, &rows, "migrated")
+        .iter()
+        .filter(|m| *m == "true")
+        .count();
+    assert_eq!(
+        report["run"]["migrations"].as_u64().unwrap() as usize,
+        migrated
+    );
+    let total = report["run"]["total_served_cost_s"].as_f64().unwrap();
+    assert!((served.iter().sum::<f64>() - total).abs() <= 1e-9 * total);
+    let bytes: u64 = column(&header, &rows, "transferred_bytes")
+        .iter()
+        .map(|b| b.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(
+        report["run"]["total_transferred_bytes"].as_u64().unwrap(),
+        bytes
+    );
+}
+
+#[test]
+fn plan_csv_has_a_row_per_pool_and_the_miss_pool() {
+    let dir = scratch("plan-csv");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/zipmoe-pool-1.json");
+    let table = dir.join("plan.csv");
+    let text = ok(moe_opt()
+        .arg("plan")
+        .arg(&file)
+        .args(["--json", "--csv"])
+        .arg(&table));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let instance: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let (header, rows) = csv_rows(&table);
+    assert_eq!(
+        header,
+        [
+            "moe_opt_version",
+            "instance_name",
+            "instance_sha256",
+            "layers",
+            "budget_bytes",
+            "expected_makespan_s",
+            "pool",
+            "letter",
+            "ratio",
+            "experts",
+            "bytes_per_layer"
+        ]
+    );
+    let pools = column(&header, &rows, "pool");
+    // The instance's four pools in hierarchy order, then the Miss Pool.
+    assert_eq!(
+        pools,
+        ["full", "compressed", "sign_mantissa", "exponent", "miss"]
+    );
+    let experts: Vec<u64> = column(&header, &rows, "experts")
+        .iter()
+        .map(|e| e.parse().unwrap())
+        .collect();
+    // Every one of the 64 experts of a layer is in exactly one pool.
+    assert_eq!(experts.iter().sum::<u64>(), 64);
+    assert_eq!(report["experts"], 64);
+    // A pool's bytes per layer: its experts x the instance's bytes per expert in that form
+    // (a compressed expert is its SM and E parts).
+    let m = &instance["memory"];
+    let b = |k: &str| m[k].as_u64().unwrap();
+    let per_expert = [
+        b("full_expert_bytes"),
+        b("sm_expert_bytes") + b("e_expert_bytes"),
+        b("sm_expert_bytes"),
+        b("e_expert_bytes"),
+    ];
+    let bytes = column(&header, &rows, "bytes_per_layer");
+    let mut used = 0;
+    for i in 0..4 {
+        assert_eq!(
+            bytes[i],
+            (experts[i] * per_expert[i]).to_string(),
+            "{}",
+            pools[i]
+        );
+        used += experts[i] * per_expert[i];
+    }
+    assert_eq!(bytes[4], "");
+    // One layer: the split fits the budget.
+    assert!(used <= b("budget_bytes"), "{used}");
+}

@@ -17,12 +17,17 @@ use crate::report::{RunOptions, VERSION};
 use crate::zipmoe;
 
 /// Prints a report as JSON or text.
-pub(super) fn emit<R: Serialize>(report: &R, json: bool, text: impl FnOnce(&R) -> String) {
+pub(super) fn emit<R: Serialize>(
+    report: &R,
+    json: bool,
+    text: impl FnOnce(&R) -> String,
+) -> Result<(), CliError> {
     if json {
-        println!("{}", to_json(report));
+        outln!("{}", to_json(report));
     } else {
-        print!("{}", text(report));
+        out!("{}", text(report));
     }
+    Ok(())
 }
 
 /// `generate` for a problem whose generator has a configuration `C` with presets.
@@ -38,7 +43,7 @@ pub(super) fn generate<C: Serialize + DeserializeOwned, I: Serialize>(
         None => preset().map_err(CliError::input)?,
     };
     if print_config {
-        println!("{}", to_json(&config));
+        outln!("{}", to_json(&config));
         return Ok(());
     }
     let Some(output) = output else {
@@ -137,8 +142,7 @@ pub(super) fn prism_solve(
         ];
         write_csv(path, &Table::new(context, rows))?;
     }
-    emit(&report, json, |r| r.text());
-    Ok(())
+    emit(&report, json, |r| r.text())
 }
 
 /// `compare` of a Prism instance.
@@ -160,8 +164,7 @@ pub(super) fn prism_compare(
     if let Some(path) = csv {
         write_csv(path, &compare_table(&report))?;
     }
-    emit(&report, json, |r| r.text());
-    Ok(())
+    emit(&report, json, |r| r.text())
 }
 
 /// `solve` of a ZipMoE layer; `--csv`: the Gantt chart (a row per operation).
@@ -189,8 +192,7 @@ pub(super) fn zipmoe_solve(
         ];
         write_csv(path, &Table::new(context, rows))?;
     }
-    emit(&report, json, |r| r.text());
-    Ok(())
+    emit(&report, json, |r| r.text())
 }
 
 /// `compare` of a ZipMoE layer.
@@ -207,8 +209,7 @@ pub(super) fn zipmoe_compare(
     if let Some(path) = csv {
         write_csv(path, &compare_table(&report))?;
     }
-    emit(&report, json, |r| r.text());
-    Ok(())
+    emit(&report, json, |r| r.text())
 }
 
 /// `write-lp` of a ZipMoE layer.
@@ -235,6 +236,7 @@ pub(super) fn zipmoe_plan(
     source: PlanSource,
     config: Option<&Path>,
     json: bool,
+    csv: Option<&Path>,
 ) -> Result<(), CliError> {
     use zipmoe::planning::commands as plan;
     let report = match source {
@@ -242,6 +244,95 @@ pub(super) fn zipmoe_plan(
         PlanSource::Counts(path) => plan::plan_counts(&path, &import_config(config)?)?,
         PlanSource::Generated(seed) => plan::plan_generated(&import_config(config)?, seed)?,
     };
-    emit(&report, json, |r| r.text());
-    Ok(())
+    if let Some(path) = csv {
+        write_csv(path, &plan_table(&report))?;
+    }
+    emit(&report, json, |r| r.text())
+}
+
+/// `plan --csv`: a row per activated pool of the chosen split (the report's `pools[]` fields:
+/// `pool, letter, ratio` = gamma_p, `experts` = S_p per layer, `bytes_per_layer`), then the
+/// Miss Pool (`pool` = `miss`, `letter` = `M`, ratio and bytes empty), so `experts` sums to
+/// |N|. Every row repeats the plan's totals: `layers, budget_bytes, expected_makespan_s`.
+pub(super) fn plan_table(report: &zipmoe::planning::commands::PlanReport) -> Table {
+    let context = vec![
+        ("moe_opt_version", Value::from(VERSION)),
+        ("instance_name", report.instance_name.clone().into()),
+        ("instance_sha256", report.instance_sha256.clone().into()),
+        ("layers", report.layers.into()),
+        ("budget_bytes", report.budget_bytes.into()),
+        ("expected_makespan_s", report.expected_makespan_s.into()),
+    ];
+    let mut rows: Vec<Value> = report
+        .pools
+        .iter()
+        .map(|p| serde_json::to_value(p).expect("reports serialise"))
+        .collect();
+    rows.push(
+        serde_json::json!({"pool": "miss", "letter": "M", "ratio": null,
+        "experts": report.miss_experts, "bytes_per_layer": null}),
+    );
+    Table::new(context, rows)
+}
+
+/// `eplb --csv`: a row per (layer, physical slot): `layer, slot, gpu` (the slot's GPU, slot /
+/// slots per GPU), `expert` (the logical expert it holds, `phy2log`), `replica_rank`
+/// (`phyrank`), `expert_replicas` (`logcnt` of that expert), `expert_load` (its weight from
+/// the file) and `slot_load` = expert_load / expert_replicas (the even split behind
+/// `gpu_load` and `balancedness`). Loads are in the weight file's unit (e.g. tokens).
+pub(super) fn eplb_table(
+    report: &prism::commands::EplbReport,
+    weights: &Path,
+) -> Result<Table, CliError> {
+    let w: prism::eplb::EplbWeights = formulations::error::read_json(weights)?;
+    let plan = &report.plan;
+    let mut rows = Vec::new();
+    for (layer, slots) in plan.physical_to_logical.iter().enumerate() {
+        for (slot, &expert) in slots.iter().enumerate() {
+            let replicas = plan.replica_count[layer][expert];
+            let load = w.weight[layer][expert];
+            rows.push(serde_json::json!({
+                "layer": layer,
+                "slot": slot,
+                "gpu": plan.gpu_of(slot),
+                "expert": expert,
+                "replica_rank": plan.physical_rank[layer][slot],
+                "expert_replicas": replicas,
+                "expert_load": load,
+                "slot_load": load / replicas as f64,
+            }));
+        }
+    }
+    let context = vec![
+        ("moe_opt_version", Value::from(VERSION)),
+        ("weights_sha256", report.weights_sha256.clone().into()),
+        (
+            "policy",
+            serde_json::to_value(plan.policy).expect("reports serialise"),
+        ),
+    ];
+    Ok(Table::new(context, rows))
+}
+
+/// `migrate --csv`: a row per window, the fields of the report's `run.windows[]` (`window,
+/// current_cost_s, candidate_cost_s, migration_s, migrated, changed_entries,
+/// transferred_bytes, served_proxy_cost, served_cost_s`), each row repeating the planner
+/// (`method`) and the conversion of (2) into seconds (`tokens_per_window`,
+/// `remote_invocation_s`: served_cost_s = served_proxy_cost x both).
+pub(super) fn migrate_table(report: &prism::commands::MigrateReport) -> Table {
+    let context = vec![
+        ("moe_opt_version", Value::from(VERSION)),
+        ("instance_name", report.instance.name.clone().into()),
+        ("instance_sha256", report.instance.sha256.clone().into()),
+        ("method", report.config.method.name().into()),
+        ("tokens_per_window", report.config.tokens_per_window.into()),
+        ("remote_invocation_s", report.remote_invocation_s.into()),
+    ];
+    let rows = report
+        .run
+        .windows
+        .iter()
+        .map(|w| serde_json::to_value(w).expect("reports serialise"))
+        .collect();
+    Table::new(context, rows)
 }
