@@ -13,7 +13,7 @@
 //! that covers every expert. Refused ([`Error::TooLarge`]) above [`EXHAUSTIVE_MAX_EXPERTS`]
 //! experts or [`EXHAUSTIVE_MAX_COMBINATIONS`] combinations.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::time::Instant;
 
@@ -197,9 +197,11 @@ pub fn exhaustive(instance: &Instance) -> Result<Option<(Placement, f64)>, Error
         .collect();
     let all: u32 = (1u32 << experts) - 1;
     // Per server: maximal achievable masks with one GPU split each.
+    // BTreeMap: the first split found for a mask (in mask order) is kept, so the GPU split, and
+    // with it the simulated latency, is the same in every run.
     let mut per_server: Vec<Vec<(u32, Vec<u32>)>> = Vec::new();
     for server in &instance.servers {
-        let mut reach: HashMap<u32, Vec<u32>> = HashMap::from([(0, Vec::new())]);
+        let mut reach: BTreeMap<u32, Vec<u32>> = BTreeMap::from([(0, Vec::new())]);
         for gpu in &server.gpus {
             let fits: Vec<u32> = (0..=all)
                 .filter(|&m| {
@@ -210,7 +212,7 @@ pub fn exhaustive(instance: &Instance) -> Result<Option<(Placement, f64)>, Error
                         <= gpu.memory_bytes
                 })
                 .collect();
-            let mut next: HashMap<u32, Vec<u32>> = HashMap::new();
+            let mut next: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
             for (&u, split) in &reach {
                 for &m in &fits {
                     next.entry(u | m).or_insert_with(|| {
