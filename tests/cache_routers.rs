@@ -8,8 +8,8 @@ use moe_opt::cache::pareto::{self, random_logit_trace, SweepOptions};
 use moe_opt::cache::policy::{replay, Lru, Simulation};
 use moe_opt::cache::router::{CacheView, Router};
 use moe_opt::cache::routers::{
-    max_rank_ranking, max_rank_select, replay_routed, Layout, PolicyView, RankTable,
-    ReplayOptions, RouterSpec, SpecRouter,
+    max_rank_ranking, max_rank_select, replay_routed, Layout, PolicyView, RankTable, ReplayOptions,
+    RouterSpec, SpecRouter,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -186,8 +186,9 @@ fn trait_router_agrees_with_the_table_replay() {
     ] {
         let mut router = SpecRouter::new(spec(s), 2).unwrap();
         assert_eq!(router.name(), s);
-        let mut sims: Vec<Simulation<Lru>> =
-            (0..2).map(|_| Simulation::new(Lru::new(8, 16), 16)).collect();
+        let mut sims: Vec<Simulation<Lru>> = (0..2)
+            .map(|_| Simulation::new(Lru::new(8, 16), 16))
+            .collect();
         let mut chosen = Vec::new();
         for token in &trace.tokens {
             for (l, routing) in token.layers.iter().enumerate() {
@@ -198,17 +199,12 @@ fn trait_router_agrees_with_the_table_replay() {
                 router.route(l, routing, &view, &mut chosen);
                 // In rank (logit) order, as the replay hands steps to LRU.
                 let z = routing.logits.as_ref().unwrap();
-                chosen.sort_by(|a, b| {
-                    z[*b as usize]
-                        .total_cmp(&z[*a as usize])
-                        .then(a.cmp(b))
-                });
+                chosen.sort_by(|a, b| z[*b as usize].total_cmp(&z[*a as usize]).then(a.cmp(b)));
                 sims[l].step(&chosen, None);
             }
         }
         let loads: u64 = sims.iter().map(|s| s.stats().loads).sum();
-        let run =
-            replay_routed(&table, &spec(s), 8, &ReplayOptions::default(), Lru::new).unwrap();
+        let run = replay_routed(&table, &spec(s), 8, &ReplayOptions::default(), Lru::new).unwrap();
         assert_eq!(run.loads, loads, "{s}");
     }
 }
@@ -228,9 +224,14 @@ fn a_strong_cache_prior_misses_only_the_top_j() {
     let s = format!("cache-prior:lambda={lambda},j=1,delta=trace");
     let run = replay_routed(&table, &spec(&s), 6, &ReplayOptions::default(), Lru::new).unwrap();
     assert!(run.loads <= 2 * (4 + 499), "{} loads", run.loads);
-    let original =
-        replay_routed(&table, &RouterSpec::TopK, 6, &ReplayOptions::default(), Lru::new)
-            .unwrap();
+    let original = replay_routed(
+        &table,
+        &RouterSpec::TopK,
+        6,
+        &ReplayOptions::default(),
+        Lru::new,
+    )
+    .unwrap();
     assert!(run.loads < original.loads);
 }
 
@@ -238,10 +239,19 @@ fn a_strong_cache_prior_misses_only_the_top_j() {
 fn bad_requests_are_refused_with_the_reason() {
     let trace = random_logit_trace(8, 2, 1, 10, 0.5, 1);
     let table = RankTable::new(&trace);
-    let err = replay_routed(&table, &RouterSpec::TopK, 1, &ReplayOptions::default(), Lru::new)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("capacity") && err.contains("top_k = 2"), "{err}");
+    let err = replay_routed(
+        &table,
+        &RouterSpec::TopK,
+        1,
+        &ReplayOptions::default(),
+        Lru::new,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("capacity") && err.contains("top_k = 2"),
+        "{err}"
+    );
     let mut bare = trace.clone();
     for t in &mut bare.tokens {
         t.layers[0].logits = None;

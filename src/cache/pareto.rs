@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use super::policy::{Lru, Policy};
 use super::routers::{
-    replay_routed, DeltaEstimate, Layout, RankTable, ReplayOptions, RouterSpec, RoutedReplay,
+    replay_routed, DeltaEstimate, Layout, RankTable, ReplayOptions, RoutedReplay, RouterSpec,
 };
 use crate::report::{canonical_sha256, VERSION};
 
@@ -329,7 +329,7 @@ impl TraceInfo {
 }
 
 /// Options of [`sweep_report`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SweepOptions {
     /// Cache capacities; empty: [`default_capacities`].
     pub capacities: Vec<usize>,
@@ -339,17 +339,6 @@ pub struct SweepOptions {
     pub grid: GridOptions,
     /// Layout and step order.
     pub replay: ReplayOptions,
-}
-
-impl Default for SweepOptions {
-    fn default() -> Self {
-        SweepOptions {
-            capacities: Vec::new(),
-            routers: Vec::new(),
-            grid: GridOptions::default(),
-            replay: ReplayOptions::default(),
-        }
-    }
 }
 
 /// Output of a sweep: every point, and the fronts.

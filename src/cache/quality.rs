@@ -70,10 +70,7 @@ impl QualityAccumulator {
             self.rank_sum += rank as u64 + 1;
         }
         if self.with_mass {
-            let top: f64 = row.order[..k]
-                .iter()
-                .map(|&e| row.probs[e as usize] as f64)
-                .sum();
+            let top = row.top_mass;
             let kept: f64 = chosen.iter().map(|&e| row.probs[e as usize] as f64).sum();
             self.mass += if top > 0.0 { kept / top } else { 1.0 };
         }
@@ -112,6 +109,7 @@ mod tests {
             probs: &probs,
             logits: None,
             range: 0.0,
+            top_mass: 0.4f32 as f64 + 0.3f32 as f64,
         };
         let mut q = QualityAccumulator::new(2, true, true);
         q.add(&row, &[1, 3]);

@@ -328,6 +328,8 @@ pub struct Row<'a> {
     pub logits: Option<&'a [f32]>,
     /// `max(z) - min(z)` (0 without logits).
     pub range: f32,
+    /// Router mass of the original top-K, `sum of probs[r[:K]]` (0 without probabilities).
+    pub top_mass: f64,
 }
 
 /// Writes the row of `routing` into the buffers (resized here): the ranking of the module doc,
@@ -374,6 +376,14 @@ fn fill_row(
     range
 }
 
+/// Router mass of the top K of `order` (0 without probabilities).
+fn top_mass(order: &[u16], probs: &[f32], k: usize) -> f64 {
+    if probs.is_empty() {
+        return 0.0;
+    }
+    order[..k].iter().map(|&e| probs[e as usize] as f64).sum()
+}
+
 /// A trace's routings in the form routers read, built once and shared by every replay of a
 /// sweep: 12 bytes per expert and routing with logits (ranking, ranks, probabilities, logits).
 #[derive(Debug, Clone)]
@@ -389,6 +399,7 @@ pub struct RankTable {
     rank_of: Vec<u16>,
     probs: Vec<f32>,
     range: Vec<f32>,
+    top_mass: Vec<f64>,
     mean_range: Vec<f64>,
     logits: Vec<f32>,
 }
@@ -413,6 +424,7 @@ impl RankTable {
             rank_of: Vec::with_capacity(rows * e),
             probs: Vec::with_capacity(if has_probs { rows * e } else { 0 }),
             range: Vec::with_capacity(rows),
+            top_mass: Vec::with_capacity(rows),
             mean_range: vec![0.0; l],
             logits: Vec::new(),
         };
@@ -425,6 +437,7 @@ impl RankTable {
                 if has_probs {
                     table.probs.extend_from_slice(&probs);
                 }
+                table.top_mass.push(top_mass(&order, &probs, trace.top_k));
                 table.range.push(range);
                 table.mean_range[layer] += range as f64;
             }
@@ -435,7 +448,9 @@ impl RankTable {
         if has_logits {
             table.logits.reserve_exact(rows * e);
             for r in trace.routings() {
-                table.logits.extend_from_slice(r.logits.as_deref().unwrap_or_default());
+                table
+                    .logits
+                    .extend_from_slice(r.logits.as_deref().unwrap_or_default());
             }
         }
         table
@@ -494,10 +509,9 @@ impl RankTable {
             } else {
                 &self.probs[i * e..(i + 1) * e]
             },
-            logits: self
-                .has_logits
-                .then(|| &self.logits[i * e..(i + 1) * e]),
+            logits: self.has_logits.then(|| &self.logits[i * e..(i + 1) * e]),
             range: self.range[i],
+            top_mass: self.top_mass[i],
         }
     }
 
@@ -584,7 +598,9 @@ impl RouterState {
                     }
                     DeltaEstimate::Trace => self.trace_delta[layer],
                 };
-                let z = row.logits.expect("cache-prior needs logits (checked by supports)");
+                let z = row
+                    .logits
+                    .expect("cache-prior needs logits (checked by supports)");
                 cache_prior_select(row, z, (lambda * delta) as f32, j, cache, &mut self.best);
                 chosen.clear();
                 chosen.extend(self.best.iter().map(|&(_, e)| e));
@@ -668,7 +684,9 @@ impl SpecRouter {
                 ..
             }
         ) {
-            return Err("cache-prior with delta=trace needs the whole trace; use delta=running".into());
+            return Err(
+                "cache-prior with delta=trace needs the whole trace; use delta=running".into(),
+            );
         }
         Ok(SpecRouter {
             state: RouterState::new(spec, layers, vec![0.0; layers]),
@@ -701,7 +719,14 @@ impl Router for SpecRouter {
         chosen: &mut Vec<u32>,
     ) {
         let experts = routing.logits.as_ref().map_or_else(
-            || routing.experts.iter().map(|&e| e as usize + 1).max().unwrap_or(0),
+            || {
+                routing
+                    .experts
+                    .iter()
+                    .map(|&e| e as usize + 1)
+                    .max()
+                    .unwrap_or(0)
+            },
             |z| z.len(),
         );
         assert!(
@@ -716,8 +741,10 @@ impl Router for SpecRouter {
             &mut self.rank_of,
             &mut self.probs,
         );
+        let top_k = routing.experts.len();
         let row = Row {
-            top_k: routing.experts.len(),
+            top_mass: top_mass(&self.order, &self.probs, top_k),
+            top_k,
             order: &self.order,
             rank_of: &self.rank_of,
             probs: &self.probs,
@@ -828,7 +855,10 @@ pub fn replay_routed<P: Policy>(
     }
     let pool = options.layout == Layout::Pool;
     let mut sims: Vec<Simulation<P>> = if pool {
-        vec![Simulation::new(make_policy(capacity, e * layers), e * layers)]
+        vec![Simulation::new(
+            make_policy(capacity, e * layers),
+            e * layers,
+        )]
     } else {
         (0..layers)
             .map(|_| Simulation::new(make_policy(capacity, e), e))
@@ -963,7 +993,10 @@ mod tests {
             let spec: RouterSpec = s.parse().unwrap();
             assert_eq!(spec.to_string(), s);
         }
-        assert!("max-rank:m=4".parse::<RouterSpec>().unwrap_err().contains("j"));
+        assert!("max-rank:m=4"
+            .parse::<RouterSpec>()
+            .unwrap_err()
+            .contains("j"));
         assert!("lru".parse::<RouterSpec>().is_err());
         assert!("cumsum:p=0.5,j=1,q=2".parse::<RouterSpec>().is_err());
         assert!(RouterSpec::Pruning { h: 0 }.check(2).is_err());
@@ -999,6 +1032,7 @@ mod tests {
             probs: &[],
             logits: Some(&z),
             range: 3.0,
+            top_mass: 0.0,
         };
         let cache = Set(vec![3]);
         let mut best = Vec::new();
