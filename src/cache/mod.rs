@@ -4,7 +4,13 @@
 //! * [`policy`]: the [`policy::Policy`] trait every eviction policy implements, the
 //!   [`policy::Simulation`] that counts misses and lifetimes, and LRU;
 //! * [`router`]: the [`router::Router`] trait every (cache-aware) router implements, and the
-//!   original top-K.
+//!   original top-K;
+//! * [`routers`]: the cache-aware routers of paper 002 and the "route, then access" replay;
+//! * [`quality`]: quality proxies of a routing (top-K kept, router mass kept, mean rank);
+//! * [`pareto`]: knob grids, the parallel sweep and its Pareto fronts.
 
+pub mod pareto;
 pub mod policy;
+pub mod quality;
 pub mod router;
+pub mod routers;
