@@ -3,8 +3,14 @@
 //!
 //! * [`policy`]: the [`policy::Policy`] trait every eviction policy implements, the
 //!   [`policy::Simulation`] that counts misses and lifetimes, and LRU;
+//! * [`belady`]: Belady's MIN over a known stream (the fixed-routing optimum);
+//! * [`bounds`]: the exact offline bounds (MILPs, exhaustive search) and their reports;
+//! * [`claims`]: paper 002's offline caching claims (Sec. 4.8);
 //! * [`router`]: the [`router::Router`] trait every (cache-aware) router implements, and the
 //!   original top-K.
 
+pub mod belady;
+pub mod bounds;
+pub mod claims;
 pub mod policy;
 pub mod router;
