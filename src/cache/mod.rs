@@ -6,11 +6,13 @@
 //! * [`belady`]: Belady's MIN over a known stream (the fixed-routing optimum);
 //! * [`bounds`]: the exact offline bounds (MILPs, exhaustive search) and their reports;
 //! * [`claims`]: paper 002's offline caching claims (Sec. 4.8);
+//! * [`mutate`]: moves on offline instances for the worst-case search and shrinking;
 //! * [`router`]: the [`router::Router`] trait every (cache-aware) router implements, and the
 //!   original top-K.
 
 pub mod belady;
 pub mod bounds;
 pub mod claims;
+pub mod mutate;
 pub mod policy;
 pub mod router;
