@@ -24,12 +24,8 @@ fn random_instance(seed: u64, max_experts: usize, max_tokens: usize) -> CacheIns
     let rho = rng.random_range(0.0..0.95);
     let freedom = Freedom {
         top_j: rng.random_range(0..top_k),
-        max_rank: rng
-            .random_bool(0.7)
-            .then(|| rng.random_range(1..=experts)),
-        min_mass: rng
-            .random_bool(0.4)
-            .then(|| rng.random_range(0.3..=1.0)),
+        max_rank: rng.random_bool(0.7).then(|| rng.random_range(1..=experts)),
+        min_mass: rng.random_bool(0.4).then(|| rng.random_range(0.3..=1.0)),
     };
     let i = CacheInstance {
         problem: ProblemKind::CacheOffline,
@@ -78,10 +74,18 @@ fn flexible_milp_matches_exhaustive_and_never_exceeds_the_fixed_optimum() {
         let start = belady_schedule(i.capacity, &i.requests()).1;
         let s = milp.solve(&i, &opts, Some(&start)).unwrap();
         assert_eq!(s.solution.status, MilpStatus::Optimal, "seed {seed}");
-        assert_eq!(s.evaluation.unwrap().loads, flex, "seed {seed}: {:?}", i.freedom);
+        assert_eq!(
+            s.evaluation.unwrap().loads,
+            flex,
+            "seed {seed}: {:?}",
+            i.freedom
+        );
     }
     // The freedom matters on some of these instances (otherwise the test proves little).
-    assert!(strictly_better >= 5, "only {strictly_better} instances gained");
+    assert!(
+        strictly_better >= 5,
+        "only {strictly_better} instances gained"
+    );
 }
 
 #[test]
@@ -104,7 +108,10 @@ fn compare_reports_ratios_to_the_proved_optima() {
             .loads
             .unwrap()
     };
-    let (ef, ex) = (exhaustive(&i, false).unwrap().0, exhaustive(&i, true).unwrap().0);
+    let (ef, ex) = (
+        exhaustive(&i, false).unwrap().0,
+        exhaustive(&i, true).unwrap().0,
+    );
     assert_eq!(report.fixed_optimum_loads, Some(ef));
     assert_eq!(report.flexible_optimum_loads, Some(ex));
     assert_eq!(loads(OfflineMethod::Belady), ef);

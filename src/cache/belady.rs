@@ -40,10 +40,10 @@ impl Belady {
         let mut next = vec![NEVER; requests.ids.len()];
         let mut seen = vec![NEVER; requests.universe];
         for t in (0..requests.len()).rev() {
-            for p in requests.offsets[t]..requests.offsets[t + 1] {
-                let id = requests.ids[p] as usize;
-                next[p] = seen[id];
-                seen[id] = t;
+            let (lo, hi) = (requests.offsets[t], requests.offsets[t + 1]);
+            for (slot, &id) in next[lo..hi].iter_mut().zip(&requests.ids[lo..hi]) {
+                *slot = seen[id as usize];
+                seen[id as usize] = t;
             }
         }
         Belady {
@@ -87,7 +87,10 @@ impl Policy for Belady {
             if self.resident.len() == self.capacity {
                 let mut best = 0;
                 for (i, &r) in self.resident.iter().enumerate().skip(1) {
-                    let (a, b) = (self.next_use[r as usize], self.next_use[self.resident[best] as usize]);
+                    let (a, b) = (
+                        self.next_use[r as usize],
+                        self.next_use[self.resident[best] as usize],
+                    );
                     if a > b || (a == b && r < self.resident[best]) {
                         best = i;
                     }

@@ -11,10 +11,23 @@
 //! ## MILP size and solve times
 //! The models have T x E residency binaries, T x E load columns and, with flexible routing,
 //! up to T (E - J) choice binaries; [`formulations::cache::milp::MAX_RESIDENCY_VARS`] caps
-//! T x E at 200,000. Measured on the project's 2-core machine (HiGHS 1.15, one thread,
-//! random-logit traces of [`super::claims::random_trace`] with rho = 0.9; not a test):
-//! see the figures in this crate's report on issue 5 (fixed routing T = 200, E = 16, K = 2,
-//! C = 8 solves at the root; flexible routing is much harder).
+//! T x E at 200,000. Measured once on the project's 2-core machine (HiGHS 1.15, one thread,
+//! the workspace's test profile, which is optimised; random-logit traces of
+//! [`super::claims::random_trace`] with seed 1 and rho = 0.9, Belady's schedule as MIP start;
+//! not a test, wall-clock):
+//!
+//! | T | E | K | C | routing | binaries | rows | time | loads (Belady) |
+//! |---|---|---|---|---|---|---|---|---|
+//! | 100 | 16 | 2 | 8 | flexible J = 1, M = 4 | 1,900 | 2,100 | 0.13 s | 10 (15) |
+//! | 200 | 16 | 2 | 8 | flexible J = 1, M = 4 | 3,800 | 4,200 | 0.21 s | 18 (28) |
+//! | 200 | 16 | 2 | 8 | flexible J = 1, M = 8 | 4,600 | 5,000 | 0.31 s | 18 (28) |
+//! | 200 | 16 | 2 | 8 | flexible J = 0, tau = 0.8 | 6,400 | 7,000 | 3.75 s | 19 (28) |
+//! | 500 | 16 | 2 | 8 | fixed | 8,000 | 8,500 | 0.44 s | 54 (54) |
+//! | 1000 | 64 | 6 | 32 | fixed | 64,000 | 65,000 | 11.4 s | 184 (184) |
+//!
+//! All were proved optimal. The fixed model is easy (its LP is tight on these traces); the
+//! mass rule (a knapsack row per step) is the hard part of the flexible one. Use Belady for
+//! fixed routing beyond these sizes: it is optimal (claim `cache/sec48-belady-optimal`).
 
 use std::fmt::Write;
 use std::str::FromStr;
@@ -211,9 +224,8 @@ pub fn run(
         }
     }
     if let Some(s) = &schedule {
-        let ev = evaluate(instance, s, flexible).map_err(|e| {
-            Error::Solver(format!("{}'s schedule is invalid: {e}", method.name()))
-        })?;
+        let ev = evaluate(instance, s, flexible)
+            .map_err(|e| Error::Solver(format!("{}'s schedule is invalid: {e}", method.name())))?;
         report.loads = Some(ev.loads);
         report.rerouted_steps = Some(ev.rerouted_steps);
         report.mass_kept_mean = ev.mass_kept_mean;
@@ -274,12 +286,8 @@ impl OfflineInfo {
             self.top_k,
             self.capacity,
             self.freedom.top_j,
-            self.freedom
-                .max_rank
-                .map_or("-".into(), |m| m.to_string()),
-            self.freedom
-                .min_mass
-                .map_or("-".into(), |t| format!("{t}")),
+            self.freedom.max_rank.map_or("-".into(), |m| m.to_string()),
+            self.freedom.min_mass.map_or("-".into(), |t| format!("{t}")),
         )
     }
 }

@@ -197,7 +197,7 @@ fn optimum(
     instance: &CacheInstance,
     flexible: bool,
     options: &CheckOptions,
-) -> Result<(u64, String), Check> {
+) -> Result<(u64, String), Box<Check>> {
     let method = match (fits_exhaustive(instance), flexible) {
         (true, false) => OfflineMethod::ExhaustiveFixed,
         (true, true) => OfflineMethod::ExhaustiveFlexible,
@@ -207,20 +207,23 @@ fn optimum(
     match run(instance, method, &options.solve) {
         Ok(r) => match (r.report.proved_optimal, r.report.loads) {
             (true, Some(l)) => Ok((l, r.report.status.unwrap_or_default())),
-            _ => Err(inconclusive(
+            _ => Err(Box::new(inconclusive(
                 format!("{} proved no optimum", method.name()),
                 r.report.status,
-            )),
+            ))),
         },
-        Err(e) => Err(inconclusive(format!("{}: {e}", method.name()), None)),
+        Err(e) => Err(Box::new(inconclusive(
+            format!("{}: {e}", method.name()),
+            None,
+        ))),
     }
 }
 
-fn belady_loads(instance: &CacheInstance) -> Result<u64, Check> {
+fn belady_loads(instance: &CacheInstance) -> Result<u64, Box<Check>> {
     run(instance, OfflineMethod::Belady, &Default::default())
         .ok()
         .and_then(|r| r.report.loads)
-        .ok_or_else(|| inconclusive("Belady failed".into(), None))
+        .ok_or_else(|| Box::new(inconclusive("Belady failed".into(), None)))
 }
 
 fn ratio(a: u64, b: u64) -> Option<f64> {
@@ -230,11 +233,11 @@ fn ratio(a: u64, b: u64) -> Option<f64> {
 fn check_belady_optimal(instance: &CacheInstance, options: &CheckOptions) -> Check {
     let (opt, status) = match optimum(instance, false, options) {
         Ok(o) => o,
-        Err(c) => return c,
+        Err(c) => return *c,
     };
     let belady = match belady_loads(instance) {
         Ok(b) => b,
-        Err(c) => return c,
+        Err(c) => return *c,
     };
     let outcome = if belady == opt {
         Outcome::Pass
@@ -264,11 +267,11 @@ fn check_belady_optimal(instance: &CacheInstance, options: &CheckOptions) -> Che
 fn check_flexible_below_belady(instance: &CacheInstance, options: &CheckOptions) -> Check {
     let (opt, status) = match optimum(instance, true, options) {
         Ok(o) => o,
-        Err(c) => return c,
+        Err(c) => return *c,
     };
     let belady = match belady_loads(instance) {
         Ok(b) => b,
-        Err(c) => return c,
+        Err(c) => return *c,
     };
     let outcome = if opt <= belady {
         Outcome::Pass
@@ -297,7 +300,7 @@ fn check_flexible_below_belady(instance: &CacheInstance, options: &CheckOptions)
 fn check_halves_lru(instance: &CacheInstance, _options: &CheckOptions) -> Check {
     let belady = match belady_loads(instance) {
         Ok(b) => b,
-        Err(c) => return c,
+        Err(c) => return *c,
     };
     let lru = match run(instance, OfflineMethod::Lru, &Default::default()) {
         Ok(r) => r.report.loads.unwrap_or(0),

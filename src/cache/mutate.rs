@@ -43,7 +43,13 @@ fn reroute(routing: &mut Routing, top_k: usize) {
         let p = softmax(z);
         routing.experts = ranking(z)[..top_k].to_vec();
         if routing.weights.is_some() {
-            routing.weights = Some(routing.experts.iter().map(|&e| p[e as usize] as f32).collect());
+            routing.weights = Some(
+                routing
+                    .experts
+                    .iter()
+                    .map(|&e| p[e as usize] as f32)
+                    .collect(),
+            );
         }
     }
 }
@@ -113,10 +119,7 @@ pub fn shrink_candidates(instance: &CacheInstance) -> Vec<CacheInstance> {
         }
     }
     let last = instance.experts() as u32 - 1;
-    let selected = instance
-        .trace
-        .routings()
-        .any(|r| r.experts.contains(&last));
+    let selected = instance.trace.routings().any(|r| r.experts.contains(&last));
     if !selected && instance.experts() > instance.top_k() {
         let mut c = instance.clone();
         c.trace.experts -= 1;

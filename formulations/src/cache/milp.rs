@@ -14,9 +14,9 @@
 //! * minimise sum l (loads, compulsory ones included).
 //!
 //! Size: T E binaries r, T E continuous l, up to T (E - J) binaries x; T (E + 2) + ... rows.
-//! [`MAX_RESIDENCY_VARS`] caps T E. Measured on this project's 2-core machine (HiGHS 1.15, one
-//! thread, debug build of moe-opt, HiGHS itself built optimised): see the module doc of
-//! moe-opt's `cache::bounds` for the figures.
+//! [`MAX_RESIDENCY_VARS`] caps T E. Solve times measured on the project's machine are in the
+//! module doc of moe-opt's `cache::bounds` (T = 200, E = 16, C = 8: well under a second with
+//! top-J / max-rank freedom, a few seconds with a mass rule).
 //!
 //! The incumbent is decoded into a [`Schedule`] and re-evaluated by the one evaluator
 //! ([`super::offline::evaluate`]): the loads reported are the evaluator's.

@@ -159,7 +159,12 @@ impl CacheInstance {
         }
         ranking.truncate(m);
         let mass = self.freedom.min_mass.map(|tau| {
-            let p = softmax(routing.logits.as_ref().expect("validated: logits with min_mass"));
+            let p = softmax(
+                routing
+                    .logits
+                    .as_ref()
+                    .expect("validated: logits with min_mass"),
+            );
             let original: f64 = routing.experts.iter().map(|&e| p[e as usize]).sum();
             (p, tau * original - MASS_TOLERANCE)
         });
@@ -236,10 +241,7 @@ pub fn validate(instance: &CacheInstance) -> Check {
     }
     if let Some(tau) = f.min_mass {
         if !(tau.is_finite() && (0.0..=1.0).contains(&tau)) {
-            return fail(
-                "freedom.min_mass",
-                format!("must be in [0, 1], got {tau}"),
-            );
+            return fail("freedom.min_mass", format!("must be in [0, 1], got {tau}"));
         }
     }
     let flexible = f.top_j < k;
@@ -454,11 +456,7 @@ pub(crate) mod tests {
 
     fn small() -> CacheInstance {
         // E = 4, K = 2; token 0 ranks 0 > 1 > 2 > 3, token 1 ranks 2 > 3 > 0 > 1.
-        let t = trace_from_logits(
-            4,
-            2,
-            &[vec![4.0, 3.0, 2.0, 1.0], vec![2.0, 1.0, 4.0, 3.0]],
-        );
+        let t = trace_from_logits(4, 2, &[vec![4.0, 3.0, 2.0, 1.0], vec![2.0, 1.0, 4.0, 3.0]]);
         instance(
             t,
             2,
@@ -558,7 +556,10 @@ pub(crate) mod tests {
         let bad = Schedule {
             steps: vec![s(vec![0, 1], vec![0, 1]), s(vec![2, 1], vec![1, 2])],
         };
-        assert_eq!(evaluate(&i, &bad, true).unwrap_err().field, "steps[1].chosen");
+        assert_eq!(
+            evaluate(&i, &bad, true).unwrap_err().field,
+            "steps[1].chosen"
+        );
         let over = Schedule {
             steps: vec![s(vec![0, 1], vec![0, 1, 2]), s(vec![2, 3], vec![2, 3])],
         };
