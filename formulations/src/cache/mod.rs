@@ -7,7 +7,11 @@
 //! an expert.
 //!
 //! * [`model`]: the trace (serde JSON) and its flattened request streams;
-//! * [`validate`]: the rules a trace must satisfy, with the failing field named.
+//! * [`validate`]: the rules a trace must satisfy, with the failing field named;
+//! * [`offline`]: the offline caching instance (`cache-offline`: one layer, a capacity, the
+//!   routing freedom), its validation and the one evaluator of a schedule;
+//! * [`exhaustive`]: the exact optimum of tiny instances by search over every cache state;
+//! * [`milp`]: the exact MILPs with fixed and with flexible routing.
 //!
 //! ## References
 //! * ../shared/papers/002_af7f5861d0abc3cf.txt: "Mixture of Cache-Conditional Experts for
@@ -15,7 +19,10 @@
 //! * ../shared/papers/004_ecd17ad30b7583cf.txt: SMoE (importance-driven expert substitution,
 //!   CPU-assisted loading).
 
+pub mod exhaustive;
+pub mod milp;
 pub mod model;
+pub mod offline;
 pub mod validate;
 
 pub use model::{Phase, Routing, Token, Trace};

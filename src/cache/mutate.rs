@@ -1,0 +1,193 @@
+//! Offline caching moves for the worst-case search and for shrinking counterexamples.
+//!
+//! Every function takes a valid instance and returns valid instances; [`perturb`] keeps an
+//! instance that fits the exhaustive search within it.
+//!
+//! ## Perturbation
+//! One move, drawn uniformly: swap two experts' logits at one token of the cached layer (the
+//! selection, weights and rank order follow the new logits); capacity plus or minus 1; J plus
+//! or minus 1; M plus or minus 1; repeat a random token at the end. A move that breaks
+//! validity or the exhaustive size limit is redrawn (up to 32 times, then the instance is
+//! returned unchanged). Traces without logits swap a selected expert for an unselected one.
+//!
+//! ## Shrinking
+//! [`size`] = 64 x tokens x layers x experts + capacity. Candidates (strictly smaller, valid):
+//! keep only the cached layer, drop one token, drop the highest expert id when no token
+//! selects it, lower the capacity by one.
+
+use formulations::cache::exhaustive::fits_exhaustive;
+use formulations::cache::model::{ranking, softmax, Routing};
+use formulations::cache::offline::{validate, CacheInstance};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// 64 x tokens x layers x experts + capacity (module doc).
+pub fn size(instance: &CacheInstance) -> u64 {
+    let t = &instance.trace;
+    64 * (t.tokens.len() * t.layers * t.experts) as u64 + instance.capacity as u64
+}
+
+/// Fixed-name dimensions.
+pub fn dims(instance: &CacheInstance) -> Vec<(&'static str, u64)> {
+    vec![
+        ("tokens", instance.steps() as u64),
+        ("experts", instance.experts() as u64),
+        ("top_k", instance.top_k() as u64),
+        ("capacity", instance.capacity as u64),
+    ]
+}
+
+/// Recomputes a routing's selection and weights from its logits.
+fn reroute(routing: &mut Routing, top_k: usize) {
+    if let Some(z) = &routing.logits {
+        let p = softmax(z);
+        routing.experts = ranking(z)[..top_k].to_vec();
+        if routing.weights.is_some() {
+            routing.weights = Some(
+                routing
+                    .experts
+                    .iter()
+                    .map(|&e| p[e as usize] as f32)
+                    .collect(),
+            );
+        }
+    }
+}
+
+fn adjust(x: usize, rng: &mut ChaCha8Rng) -> usize {
+    if rng.random_bool(0.5) {
+        x + 1
+    } else {
+        x.saturating_sub(1)
+    }
+}
+
+/// One random valid neighbour (module doc).
+pub fn perturb(instance: &CacheInstance, rng: &mut ChaCha8Rng) -> CacheInstance {
+    let keep_small = fits_exhaustive(instance);
+    let (e, k, layer) = (instance.experts(), instance.top_k(), instance.layer);
+    for _ in 0..32 {
+        let mut c = instance.clone();
+        match rng.random_range(0..5) {
+            0 => {
+                let t = rng.random_range(0..c.steps());
+                let routing = &mut c.trace.tokens[t].layers[layer];
+                let (a, b) = (rng.random_range(0..e), rng.random_range(0..e));
+                if let Some(z) = routing.logits.as_mut() {
+                    z.swap(a, b);
+                    reroute(routing, k);
+                } else if !routing.experts.contains(&(b as u32)) {
+                    routing.experts[a % k] = b as u32;
+                }
+            }
+            1 => c.capacity = adjust(c.capacity, rng),
+            2 => c.freedom.top_j = adjust(c.freedom.top_j, rng),
+            3 => c.freedom.max_rank = c.freedom.max_rank.map(|m| adjust(m, rng)),
+            _ => {
+                let t = rng.random_range(0..c.steps());
+                let mut token = c.trace.tokens[t].clone();
+                let last = c.trace.tokens.last().expect("validated: tokens");
+                token.seq = last.seq;
+                token.token = last.token + 1;
+                c.trace.tokens.push(token);
+            }
+        }
+        if c != *instance && validate(&c).is_ok() && (!keep_small || fits_exhaustive(&c)) {
+            return c;
+        }
+    }
+    instance.clone()
+}
+
+/// Strictly smaller valid instances, most reducing first.
+pub fn shrink_candidates(instance: &CacheInstance) -> Vec<CacheInstance> {
+    let mut out = Vec::new();
+    if instance.trace.layers > 1 {
+        let mut c = instance.clone();
+        for token in &mut c.trace.tokens {
+            token.layers = vec![token.layers[instance.layer].clone()];
+        }
+        c.trace.layers = 1;
+        c.layer = 0;
+        out.push(c);
+    }
+    if instance.steps() > 1 {
+        for t in 0..instance.steps() {
+            let mut c = instance.clone();
+            c.trace.tokens.remove(t);
+            out.push(c);
+        }
+    }
+    let last = instance.experts() as u32 - 1;
+    let selected = instance.trace.routings().any(|r| r.experts.contains(&last));
+    if !selected && instance.experts() > instance.top_k() {
+        let mut c = instance.clone();
+        c.trace.experts -= 1;
+        for r in c.trace.tokens.iter_mut().flat_map(|t| t.layers.iter_mut()) {
+            if let Some(z) = r.logits.as_mut() {
+                z.pop();
+            }
+        }
+        c.capacity = c.capacity.min(c.trace.experts);
+        if let Some(m) = c.freedom.max_rank.as_mut() {
+            *m = (*m).min(c.trace.experts);
+        }
+        out.push(c);
+    }
+    if instance.capacity > instance.top_k() {
+        let mut c = instance.clone();
+        c.capacity -= 1;
+        out.push(c);
+    }
+    let before = size(instance);
+    out.retain(|c| validate(c).is_ok() && size(c) < before);
+    out.sort_by_key(size);
+    out
+}
+
+// Instances of this problem in `moe-opt verify`.
+crate::problem_from_mutate!(
+    CacheInstance,
+    formulations::cache::offline::load,
+    ["tokens", "experts", "top_k", "capacity"]
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::claims::family_small;
+    use rand::SeedableRng;
+
+    #[test]
+    fn perturbation_stays_valid_and_exhaustive_sized() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for seed in 0..5 {
+            let mut i = family_small(seed);
+            assert!(fits_exhaustive(&i));
+            let mut changed = 0;
+            for _ in 0..100 {
+                let next = perturb(&i, &mut rng);
+                changed += usize::from(next != i);
+                i = next;
+                validate(&i).unwrap();
+                assert!(fits_exhaustive(&i));
+            }
+            assert!(changed > 50, "only {changed} moves changed the instance");
+        }
+    }
+
+    #[test]
+    fn candidates_are_valid_and_strictly_smaller() {
+        for seed in 0..8 {
+            let i = family_small(seed);
+            let before = size(&i);
+            let cands = shrink_candidates(&i);
+            assert!(!cands.is_empty());
+            for c in &cands {
+                validate(c).unwrap();
+                assert!(size(c) < before);
+            }
+            assert!(cands.windows(2).all(|w| size(&w[0]) <= size(&w[1])));
+        }
+    }
+}
