@@ -13,7 +13,9 @@ use serde::Serialize;
 use super::generate::{generate as generate_trace, GeneratorConfig, Locality, Preset};
 use super::import::{self, FrequencyWarmStart, ImportOptions};
 use super::policies::{replay_trace, PolicySpec, Scope, TraceReplay};
-use super::stats::{calibrate as calibrate_knobs, trace_stats, CalibrationGrid, CalibrationPoint, TraceStats};
+use super::stats::{
+    calibrate as calibrate_knobs, trace_stats, CalibrationGrid, CalibrationPoint, TraceStats,
+};
 use crate::report::{canonical_sha256, VERSION};
 
 /// Identity and shape of a trace.
@@ -121,7 +123,8 @@ impl GenerateReport {
         let _ = writeln!(
             out,
             "generated {} seed {} (rho {}, omega {}, beta {})",
-            self.preset.map_or("config".to_string(), |p| format!("preset {p}")),
+            self.preset
+                .map_or("config".to_string(), |p| format!("preset {p}")),
             self.seed,
             self.config.persistence,
             self.config.topic_weight,
@@ -275,7 +278,8 @@ impl CountsReport {
             }
         );
         let _ = writeln!(out, "sha256 {}", self.sha256);
-        let mean = self.top_half_share.iter().sum::<f64>() / self.top_half_share.len().max(1) as f64;
+        let mean =
+            self.top_half_share.iter().sum::<f64>() / self.top_half_share.len().max(1) as f64;
         let _ = writeln!(
             out,
             "the E/2 most activated experts take {:.1}% of activations (mean over layers)",
@@ -355,7 +359,11 @@ impl ReplayReport {
                 Scope::PerLayer => "per-layer",
                 Scope::Pool => "pooled",
             },
-            if self.scope == Scope::PerLayer { "s" } else { "" },
+            if self.scope == Scope::PerLayer {
+                "s"
+            } else {
+                ""
+            },
             self.capacity,
             self.warm_start
                 .as_ref()

@@ -515,7 +515,8 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
-        let e = err(r#"{"seq":0,"token":0,"layer":0,"experts":[0,9],"weights":null,"phase":"decode"}"#);
+        let e =
+            err(r#"{"seq":0,"token":0,"layer":0,"experts":[0,9],"weights":null,"phase":"decode"}"#);
         assert!(e.contains("line 1.experts[1]"), "{e}");
         let e = err(
             "{\"seq\":0,\"token\":0,\"layer\":0,\"experts\":[0],\"weights\":null,\"phase\":\"decode\"}\n\
@@ -527,7 +528,8 @@ mod tests {
              {\"seq\":0,\"token\":1,\"layer\":1,\"experts\":[1],\"weights\":null,\"phase\":\"decode\"}",
         );
         assert!(e.contains("has no record for layer"), "{e}");
-        let e = err(r#"{"seq":0,"token":0,"layer":0,"experts":[1,1],"weights":null,"phase":"decode"}"#);
+        let e =
+            err(r#"{"seq":0,"token":0,"layer":0,"experts":[1,1],"weights":null,"phase":"decode"}"#);
         assert!(e.contains("listed twice"), "{e}");
         let e = err("{\"seq\":0,");
         assert!(e.contains("x.jsonl: line 1"), "{e}");

@@ -945,7 +945,10 @@ mod tests {
     fn policy_names_round_trip() {
         for p in PolicySpec::all() {
             assert_eq!(p.to_string().parse::<PolicySpec>(), Ok(p));
-            assert_eq!(p.build(4, 8).name(), p.to_string().split(':').next().unwrap());
+            assert_eq!(
+                p.build(4, 8).name(),
+                p.to_string().split(':').next().unwrap()
+            );
         }
         assert_eq!(
             "smoe-window:n=7".parse(),

@@ -8,10 +8,11 @@
 //!   capacity over the original routing, cold start, loads / requests (paper 002 eq. (4)); the
 //!   operating point of paper 002 Sec. 4.8.
 //!
-//! Calibration ([`calibrate`]) grid-searches (rho, omega, beta) of
-//! [`super::generate::GeneratorConfig`] for the point whose generated traces (mean over a few
-//! seeds) are nearest to target statistics in the squared distance of (overlap, miss rate).
-//! Both statistics lie in [0, 1] and are weighted alike.
+//! Calibration ([`calibrate`]) searches (rho, omega, beta) of
+//! [`super::generate::GeneratorConfig`] (a coarse grid, then a pattern search) for the point
+//! whose generated traces (mean over a few seeds) are nearest to target statistics in the
+//! squared distance of (overlap, miss rate). Both statistics lie in [0, 1] and are weighted
+//! alike.
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -76,7 +77,7 @@ pub fn trace_stats(trace: &Trace) -> TraceStats {
     }
 }
 
-/// The grid of locality knobs searched by [`calibrate`].
+/// The search of [`calibrate`]: a coarse grid, then a pattern search around its best point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CalibrationGrid {
     /// Values of rho.
@@ -87,22 +88,30 @@ pub struct CalibrationGrid {
     pub popularity_skew: Vec<f64>,
     /// Seeds 0..seeds averaged per point.
     pub seeds: u64,
+    /// Rounds of the pattern search (each tries +-step on every knob, and halves the steps
+    /// when none improves); 0 = grid only.
+    pub refine_rounds: usize,
+    /// Most MoE layers generated per point (the statistics are means over layers, which the
+    /// generator makes identically distributed, so fewer layers only add noise; default 8).
+    pub max_layers: usize,
 }
 
 impl Default for CalibrationGrid {
-    /// rho in {0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98}, omega in {0, 0.25, 0.5, 0.75}, beta in
-    /// {0, 0.5, 1, 2}, 2 seeds.
+    /// rho in {0, 0.25, 0.5, 0.7, 0.85, 0.95}, omega in {0, 0.25, 0.5}, beta in {0, 0.5, 1},
+    /// 2 seeds, 12 rounds of refinement, at most 8 layers.
     fn default() -> Self {
         CalibrationGrid {
-            persistence: vec![0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98],
-            topic_weight: vec![0.0, 0.25, 0.5, 0.75],
-            popularity_skew: vec![0.0, 0.5, 1.0, 2.0],
+            persistence: vec![0.0, 0.25, 0.5, 0.7, 0.85, 0.95],
+            topic_weight: vec![0.0, 0.25, 0.5],
+            popularity_skew: vec![0.0, 0.5, 1.0],
             seeds: 2,
+            refine_rounds: 12,
+            max_layers: 8,
         }
     }
 }
 
-/// One evaluated grid point.
+/// One evaluated point.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct CalibrationPoint {
     /// The knobs.
@@ -120,19 +129,48 @@ pub struct CalibrationPoint {
 pub struct Calibration {
     /// What was matched.
     pub target: TraceStats,
-    /// The nearest grid point.
+    /// The nearest point found.
     pub best: CalibrationPoint,
-    /// Every grid point, in grid order (rho major, then omega, then beta).
+    /// Every point evaluated: the grid (rho major, then omega, then beta), then the search.
     pub points: Vec<CalibrationPoint>,
 }
 
-/// Grid-searches the locality knobs of `base` (its shape: E, K, layers, sequences, tokens) so
-/// that generated traces match `target`'s overlap and LRU miss rate. Ties by grid order.
+fn evaluate(
+    target: &TraceStats,
+    base: &GeneratorConfig,
+    seeds: u64,
+    loc: Locality,
+) -> Result<CalibrationPoint, Error> {
+    let config = base.clone().with_locality(loc);
+    let (mut o, mut m) = (0.0, 0.0);
+    let seeds = seeds.max(1);
+    for seed in 0..seeds {
+        let s = trace_stats(&generate(&config, seed)?);
+        o += s.next_token_overlap;
+        m += s.lru_miss_rate_half;
+    }
+    o /= seeds as f64;
+    m /= seeds as f64;
+    Ok(CalibrationPoint {
+        locality: loc,
+        next_token_overlap: o,
+        lru_miss_rate_half: m,
+        error: (o - target.next_token_overlap).powi(2) + (m - target.lru_miss_rate_half).powi(2),
+    })
+}
+
+/// Searches the locality knobs of `base` (its shape: E, K, sequences, tokens; layers capped at
+/// `grid.max_layers`) so that generated traces match `target`'s overlap and LRU miss rate:
+/// the grid first (ties by grid order), then a pattern search from its best point with
+/// initial steps (0.1, 0.1, 0.25) kept inside rho in [0, 0.99], omega in [0, 1], beta >= 0.
+/// Deterministic: seeds 0..`grid.seeds`, fixed evaluation order.
 pub fn calibrate(
     target: &TraceStats,
     base: &GeneratorConfig,
     grid: &CalibrationGrid,
 ) -> Result<Calibration, Error> {
+    let mut base = base.clone();
+    base.layers = base.layers.min(grid.max_layers.max(1));
     base.check()?;
     let mut knobs = Vec::new();
     for &persistence in &grid.persistence {
@@ -146,29 +184,11 @@ pub fn calibrate(
             }
         }
     }
-    let points: Vec<CalibrationPoint> = knobs
+    let mut points: Vec<CalibrationPoint> = knobs
         .par_iter()
-        .map(|&loc| -> Result<CalibrationPoint, Error> {
-            let config = base.clone().with_locality(loc);
-            let (mut o, mut m) = (0.0, 0.0);
-            let seeds = grid.seeds.max(1);
-            for seed in 0..seeds {
-                let s = trace_stats(&generate(&config, seed)?);
-                o += s.next_token_overlap;
-                m += s.lru_miss_rate_half;
-            }
-            o /= seeds as f64;
-            m /= seeds as f64;
-            Ok(CalibrationPoint {
-                locality: loc,
-                next_token_overlap: o,
-                lru_miss_rate_half: m,
-                error: (o - target.next_token_overlap).powi(2)
-                    + (m - target.lru_miss_rate_half).powi(2),
-            })
-        })
+        .map(|&loc| evaluate(target, &base, grid.seeds, loc))
         .collect::<Result<_, _>>()?;
-    let best = *points
+    let mut best = *points
         .iter()
         .min_by(|a, b| a.error.total_cmp(&b.error))
         .ok_or_else(|| Error::Invalid {
@@ -176,6 +196,41 @@ pub fn calibrate(
             field: "grid".into(),
             reason: "the calibration grid is empty".into(),
         })?;
+    let mut steps = [0.1, 0.1, 0.25];
+    for _ in 0..grid.refine_rounds {
+        let l = best.locality;
+        let mut candidates = Vec::new();
+        for (i, &step) in steps.iter().enumerate() {
+            for sign in [-1.0, 1.0] {
+                let mut c = [l.persistence, l.topic_weight, l.popularity_skew];
+                c[i] += sign * step;
+                c[0] = c[0].clamp(0.0, 0.99);
+                c[1] = c[1].clamp(0.0, 1.0);
+                c[2] = c[2].max(0.0);
+                let loc = Locality {
+                    persistence: c[0],
+                    topic_weight: c[1],
+                    popularity_skew: c[2],
+                };
+                if loc != l {
+                    candidates.push(loc);
+                }
+            }
+        }
+        let evaluated: Vec<CalibrationPoint> = candidates
+            .par_iter()
+            .map(|&loc| evaluate(target, &base, grid.seeds, loc))
+            .collect::<Result<_, _>>()?;
+        let round_best = evaluated
+            .iter()
+            .min_by(|a, b| a.error.total_cmp(&b.error))
+            .copied();
+        points.extend(evaluated);
+        match round_best {
+            Some(p) if p.error < best.error => best = p,
+            _ => steps.iter_mut().for_each(|s| *s /= 2.0),
+        }
+    }
     Ok(Calibration {
         target: *target,
         best,
