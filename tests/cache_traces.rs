@@ -264,3 +264,20 @@ fn print_calibration() {
         }
     }
 }
+
+#[test]
+#[ignore = "prints every weight-free policy on the real logs at C = E/2 for the report"]
+fn print_real_replays() {
+    for (rel, _) in LOGS {
+        let Some(path) = data(rel) else { return };
+        let t = import::import_token_log(&path, &ImportOptions::default()).unwrap();
+        for scope in [Scope::PerLayer, Scope::Pool] {
+            let c = match scope {
+                Scope::PerLayer => t.experts / 2,
+                Scope::Pool => t.experts * t.layers / 2,
+            };
+            let r = commands::replay(&t, c, &PolicyChoice::All, scope, None).unwrap();
+            print!("{}", r.text());
+        }
+    }
+}
