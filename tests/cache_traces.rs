@@ -281,3 +281,21 @@ fn print_real_replays() {
         }
     }
 }
+
+#[test]
+fn generate_report_ties_to_the_trace_and_renders() {
+    let g = commands::generate(Preset::Mixtral8x7b, 9, Some(30), Some(2), None).unwrap();
+    assert_eq!(g.trace.tokens.len(), 30);
+    assert_eq!(g.trace.layers, 2);
+    let json = serde_json::to_value(&g.report).unwrap();
+    assert_eq!(json["version"], moe_opt::report::VERSION);
+    assert_eq!(
+        json["trace"]["sha256"],
+        moe_opt::report::canonical_sha256(&g.trace)
+    );
+    assert_eq!(json["preset"], "mixtral-8x7b");
+    assert!(g.report.text().contains("preset mixtral-8x7b seed 9"));
+    // Same seed, same bytes.
+    let again = commands::generate(Preset::Mixtral8x7b, 9, Some(30), Some(2), None).unwrap();
+    assert_eq!(g.report.trace.sha256, again.report.trace.sha256);
+}

@@ -304,16 +304,19 @@ impl Policy for SmoeWindow {
                 continue;
             }
             if self.resident.len() == self.capacity {
-                let this = &*self;
-                let averages: Vec<(u32, f64)> = this
-                    .resident
-                    .iter()
-                    .map(|&r| (r, this.average(r)))
-                    .collect();
-                let victim = evict_min(&mut self.resident, &self.protected, |r| {
-                    let a = averages.iter().find(|x| x.0 == r).expect("resident").1;
-                    (a, r)
-                });
+                let mut best: Option<(usize, f64, u32)> = None;
+                for (pos, &r) in self.resident.iter().enumerate() {
+                    if self.protected[r as usize] {
+                        continue;
+                    }
+                    let a = self.average(r);
+                    if best.is_none_or(|(_, ba, br)| (a, r) < (ba, br)) {
+                        best = Some((pos, a, r));
+                    }
+                }
+                let (pos, _, _) =
+                    best.expect("capacity >= step size leaves an unprotected resident id");
+                let victim = self.resident.swap_remove(pos);
                 self.in_cache[victim as usize] = false;
                 evicted.push(victim);
             }
