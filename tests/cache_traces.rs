@@ -299,3 +299,21 @@ fn generate_report_ties_to_the_trace_and_renders() {
     let again = commands::generate(Preset::Mixtral8x7b, 9, Some(30), Some(2), None).unwrap();
     assert_eq!(g.report.trace.sha256, again.report.trace.sha256);
 }
+
+#[test]
+#[ignore = "prints the Table 1 presets' statistics for the report"]
+fn print_table1_presets() {
+    for preset in Preset::ALL {
+        let s = trace_stats(&generate(&GeneratorConfig::preset(preset), 0).unwrap());
+        println!(
+            "{preset}: E {} K {} L {} tokens {}: overlap {:.4}, LRU miss rate at C = {}: {:.4}",
+            s.experts,
+            s.top_k,
+            s.layers,
+            s.tokens,
+            s.next_token_overlap,
+            s.half_capacity,
+            s.lru_miss_rate_half
+        );
+    }
+}
