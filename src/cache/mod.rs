@@ -3,6 +3,12 @@
 //!
 //! * [`policy`]: the [`policy::Policy`] trait every eviction policy implements, the
 //!   [`policy::Simulation`] that counts misses and lifetimes, and LRU;
+//! * [`policies`]: LFU, FIFO, SMoE's score window, ZipMoE's frequency counts, policy names,
+//!   and the replay of a trace through per-layer caches or one pool;
+//! * [`import`]: token logs (JSON Lines) and activation counts;
+//! * [`generate`]: the seeded logit generator with temporal locality and its presets;
+//! * [`stats`]: locality statistics of a trace and the calibration of the generator;
+//! * [`commands`]: what the command line calls (generate, import, replay, calibrate);
 //! * [`belady`]: Belady's MIN over a known stream (the fixed-routing optimum);
 //! * [`bounds`]: the exact offline bounds (MILPs, exhaustive search) and their reports;
 //! * [`claims`]: paper 002's offline caching claims (Sec. 4.8);
@@ -16,9 +22,14 @@
 pub mod belady;
 pub mod bounds;
 pub mod claims;
+pub mod commands;
+pub mod generate;
+pub mod import;
 pub mod mutate;
 pub mod pareto;
+pub mod policies;
 pub mod policy;
 pub mod quality;
 pub mod router;
 pub mod routers;
+pub mod stats;

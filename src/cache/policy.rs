@@ -168,27 +168,65 @@ pub fn replay<P: Policy>(policy: P, requests: &Requests) -> CacheStats {
 }
 
 /// Least recently used, with paper 002's order among ids used in the same step (Sec. 4.2:
-/// "removing experts with higher router weights first"): the ids of a step are stamped in
-/// reverse rank order, so the best-ranked one counts as least recent and leaves first. When
+/// "removing experts with higher router weights first"): the ids of a step count as used in
+/// their listed order, so the best-ranked one counts as least recent and leaves first. When
 /// ranks are lost (a trace sorted by id), this reads the listed order as the rank order.
+///
+/// Implementation: a doubly linked recency list over the universe (head = least recent), O(1)
+/// per requested id. A step first unlinks its hits, evicts from the head for its misses (so no
+/// id of the step can be a victim), then appends all its ids in listed order.
 #[derive(Debug, Clone)]
 pub struct Lru {
     capacity: usize,
-    /// Recency stamp per id; 0 = absent.
-    stamp: Vec<u64>,
-    clock: u64,
-    resident: Vec<u32>,
+    /// Resident flag per id.
+    present: Vec<bool>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    head: u32,
+    tail: u32,
+    /// Resident ids.
+    len: usize,
 }
+
+const NIL: u32 = u32::MAX;
 
 impl Lru {
     /// An empty cache of `capacity` ids over `universe` ids.
     pub fn new(capacity: usize, universe: usize) -> Self {
         Lru {
             capacity,
-            stamp: vec![0; universe],
-            clock: 0,
-            resident: Vec::with_capacity(capacity + 1),
+            present: vec![false; universe],
+            prev: vec![NIL; universe],
+            next: vec![NIL; universe],
+            head: NIL,
+            tail: NIL,
+            len: 0,
         }
+    }
+
+    fn unlink(&mut self, id: u32) {
+        let (p, n) = (self.prev[id as usize], self.next[id as usize]);
+        if p == NIL {
+            self.head = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NIL {
+            self.tail = p;
+        } else {
+            self.prev[n as usize] = p;
+        }
+    }
+
+    fn append(&mut self, id: u32) {
+        self.prev[id as usize] = self.tail;
+        self.next[id as usize] = NIL;
+        if self.tail == NIL {
+            self.head = id;
+        } else {
+            self.next[self.tail as usize] = id;
+        }
+        self.tail = id;
     }
 }
 
@@ -202,43 +240,44 @@ impl Policy for Lru {
     }
 
     fn contains(&self, id: u32) -> bool {
-        self.stamp[id as usize] != 0
+        self.present[id as usize]
     }
 
     fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>) {
         debug_assert!(request.ids.len() <= self.capacity);
-        // Stamp hits first so that no id of this step can be evicted by it.
-        let base = self.clock;
-        let k = request.ids.len() as u64;
-        for (i, &id) in request.ids.iter().enumerate() {
-            if self.stamp[id as usize] != 0 {
-                self.stamp[id as usize] = base + 1 + i as u64;
+        for &id in request.ids {
+            if self.present[id as usize] {
+                self.unlink(id);
             }
         }
-        for (i, &id) in request.ids.iter().enumerate() {
-            if self.stamp[id as usize] != 0 {
+        for &id in request.ids {
+            if self.present[id as usize] {
                 continue;
             }
-            if self.resident.len() == self.capacity {
-                let (pos, &victim) = self
-                    .resident
-                    .iter()
-                    .enumerate()
-                    .min_by_key(|(_, &r)| self.stamp[r as usize])
-                    .expect("a full cache of capacity >= 1");
-                self.resident.swap_remove(pos);
-                self.stamp[victim as usize] = 0;
+            if self.len == self.capacity {
+                let victim = self.head;
+                debug_assert!(victim != NIL, "capacity >= step size");
+                self.unlink(victim);
+                self.present[victim as usize] = false;
+                self.len -= 1;
                 evicted.push(victim);
             }
-            self.stamp[id as usize] = base + 1 + i as u64;
-            self.resident.push(id);
+            self.present[id as usize] = true;
+            self.len += 1;
             loaded.push(id);
         }
-        self.clock = base + k;
+        for &id in request.ids {
+            self.append(id);
+        }
     }
 
     fn resident(&self) -> Vec<u32> {
-        let mut r = self.resident.clone();
+        let mut r = Vec::with_capacity(self.len);
+        let mut id = self.head;
+        while id != NIL {
+            r.push(id);
+            id = self.next[id as usize];
+        }
         r.sort_unstable();
         r
     }
@@ -268,5 +307,76 @@ mod tests {
         // 1 since 0 = 4, 0 since 3 = 1. Mean 2, population variance (1 + 0 + 4 + 1) / 4 = 1.5.
         assert!((stats.lifetime_mean_steps - 2.0).abs() < 1e-12);
         assert!((stats.lifetime_std_steps - 1.5f64.sqrt()).abs() < 1e-12);
+    }
+
+    /// LRU by explicit stamps (the reading of the type doc, written independently): per step,
+    /// stamp every id with (step, position); a miss evicts the resident id of smallest stamp
+    /// outside the step.
+    fn naive_lru(steps: &[Vec<u32>], capacity: usize) -> Vec<Vec<u32>> {
+        let mut stamp: std::collections::BTreeMap<u32, (usize, usize)> = Default::default();
+        let mut out = Vec::new();
+        for (t, step) in steps.iter().enumerate() {
+            let mut evicted = Vec::new();
+            for &id in step {
+                if !stamp.contains_key(&id) && stamp.len() == capacity {
+                    let (&victim, _) = stamp
+                        .iter()
+                        .filter(|(id, _)| !step.contains(id))
+                        .min_by_key(|(_, &s)| s)
+                        .unwrap();
+                    stamp.remove(&victim);
+                    evicted.push(victim);
+                }
+                stamp.insert(id, (t, 0));
+            }
+            for (i, &id) in step.iter().enumerate() {
+                stamp.insert(id, (t, i));
+            }
+            out.push(evicted);
+        }
+        out
+    }
+
+    #[test]
+    fn linked_list_lru_matches_the_stamp_reading_on_random_streams() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..200 {
+            let universe = rng.random_range(2..10u32);
+            let k = rng.random_range(1..=universe.min(3));
+            let capacity = rng.random_range(k..=universe) as usize;
+            let steps: Vec<Vec<u32>> = (0..30)
+                .map(|_| {
+                    let mut s = Vec::new();
+                    while s.len() < k as usize {
+                        let x = rng.random_range(0..universe);
+                        if !s.contains(&x) {
+                            s.push(x);
+                        }
+                    }
+                    s
+                })
+                .collect();
+            let mut lru = Lru::new(capacity, universe as usize);
+            let mut got = Vec::new();
+            for (t, s) in steps.iter().enumerate() {
+                let (mut l, mut e) = (Vec::new(), Vec::new());
+                lru.access(
+                    &Request {
+                        time: t,
+                        ids: s,
+                        scores: None,
+                    },
+                    &mut l,
+                    &mut e,
+                );
+                got.push(e);
+            }
+            assert_eq!(
+                got,
+                naive_lru(&steps, capacity),
+                "C = {capacity}: {steps:?}"
+            );
+        }
     }
 }

@@ -1,0 +1,554 @@
+//! What the command line calls for cache traces: generate, import (token logs and activation
+//! counts), replay (one policy or all, per-layer caches or a pool) and calibrate. Every
+//! function returns a `Serialize` report (stable field names, units in the names, the moe-opt
+//! version and the trace's canonical SHA-256) with a `text()` rendering for humans.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use formulations::cache::model::Trace;
+use formulations::Error;
+use serde::Serialize;
+
+use super::generate::{generate as generate_trace, GeneratorConfig, Locality, Preset};
+use super::import::{self, FrequencyWarmStart, ImportOptions};
+use super::policies::{replay_trace, PolicySpec, Scope, TraceReplay};
+use super::stats::{
+    calibrate as calibrate_knobs, trace_stats, CalibrationGrid, CalibrationPoint, TraceStats,
+};
+use crate::report::{canonical_sha256, VERSION};
+
+/// Identity and shape of a trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceInfo {
+    /// The trace's `name`.
+    pub name: String,
+    /// The trace's `model`.
+    pub model: String,
+    /// SHA-256 of the trace's canonical JSON.
+    pub sha256: String,
+    /// E.
+    pub experts: usize,
+    /// K.
+    pub top_k: usize,
+    /// Shared experts per layer.
+    pub shared_experts: usize,
+    /// MoE layers.
+    pub layers: usize,
+    /// Tokens.
+    pub tokens: usize,
+    /// Whether experts are in rank order.
+    pub ranked: bool,
+    /// Whether every routing has logits (needed by smoe-window and the cache-aware routers).
+    pub has_logits: bool,
+    /// Whether every routing has weights or logits.
+    pub has_weights: bool,
+}
+
+impl TraceInfo {
+    /// Describes a trace.
+    pub fn new(trace: &Trace) -> Self {
+        TraceInfo {
+            name: trace.name.clone(),
+            model: trace.model.clone(),
+            sha256: canonical_sha256(trace),
+            experts: trace.experts,
+            top_k: trace.top_k,
+            shared_experts: trace.shared_experts,
+            layers: trace.layers,
+            tokens: trace.tokens.len(),
+            ranked: trace.ranked,
+            has_logits: trace.has_logits(),
+            has_weights: trace.has_weights(),
+        }
+    }
+
+    fn text(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "trace {} ({}): E = {}{}, K = {}, {} layers, {} tokens, {}{}",
+            self.name,
+            self.model,
+            self.experts,
+            if self.shared_experts > 0 {
+                format!(" + {} shared", self.shared_experts)
+            } else {
+                String::new()
+            },
+            self.top_k,
+            self.layers,
+            self.tokens,
+            if self.ranked { "ranked" } else { "rank lost" },
+            if self.has_logits {
+                ", logits"
+            } else if self.has_weights {
+                ", weights"
+            } else {
+                ", no weights"
+            }
+        );
+        let _ = writeln!(out, "sha256 {}", self.sha256);
+    }
+}
+
+fn stats_text(s: &TraceStats, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "next-token expert overlap {:.4}; LRU miss rate at C = {} (E/2): {:.4}",
+        s.next_token_overlap, s.half_capacity, s.lru_miss_rate_half
+    );
+}
+
+/// The report of `generate`.
+#[derive(Debug, Clone, Serialize)]
+pub struct GenerateReport {
+    /// moe-opt version.
+    pub version: &'static str,
+    /// The preset, if one was used.
+    pub preset: Option<Preset>,
+    /// The seed.
+    pub seed: u64,
+    /// The full configuration used.
+    pub config: GeneratorConfig,
+    /// The generated trace's identity.
+    pub trace: TraceInfo,
+    /// Its locality statistics.
+    pub stats: TraceStats,
+}
+
+impl GenerateReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "generated {} seed {} (rho {}, omega {}, beta {})",
+            self.preset
+                .map_or("config".to_string(), |p| format!("preset {p}")),
+            self.seed,
+            self.config.persistence,
+            self.config.topic_weight,
+            self.config.popularity_skew
+        );
+        self.trace.text(&mut out);
+        stats_text(&self.stats, &mut out);
+        out
+    }
+}
+
+/// A generated trace and its report.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// The trace (the CLI writes it to a file).
+    pub trace: Trace,
+    /// The report.
+    pub report: GenerateReport,
+}
+
+/// Generates from a preset; `tokens`, `layers` and `sequences` override the preset's
+/// tokens per sequence, MoE layers and sequences.
+pub fn generate(
+    preset: Preset,
+    seed: u64,
+    tokens: Option<usize>,
+    layers: Option<usize>,
+    sequences: Option<usize>,
+) -> Result<Generated, Error> {
+    let mut config = GeneratorConfig::preset(preset);
+    if let Some(t) = tokens {
+        config.tokens_per_sequence = t;
+    }
+    if let Some(l) = layers {
+        config.layers = l;
+    }
+    if let Some(s) = sequences {
+        config.sequences = s;
+    }
+    generate_from(&config, Some(preset), seed)
+}
+
+/// Generates from a full configuration.
+pub fn generate_from(
+    config: &GeneratorConfig,
+    preset: Option<Preset>,
+    seed: u64,
+) -> Result<Generated, Error> {
+    let trace = generate_trace(config, seed)?;
+    let report = GenerateReport {
+        version: VERSION,
+        preset,
+        seed,
+        config: config.clone(),
+        trace: TraceInfo::new(&trace),
+        stats: trace_stats(&trace),
+    };
+    Ok(Generated { trace, report })
+}
+
+/// The report of importing a token log.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportReport {
+    /// moe-opt version.
+    pub version: &'static str,
+    /// The file read.
+    pub source: String,
+    /// The imported trace.
+    pub trace: TraceInfo,
+    /// Its locality statistics.
+    pub stats: TraceStats,
+    /// What the trace can drive, in words (weight-free policies only without logits).
+    pub usable_for: String,
+}
+
+impl ImportReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let mut out = format!("imported {}\n", self.source);
+        self.trace.text(&mut out);
+        stats_text(&self.stats, &mut out);
+        let _ = writeln!(out, "{}", self.usable_for);
+        out
+    }
+}
+
+/// An imported trace and its report.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The trace.
+    pub trace: Trace,
+    /// The report.
+    pub report: ImportReport,
+}
+
+fn usable_for(trace: &Trace) -> String {
+    if trace.has_logits() {
+        "usable with every policy and router".into()
+    } else {
+        "no logits: replays under weight-free policies only (lru, lfu, fifo, zipmoe-freq, \
+         belady); smoe-window and the cache-aware routers need logits (generated traces)"
+            .into()
+    }
+}
+
+/// Imports a token log (JSON Lines, gzip or plain).
+pub fn import_token_log(path: &Path, options: &ImportOptions) -> Result<Imported, Error> {
+    let trace = import::import_token_log(path, options)?;
+    let report = ImportReport {
+        version: VERSION,
+        source: path.display().to_string(),
+        trace: TraceInfo::new(&trace),
+        stats: trace_stats(&trace),
+        usable_for: usable_for(&trace),
+    };
+    Ok(Imported { trace, report })
+}
+
+/// The report of importing an activation-count file.
+#[derive(Debug, Clone, Serialize)]
+pub struct CountsReport {
+    /// moe-opt version.
+    pub version: &'static str,
+    /// The file read.
+    pub source: String,
+    /// SHA-256 of the warm start's canonical JSON.
+    pub sha256: String,
+    /// The per-layer totals (the LFU warm start).
+    pub warm_start: FrequencyWarmStart,
+    /// Per MoE layer: share of all activations taken by the E/2 most activated experts.
+    pub top_half_share: Vec<f64>,
+    /// Why it cannot be replayed.
+    pub note: String,
+}
+
+impl CountsReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let w = &self.warm_start;
+        let mut out = format!(
+            "activation counts {} ({}): E = {}, K = {}, {} MoE layers{}\n",
+            self.source,
+            w.model,
+            w.experts,
+            w.top_k,
+            w.counts.len(),
+            if w.dropped_layers.is_empty() {
+                String::new()
+            } else {
+                format!(" (dense file layers dropped: {:?})", w.dropped_layers)
+            }
+        );
+        let _ = writeln!(out, "sha256 {}", self.sha256);
+        let mean =
+            self.top_half_share.iter().sum::<f64>() / self.top_half_share.len().max(1) as f64;
+        let _ = writeln!(
+            out,
+            "the E/2 most activated experts take {:.1}% of activations (mean over layers)",
+            100.0 * mean
+        );
+        let _ = writeln!(out, "{}", self.note);
+        out
+    }
+}
+
+/// Imports an activation-count file as a frequency warm start.
+pub fn import_counts(path: &Path) -> Result<CountsReport, Error> {
+    let warm_start = import::import_counts(path)?;
+    let top_half_share = warm_start
+        .counts
+        .iter()
+        .map(|row| {
+            let mut r = row.clone();
+            r.sort_unstable_by(|a, b| b.cmp(a));
+            let total: u64 = r.iter().sum();
+            let top: u64 = r[..r.len() / 2].iter().sum();
+            if total == 0 {
+                0.0
+            } else {
+                top as f64 / total as f64
+            }
+        })
+        .collect();
+    Ok(CountsReport {
+        version: VERSION,
+        source: path.display().to_string(),
+        sha256: canonical_sha256(&warm_start),
+        warm_start,
+        top_half_share,
+        note: "no token order: usable as an LFU warm start, not for replay".into(),
+    })
+}
+
+/// A policy left out of `all`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    /// The policy.
+    pub policy: PolicySpec,
+    /// Why.
+    pub reason: String,
+}
+
+/// The report of `replay`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayReport {
+    /// moe-opt version.
+    pub version: &'static str,
+    /// The trace replayed.
+    pub trace: TraceInfo,
+    /// Per-layer caches or a pool.
+    pub scope: Scope,
+    /// C (per layer, or of the pool).
+    pub capacity: usize,
+    /// Model of the LFU warm start, if any.
+    pub warm_start: Option<String>,
+    /// One replay per policy, in the order asked.
+    pub results: Vec<TraceReplay>,
+    /// Policies of `all` that could not run on this trace.
+    pub skipped: Vec<Skipped>,
+}
+
+impl ReplayReport {
+    /// For humans: per policy the total miss rate, loads and lifetime, then the per-layer
+    /// miss rates.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        self.trace.text(&mut out);
+        let _ = writeln!(
+            out,
+            "{} cache{}, C = {}{}",
+            match self.scope {
+                Scope::PerLayer => "per-layer",
+                Scope::Pool => "pooled",
+            },
+            if self.scope == Scope::PerLayer {
+                "s"
+            } else {
+                ""
+            },
+            self.capacity,
+            self.warm_start
+                .as_ref()
+                .map_or(String::new(), |m| format!(", LFU warm start from {m}"))
+        );
+        let _ = writeln!(
+            out,
+            "{:<18} {:>10} {:>10} {:>10} {:>16}",
+            "policy", "miss rate", "loads", "requests", "lifetime (steps)"
+        );
+        for r in &self.results {
+            let _ = writeln!(
+                out,
+                "{:<18} {:>10.4} {:>10} {:>10} {:>9.1} ± {:<5.1}",
+                r.policy.to_string(),
+                r.total.miss_rate,
+                r.total.loads,
+                r.total.requests,
+                r.total.lifetime_mean_steps,
+                r.total.lifetime_std_steps
+            );
+        }
+        if let Some(first) = self.results.first() {
+            let _ = write!(out, "per-layer miss rate:\n{:<18}", "layer");
+            for l in &first.layers {
+                let _ = write!(out, " {:>5}", l.layer);
+            }
+            out.push('\n');
+            for r in &self.results {
+                let _ = write!(out, "{:<18}", r.policy.to_string());
+                for l in &r.layers {
+                    let _ = write!(out, " {:>5.3}", l.miss_rate);
+                }
+                out.push('\n');
+            }
+        }
+        for s in &self.skipped {
+            let _ = writeln!(out, "skipped {}: {}", s.policy, s.reason);
+        }
+        out
+    }
+}
+
+/// Which policies to replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyChoice {
+    /// These, each of which must be able to run on the trace.
+    These(Vec<PolicySpec>),
+    /// Every policy of [`PolicySpec::all`] that can run on the trace (the others are listed
+    /// as skipped).
+    All,
+}
+
+/// Replays a trace under its original routing.
+pub fn replay(
+    trace: &Trace,
+    capacity: usize,
+    policies: &PolicyChoice,
+    scope: Scope,
+    warm_start: Option<&FrequencyWarmStart>,
+) -> Result<ReplayReport, Error> {
+    let mut skipped = Vec::new();
+    let list = match policies {
+        PolicyChoice::These(p) => p.clone(),
+        PolicyChoice::All => PolicySpec::all()
+            .into_iter()
+            .filter(|p| {
+                let ok = !p.needs_scores() || trace.has_logits();
+                if !ok {
+                    skipped.push(Skipped {
+                        policy: *p,
+                        reason: "needs router scores over all experts; the trace has no logits"
+                            .into(),
+                    });
+                }
+                ok
+            })
+            .collect(),
+    };
+    let results = list
+        .iter()
+        .map(|&p| replay_trace(trace, p, capacity, scope, warm_start))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ReplayReport {
+        version: VERSION,
+        trace: TraceInfo::new(trace),
+        scope,
+        capacity,
+        warm_start: warm_start.map(|w| w.model.clone()),
+        results,
+        skipped,
+    })
+}
+
+/// Replays a file: a token log, or a cache-trace JSON; an activation-count file is refused
+/// (no token order). `warm_start` is an optional activation-count file for LFU.
+pub fn replay_file(
+    path: &Path,
+    options: &ImportOptions,
+    capacity: usize,
+    policies: &PolicyChoice,
+    scope: Scope,
+    warm_start: Option<&Path>,
+) -> Result<ReplayReport, Error> {
+    let trace = import::load_any(path, options)?;
+    let warm = warm_start.map(import::import_counts).transpose()?;
+    replay(&trace, capacity, policies, scope, warm.as_ref())
+}
+
+/// The report of `calibrate`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CalibrationReport {
+    /// moe-opt version.
+    pub version: &'static str,
+    /// The real trace matched.
+    pub trace: TraceInfo,
+    /// Its statistics (the target).
+    pub target: TraceStats,
+    /// The preset whose shape was generated.
+    pub preset: Preset,
+    /// The best knobs found.
+    pub best: Locality,
+    /// The best point's statistics.
+    pub achieved: CalibrationPoint,
+    /// The grid searched.
+    pub grid: CalibrationGrid,
+}
+
+impl CalibrationReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        self.trace.text(&mut out);
+        let _ = writeln!(
+            out,
+            "target: overlap {:.4}, LRU miss rate at C = {}: {:.4}",
+            self.target.next_token_overlap,
+            self.target.half_capacity,
+            self.target.lru_miss_rate_half
+        );
+        let _ = writeln!(
+            out,
+            "preset {}: best rho = {}, omega = {}, beta = {} -> overlap {:.4}, miss rate {:.4} \
+             (squared error {:.2e}, mean over {} seeds)",
+            self.preset,
+            self.best.persistence,
+            self.best.topic_weight,
+            self.best.popularity_skew,
+            self.achieved.next_token_overlap,
+            self.achieved.lru_miss_rate_half,
+            self.achieved.error,
+            self.grid.seeds
+        );
+        out
+    }
+}
+
+/// Calibrates a preset's locality knobs against a real trace (the preset's shape, with the
+/// real trace's number of sequences and tokens per sequence when it has one length).
+pub fn calibrate(
+    trace: &Trace,
+    preset: Preset,
+    grid: &CalibrationGrid,
+) -> Result<CalibrationReport, Error> {
+    let target = trace_stats(trace);
+    let mut base = GeneratorConfig::preset(preset);
+    if base.experts != trace.experts || base.top_k != trace.top_k {
+        return Err(Error::Invalid {
+            path: super::generate::CONFIG_PATH.into(),
+            field: "preset".into(),
+            reason: format!(
+                "preset {preset} has (E, K) = ({}, {}) but the trace has ({}, {})",
+                base.experts, base.top_k, trace.experts, trace.top_k
+            ),
+        });
+    }
+    base.layers = trace.layers;
+    let result = calibrate_knobs(&target, &base, grid)?;
+    Ok(CalibrationReport {
+        version: VERSION,
+        trace: TraceInfo::new(trace),
+        target,
+        preset,
+        best: result.best.locality,
+        achieved: result.best,
+        grid: grid.clone(),
+    })
+}
