@@ -5,10 +5,11 @@
 use formulations::cache::model::{Phase, Routing, Token, Trace};
 use formulations::ProblemKind;
 use moe_opt::cache::pareto::{self, random_logit_trace, SweepOptions};
+use moe_opt::cache::policies::Scope;
 use moe_opt::cache::policy::{replay, Lru, Simulation};
 use moe_opt::cache::router::{CacheView, Router};
 use moe_opt::cache::routers::{
-    max_rank_ranking, max_rank_select, replay_routed, Layout, PolicyView, RankTable, ReplayOptions,
+    max_rank_ranking, max_rank_select, replay_routed, PolicyView, RankTable, ReplayOptions,
     RouterSpec, SpecRouter,
 };
 use rand::{Rng, SeedableRng};
@@ -139,7 +140,7 @@ fn neutral_knobs_reproduce_the_plain_lru_replay() {
             assert_eq!(run.loads, per_layer, "{s} at C = {c}");
             assert_eq!(run.quality.share_topk_kept, 1.0);
             assert_eq!(run.per_layer.len(), 3);
-            opts.layout = Layout::Pool;
+            opts.layout = Scope::Pool;
             let run = replay_routed(&table, &spec(s), c, &opts, Lru::new).unwrap();
             assert_eq!(run.loads, pooled, "{s} pooled at C = {c}");
         }

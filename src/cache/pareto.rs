@@ -21,9 +21,10 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::policies::Scope;
 use super::policy::{Lru, Policy};
 use super::routers::{
-    replay_routed, DeltaEstimate, Layout, RankTable, ReplayOptions, RoutedReplay, RouterSpec,
+    replay_routed, DeltaEstimate, RankTable, ReplayOptions, RoutedReplay, RouterSpec,
 };
 use crate::report::{canonical_sha256, VERSION};
 
@@ -337,7 +338,7 @@ pub struct SweepOptions {
     pub routers: Vec<RouterSpec>,
     /// The grid when `routers` is empty.
     pub grid: GridOptions,
-    /// Layout and step order.
+    /// Scope and step order.
     pub replay: ReplayOptions,
 }
 
@@ -351,7 +352,7 @@ pub struct SweepReport {
     /// The eviction policy (paper 002 uses LRU for every router).
     pub policy: String,
     /// Per-layer caches or a pool.
-    pub layout: Layout,
+    pub layout: Scope,
     /// Whether a step's experts reach the cache in router-weight order (Sec. 4.2).
     pub order_by_weight: bool,
     /// The capacities swept.
@@ -424,8 +425,8 @@ impl SweepReport {
             t.tokens,
             self.policy,
             match self.layout {
-                Layout::PerLayer => "per-layer",
-                Layout::Pool => "pooled",
+                Scope::PerLayer => "per-layer",
+                Scope::Pool => "pooled",
             },
             self.points.len()
         );
@@ -474,7 +475,7 @@ pub struct RouteReport {
     /// The eviction policy.
     pub policy: String,
     /// Per-layer caches or a pool.
-    pub layout: Layout,
+    pub layout: Scope,
     /// The replay: totals, per-layer statistics, quality proxies.
     pub result: RoutedReplay,
 }

@@ -40,6 +40,7 @@ use formulations::cache::model::{Routing, Trace};
 use formulations::Error;
 use serde::Serialize;
 
+use super::policies::Scope;
 use super::policy::{CacheStats, Policy, Scores, Simulation};
 use super::quality::{Quality, QualityAccumulator};
 use super::router::{CacheView, Router};
@@ -755,33 +756,11 @@ impl Router for SpecRouter {
     }
 }
 
-/// Where the experts are cached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Layout {
-    /// One cache of capacity C per layer (paper 002).
-    PerLayer,
-    /// One cache of capacity C for all layers' experts, id `l * E + e` (SMoE's GPU cache).
-    Pool,
-}
-
-impl FromStr for Layout {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "per-layer" => Ok(Layout::PerLayer),
-            "pool" => Ok(Layout::Pool),
-            _ => Err(format!("layout must be per-layer or pool, got {s:?}")),
-        }
-    }
-}
-
 /// Options of [`replay_routed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ReplayOptions {
     /// Per-layer caches or one pool.
-    pub layout: Layout,
+    pub layout: Scope,
     /// Hand a step's experts to the policy in original rank (router weight) order, so LRU
     /// evicts the highest-weight one first (paper 002 Sec. 4.2); false: in the new ranking.
     pub order_by_weight: bool,
@@ -792,7 +771,7 @@ pub struct ReplayOptions {
 impl Default for ReplayOptions {
     fn default() -> Self {
         ReplayOptions {
-            layout: Layout::PerLayer,
+            layout: Scope::PerLayer,
             order_by_weight: true,
             per_layer_stats: true,
         }
@@ -853,7 +832,7 @@ pub fn replay_routed<P: Policy>(
             ),
         });
     }
-    let pool = options.layout == Layout::Pool;
+    let pool = options.layout == Scope::Pool;
     let mut sims: Vec<Simulation<P>> = if pool {
         vec![Simulation::new(
             make_policy(capacity, e * layers),
