@@ -92,11 +92,12 @@ pub fn fit_polynomial(x: &[f64], y: &[f64], degree: usize) -> Result<Vec<f64>, S
             return Err("singular normal equations".into());
         }
         m.swap(col, pivot);
-        for r in 0..n {
+        let pivot_row = m[col].clone();
+        for (r, row) in m.iter_mut().enumerate() {
             if r != col {
-                let f = m[r][col] / m[col][col];
-                for c in col..=n {
-                    m[r][c] -= f * m[col][c];
+                let f = row[col] / pivot_row[col];
+                for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                    *x -= f * p;
                 }
             }
         }
@@ -166,7 +167,10 @@ mod tests {
         }
         assert!(sel.fit_rmse_s < 1e-9);
         assert!((sel.chosen_alpha.unwrap() - 0.382).abs() < 1e-12);
-        assert!(select(&s, 2, 0.5, 1001).unwrap().chosen_alpha.is_none());
+        // Budget 0.5: a = (3 - sqrt 3) / 2 = 0.63397...; first grid point 0.634. T's minimum
+        // on [0, 1] is T(1) = 0, so a negative budget has no alpha.
+        assert!((select(&s, 2, 0.5, 1001).unwrap().chosen_alpha.unwrap() - 0.634).abs() < 1e-12);
+        assert!(select(&s, 2, -0.1, 1001).unwrap().chosen_alpha.is_none());
     }
 
     #[test]

@@ -177,9 +177,8 @@ fn check_router(instance: &Instance, _: &CheckOptions, low_score: LowScore) -> C
              {} substituted",
             alg.hits, alg.total_hits, opt.hits, opt.total_hits, alg.substituted
         ),
-        witness: (outcome == Outcome::Fail).then(|| {
-            json!({ "sets": sets, "routing": routing, "optimal_routing": best })
-        }),
+        witness: (outcome == Outcome::Fail)
+            .then(|| json!({ "sets": sets, "routing": routing, "optimal_routing": best })),
         margin: Some(margin),
     }
 }

@@ -95,10 +95,27 @@ macro_rules! named {
     };
 }
 
-named!(RoutingMethod, [TopK = "top-k", Smoe = "smoe", SmoeLiteral = "smoe-literal",
-    Exhaustive = "exhaustive", Milp = "milp"]);
-named!(SplitMethod, [Alg2 = "alg2", EarliestFinish = "earliest-finish", Optimal = "optimal",
-    Milp = "milp", Load = "load", Cpu = "cpu"]);
+named!(
+    RoutingMethod,
+    [
+        TopK = "top-k",
+        Smoe = "smoe",
+        SmoeLiteral = "smoe-literal",
+        Exhaustive = "exhaustive",
+        Milp = "milp"
+    ]
+);
+named!(
+    SplitMethod,
+    [
+        Alg2 = "alg2",
+        EarliestFinish = "earliest-finish",
+        Optimal = "optimal",
+        Milp = "milp",
+        Load = "load",
+        Cpu = "cpu"
+    ]
+);
 
 fn cli_error(field: &str, reason: String) -> Error {
     Error::Invalid {
@@ -199,7 +216,10 @@ fn run_routing(
         RoutingMethod::Milp => {
             let (sol, routing) = RoutingMilp::build(instance, sets).solve(options)?;
             let routing = routing.ok_or_else(|| {
-                Error::Solver(format!("routing MILP ended {} without a routing", sol.status))
+                Error::Solver(format!(
+                    "routing MILP ended {} without a routing",
+                    sol.status
+                ))
             })?;
             (routing, Some(sol.status.to_string()))
         }
@@ -301,10 +321,18 @@ fn method_report(
 ) -> Result<MethodReport, Error> {
     let (chosen, routing_status) = run_routing(instance, sets, routing_method, options)?;
     let routing = evaluate_routing(instance, sets, &chosen).map_err(|e| {
-        Error::Solver(format!("{} produced an infeasible routing: {e}", routing_method.name()))
+        Error::Solver(format!(
+            "{} produced an infeasible routing: {e}",
+            routing_method.name()
+        ))
     })?;
     let (split, split_status) = run_split(&instance.costs, &routing.misses, split_method, options)?;
-    let (best, _) = run_split(&instance.costs, &routing.misses, SplitMethod::Optimal, options)?;
+    let (best, _) = run_split(
+        &instance.costs,
+        &routing.misses,
+        SplitMethod::Optimal,
+        options,
+    )?;
     let optimum: usize = objective1(sets).iter().sum();
     Ok(MethodReport {
         routing_method,
@@ -408,7 +436,9 @@ pub fn write_lp(instance: &Instance, model: LpModel) -> Result<String, Error> {
             let routing = route(instance, LowScore::Missing);
             let value = evaluate_routing(instance, &sets, &routing)
                 .map_err(|e| Error::Solver(format!("Alg. 1's routing: {e}")))?;
-            SplitMilp::build(&instance.costs, &value.misses).milp.to_lp()
+            SplitMilp::build(&instance.costs, &value.misses)
+                .milp
+                .to_lp()
         }
     })
 }
@@ -489,7 +519,11 @@ impl TpotReport {
 
 /// The TPOT proxy of a trace with an LRU pool of `capacity` experts.
 pub fn tpot(trace: &Trace, capacity: usize, config: &PipelineConfig) -> Result<TpotReport, Error> {
-    let stats = simulate(trace, Lru::new(capacity, trace.experts * trace.layers), config)?;
+    let stats = simulate(
+        trace,
+        Lru::new(capacity, trace.experts * trace.layers),
+        config,
+    )?;
     Ok(TpotReport {
         moe_opt_version: VERSION,
         trace: TraceInfo::new(trace),

@@ -83,7 +83,10 @@ pub fn size(instance: &Instance) -> u64 {
     let structure =
         instance.experts + instance.top_k + instance.tokens() + instance.gpu_cache.len();
     let mut copy = instance.clone();
-    let odd = reals_mut(&mut copy).into_iter().filter(|x| !is_round(**x)).count();
+    let odd = reals_mut(&mut copy)
+        .into_iter()
+        .filter(|x| !is_round(**x))
+        .count();
     1000 * structure as u64 + odd as u64
 }
 

@@ -147,7 +147,10 @@ pub fn simulate<P: Policy>(
     if trace.experts <= trace.top_k {
         return Err(invalid(
             "trace.top_k",
-            format!("k = {} must be below E = {} (S_(k+1))", trace.top_k, trace.experts),
+            format!(
+                "k = {} must be below E = {} (S_(k+1))",
+                trace.top_k, trace.experts
+            ),
         ));
     }
     if policy.capacity() < trace.top_k {
@@ -236,8 +239,7 @@ pub fn simulate<P: Policy>(
             let top_mass: f64 = original.iter().map(|&e| p[e as usize]).sum();
             let mass: f64 = o.iter().map(|&e| p[e as usize]).sum();
             stats.mass_kept += if top_mass > 0.0 { mass / top_mass } else { 1.0 };
-            stats.top_k_kept +=
-                o.iter().filter(|e| original.contains(e)).count() as f64 / k as f64;
+            stats.top_k_kept += o.iter().filter(|e| original.contains(e)).count() as f64 / k as f64;
             let (hits, misses): (Vec<u32>, Vec<u32>) =
                 o.iter().partition(|&&e| policy.contains(base + e));
             stats.gpu_hits += hits.len() as u64;
@@ -265,7 +267,15 @@ pub fn simulate<P: Policy>(
             ids.clear();
             ids.extend(hits.iter().chain(&load).map(|&e| base + e));
             let scores32: Vec<f32> = p.iter().map(|&x| x as f32).collect();
-            access(&mut policy, time, &ids, base, &scores32, &mut loaded, &mut evicted);
+            access(
+                &mut policy,
+                time,
+                &ids,
+                base,
+                &scores32,
+                &mut loaded,
+                &mut evicted,
+            );
             time += 1;
             for &e in o.iter() {
                 prefetched_now[(base + e) as usize] = false;
@@ -282,7 +292,15 @@ pub fn simulate<P: Policy>(
                     .collect();
                 if !predicted.is_empty() {
                     let s32: Vec<f32> = next.iter().map(|&x| x as f32).collect();
-                    access(&mut policy, time, &predicted, nbase, &s32, &mut loaded, &mut evicted);
+                    access(
+                        &mut policy,
+                        time,
+                        &predicted,
+                        nbase,
+                        &s32,
+                        &mut loaded,
+                        &mut evicted,
+                    );
                     time += 1;
                     for &id in &predicted {
                         pcie_free += c.load_s;

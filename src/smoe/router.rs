@@ -195,8 +195,8 @@ mod tests {
     #[test]
     fn literal_alg1_drops_a_resident_low_score_expert() {
         // alpha = 0.2, G = {3, 5}: low {2, 3}, 3 resident, substitute 5 only. Text: keep 3,
-        // replace 2 by 5 -> {0, 1, 3, 5}, 3 hits of V = {0, 1, 3, 5}... (0, 1 are top-score,
-        // in C). Literal: |A| = 1 < |B| = 2: A = {5} plus the best of B, 2 -> {0, 1, 2, 5}.
+        // replace 2 by 5 -> {0, 1, 3, 5}, all 4 available (0, 1 are top-score, in C).
+        // Literal: |A| = 1 < |B| = 2: A = {5} plus the best of B, 2 -> {0, 1, 2, 5}: 3 hits.
         let g = [3u32, 5];
         let text = route_batch(&[scores()], 4, &|e| g.contains(&e), &RouterConfig::new(0.2));
         assert_eq!(text, vec![vec![0, 1, 3, 5]]);

@@ -70,14 +70,23 @@ mod tests {
         // (T_load 3). Then 3 > 0: CPU 13 (1), 3 > 1: CPU 12 (2), 3 > 2: CPU 11 (3). Loads {10},
         // CPU {13, 12, 11}, T = max(3, 3) = 3 = the closed-form optimum for n = 4.
         let s = alg2(&[10, 11, 12, 13], &uniform(3.0, 1.0), Alg2Rule::Paper);
-        assert_eq!((s.load.clone(), s.cpu.clone()), (vec![10], vec![13, 12, 11]));
+        assert_eq!(
+            (s.load.clone(), s.cpu.clone()),
+            (vec![10], vec![13, 12, 11])
+        );
         assert_eq!(s.objective_s, 3.0);
         assert_eq!(split_optimum_uniform(4, 3.0, 1.0).1, 3.0);
         // One missed expert, C_CPU < C_load: Alg. 2 loads it (3) though the CPU takes 1.
-        assert_eq!(alg2(&[7], &uniform(3.0, 1.0), Alg2Rule::Paper).objective_s, 3.0);
+        assert_eq!(
+            alg2(&[7], &uniform(3.0, 1.0), Alg2Rule::Paper).objective_s,
+            3.0
+        );
         // C_load = 1, C_CPU = 10, two experts: load, then 1 > 0 sends the second to the CPU:
         // 10, while loading both takes 2.
-        assert_eq!(alg2(&[0, 1], &uniform(1.0, 10.0), Alg2Rule::Paper).objective_s, 10.0);
+        assert_eq!(
+            alg2(&[0, 1], &uniform(1.0, 10.0), Alg2Rule::Paper).objective_s,
+            10.0
+        );
         assert_eq!(split_optimum_uniform(2, 1.0, 10.0).1, 2.0);
     }
 
@@ -91,7 +100,10 @@ mod tests {
                 let best = (0..=n as usize)
                     .map(|m| (m as f64 * a).max((n as usize - m) as f64 * b))
                     .fold(f64::INFINITY, f64::min);
-                assert!((got - best).abs() < 1e-12, "n {n} a {a} b {b}: {got} vs {best}");
+                assert!(
+                    (got - best).abs() < 1e-12,
+                    "n {n} a {a} b {b}: {got} vs {best}"
+                );
             }
         }
     }

@@ -64,9 +64,7 @@ impl TokenSets {
         let upper = (1.0 + alpha) * s_k1;
         let lower = (1.0 - alpha) * s_k1;
         let active = order[..k].to_vec();
-        let (top_score, low_score) = active
-            .iter()
-            .partition(|&&e| scores[e as usize] >= upper);
+        let (top_score, low_score) = active.iter().partition(|&&e| scores[e as usize] >= upper);
         let candidates = order[k..]
             .iter()
             .copied()
@@ -282,12 +280,7 @@ pub fn routing_exhaustive(sets: &LayerSets) -> Result<Vec<Vec<u32>>, Error> {
         .tokens
         .iter()
         .map(|t| {
-            let pool: Vec<u32> = t
-                .low_score
-                .iter()
-                .chain(&t.candidates)
-                .copied()
-                .collect();
+            let pool: Vec<u32> = t.low_score.iter().chain(&t.candidates).copied().collect();
             let mut best: Option<(usize, Vec<u32>)> = None;
             for c in pool.iter().copied().combinations(t.low_score.len()) {
                 let hits = c.iter().filter(|&&e| sets.is_available(e)).count();
@@ -419,9 +412,15 @@ pub(crate) mod tests {
         assert_eq!(objective1(&s), vec![4]);
         // The original top-k scores 2 hits; swapping 2, 3 for 5, 6 scores 4.
         let top = evaluate_routing(&i, &s, &[vec![0, 1, 2, 3]]).unwrap();
-        assert_eq!((top.total_hits, top.gpu_hits, top.misses.clone()), (2, 1, vec![0, 2, 3]));
+        assert_eq!(
+            (top.total_hits, top.gpu_hits, top.misses.clone()),
+            (2, 1, vec![0, 2, 3])
+        );
         let sub = evaluate_routing(&i, &s, &[vec![0, 1, 5, 6]]).unwrap();
-        assert_eq!((sub.total_hits, sub.substituted, sub.misses.clone()), (4, 2, vec![0]));
+        assert_eq!(
+            (sub.total_hits, sub.substituted, sub.misses.clone()),
+            (4, 2, vec![0])
+        );
         // Mass kept: (0.3 + 0.2 + 0.08 + 0.07) / (0.3 + 0.2 + 0.105 + 0.1) = 0.65 / 0.705.
         assert!((sub.mass_kept - 0.65 / 0.705).abs() < 1e-12);
         assert_eq!(routing_exhaustive(&s).unwrap()[0].len(), 4);
@@ -469,6 +468,9 @@ pub(crate) mod tests {
             gpu_s: vec![0.0; 3],
         };
         let s = split_exhaustive(&costs, &[0, 1, 2]).unwrap();
-        assert_eq!((s.load.clone(), s.cpu.clone(), s.objective_s), (vec![1, 2], vec![0], 3.0));
+        assert_eq!(
+            (s.load.clone(), s.cpu.clone(), s.objective_s),
+            (vec![1, 2], vec![0], 3.0)
+        );
     }
 }

@@ -16,13 +16,19 @@ use super::model::{Costs, Instance};
 use crate::error::Error;
 use crate::milp::{Milp, MilpSolution, Sense, SolveOptions, VarId};
 
+/// A token's fixed top-score experts and its (expert, variable) choices.
+type TokenChoices = (Vec<u32>, Vec<(u32, VarId)>);
+
+/// A solve's outcome and the decoded routing.
+pub type RoutingSolution = (MilpSolution, Option<Vec<Vec<u32>>>);
+
 /// The routing MILP and the map back to a routing.
 #[derive(Debug, Clone)]
 pub struct RoutingMilp {
     /// The model.
     pub milp: Milp,
     /// Per token: the fixed top-score experts and the (expert, variable) choices.
-    choices: Vec<(Vec<u32>, Vec<(u32, VarId)>)>,
+    choices: Vec<TokenChoices>,
 }
 
 impl RoutingMilp {
@@ -62,10 +68,7 @@ impl RoutingMilp {
     }
 
     /// Solves; returns the solver's outcome and the decoded routing (if an incumbent exists).
-    pub fn solve(
-        &self,
-        options: &SolveOptions,
-    ) -> Result<(MilpSolution, Option<Vec<Vec<u32>>>), Error> {
+    pub fn solve(&self, options: &SolveOptions) -> Result<RoutingSolution, Error> {
         let solution = self.milp.solve(options, None)?;
         let routing = solution.values.as_ref().map(|v| {
             self.choices

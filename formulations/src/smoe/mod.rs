@@ -63,8 +63,7 @@ pub mod validate;
 
 pub use evaluate::{
     evaluate_routing, objective1, objective4, routing_exhaustive, split_exhaustive,
-    split_optimum_uniform, LayerSets, RoutingValue,
-    Split, TokenSets,
+    split_optimum_uniform, LayerSets, RoutingValue, Split, TokenSets,
 };
 pub use milp::{ExactSplit, RoutingMilp, SplitMilp};
 pub use model::{Costs, Instance};

@@ -147,11 +147,15 @@ mod tests {
     #[test]
     fn each_rule_names_its_field() {
         assert!(validate(&base()).is_ok());
-        let cases: Vec<(Box<dyn Fn(&mut Instance)>, &str)> = vec![
+        type Edit = Box<dyn Fn(&mut Instance)>;
+        let cases: Vec<(Edit, &str)> = vec![
             (Box::new(|i| i.problem = ProblemKind::Zipmoe), "problem"),
             (Box::new(|i| i.top_k = 4), "top_k"),
             (Box::new(|i| i.alpha = 1.5), "alpha"),
-            (Box::new(|i| i.scores[0].pop().map(|_| ()).unwrap()), "scores[0]"),
+            (
+                Box::new(|i| i.scores[0].pop().map(|_| ()).unwrap()),
+                "scores[0]",
+            ),
             (Box::new(|i| i.scores[0][2] = -0.1), "scores[0][2]"),
             (Box::new(|i| i.gpu_cache.push(1)), "gpu_cache[2]"),
             (Box::new(|i| i.gpu_cache.push(4)), "gpu_cache[2]"),
