@@ -12,6 +12,7 @@ pub mod generate;
 pub mod prism;
 pub mod report;
 pub mod slimcaching;
+pub mod smoe;
 pub mod sweep;
 pub mod verify;
 pub mod zipmoe;

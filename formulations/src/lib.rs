@@ -13,6 +13,7 @@ pub mod milp;
 pub mod prism;
 pub mod problem;
 pub mod slimcaching;
+pub mod smoe;
 pub mod zipmoe;
 
 pub use error::{Error, ValidationError};

@@ -1,0 +1,257 @@
+//! The SMoE claims (paper 004) as hypotheses checked layer by layer.
+//!
+//! ## Optima
+//! The optimum of objective (1) comes from the exhaustive per-token search
+//! (`formulations::smoe::evaluate::routing_exhaustive`, status `exhaustive`); the family keeps
+//! it small. The optimum of (4) for uniform costs is the closed form
+//! (`split_optimum_uniform`, checked against brute force in its tests; status `closed_form`).
+//! Both are proved optima, so these claims pass or fail.
+//!
+//! ## The claims (ids `smoe/...`)
+//! 1. `eq1-router-optimal`, Sec. IV-B, Alg. 1 with the text's reading (only low-score experts
+//!    outside G ∪ C are replaced): its routing reaches the maximum of (1) for every token;
+//!    measured as the total routing hits over the batch.
+//! 2. `alg1-literal-optimal`, the same for Alg. 1 as printed (all low-score experts replaced
+//!    when there are enough substitutes, otherwise the best-scoring ones kept whether resident
+//!    or not).
+//! 3. `alg2-uniform-optimal`, Sec. V-A: Alg. 2 (as printed) attains the minimum of (4) for
+//!    uniform costs, on the missed experts of claim 1's routing. Layers without a missed
+//!    expert are inconclusive (nothing to split).
+//!
+//! ## Margins
+//! Claims 1-2: router hits minus optimal hits (an integer, <= 0; a fail exactly when < 0).
+//! Claim 3: with a = Alg. 2's (4), b = the optimum and t = 1e-12 + 1e-9 max(a, b), the margin
+//! is (b - a + t) / b when b - a + t < 0 (a fail) and 0 otherwise (equality claims have no
+//! slack to spare).
+
+use formulations::smoe::evaluate::{evaluate_routing, routing_exhaustive};
+use formulations::smoe::{objective1, split_optimum_uniform, Costs, Instance, LayerSets};
+use serde_json::json;
+
+use super::generate::{generate, Preset};
+use super::router::{route_batch, LowScore, RouterConfig};
+use super::split::{alg2, Alg2Rule};
+use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome, ReferenceKind};
+
+/// The paper's file.
+pub const PAPER: &str = "004_ecd17ad30b7583cf.txt";
+
+/// One registered SMoE claim.
+pub type SmoeClaim = Claim<Instance>;
+
+const TINY: &str = "tiny: E in 6..=10, k in 2..=4, 1-3 tokens, softmax scores of N(0, sigma^2) \
+    logits (sigma in [0.3, 1.5]), alpha in [0, 0.6], G a random 20-60% of E, uniform costs";
+
+/// Every SMoE claim.
+pub fn registry() -> Vec<SmoeClaim> {
+    vec![
+        SmoeClaim {
+            info: ClaimInfo {
+                id: "smoe/eq1-router-optimal",
+                paper: PAPER,
+                place: "Sec. IV-A eq. (1) and Sec. IV-B (expert-cache router, text)",
+                statement: "The expert-cache router maximises the routing hits of objective \
+                    (1): |G ∩ E_a| + min(|E_l \\ G|, |E_s|) per token",
+                measured: "routing hits of Alg. 1 (text's reading) over the batch vs the \
+                    exhaustive per-token optimum",
+                bound: "hits = optimum",
+                family: TINY,
+            },
+            family: family_tiny,
+            check: |i, o| check_router(i, o, LowScore::Missing),
+        },
+        SmoeClaim {
+            info: ClaimInfo {
+                id: "smoe/alg1-literal-optimal",
+                paper: PAPER,
+                place: "Alg. 1 as printed (Sec. IV-B)",
+                statement: "Alg. 1 as printed (every low-score expert replaced when substitutes \
+                    suffice, else the best-scoring ones kept) maximises objective (1)",
+                measured: "routing hits of the printed Alg. 1 over the batch vs the exhaustive \
+                    per-token optimum",
+                bound: "hits = optimum",
+                family: TINY,
+            },
+            family: family_tiny,
+            check: |i, o| check_router(i, o, LowScore::All),
+        },
+        SmoeClaim {
+            info: ClaimInfo {
+                id: "smoe/alg2-uniform-optimal",
+                paper: PAPER,
+                place: "Sec. V-A, Alg. 2 and eq. (4)",
+                statement: "The two-pointer CPU-assisted scheduling minimises max(n_load \
+                    C_load, n_CPU C_CPU) for uniform costs",
+                measured: "(4) of Alg. 2 on the missed experts of the router's routing vs \
+                    the closed-form optimum",
+                bound: "(4) = optimum",
+                family: TINY,
+            },
+            family: family_tiny,
+            check: check_alg2_uniform,
+        },
+    ]
+}
+
+/// The `tiny` family: the tiny preset at `seed`.
+pub fn family_tiny(seed: u64) -> Instance {
+    generate(Preset::Tiny, seed)
+}
+
+fn inconclusive(note: String) -> Check {
+    Check {
+        outcome: Outcome::Inconclusive,
+        value: None,
+        reference: None,
+        reference_kind: ReferenceKind::None,
+        solver_status: None,
+        ratio: None,
+        bound: None,
+        note,
+        witness: None,
+        margin: None,
+    }
+}
+
+fn in_gpu(instance: &Instance) -> Vec<bool> {
+    let mut g = vec![false; instance.experts];
+    for &e in &instance.gpu_cache {
+        g[e as usize] = true;
+    }
+    g
+}
+
+/// The router's routing for an instance.
+pub fn route(instance: &Instance, low_score: LowScore) -> Vec<Vec<u32>> {
+    let g = in_gpu(instance);
+    let config = RouterConfig {
+        low_score,
+        ..RouterConfig::new(instance.alpha)
+    };
+    route_batch(
+        &instance.scores,
+        instance.top_k,
+        &|e| g[e as usize],
+        &config,
+    )
+}
+
+fn check_router(instance: &Instance, _: &CheckOptions, low_score: LowScore) -> Check {
+    let sets = LayerSets::new(instance);
+    let best = match routing_exhaustive(&sets) {
+        Ok(r) => r,
+        Err(e) => return inconclusive(format!("no optimum: {e}")),
+    };
+    let routing = route(instance, low_score);
+    let (alg, opt) = match (
+        evaluate_routing(instance, &sets, &routing),
+        evaluate_routing(instance, &sets, &best),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) => {
+            let mut c = inconclusive(format!("the evaluator refused the router's routing: {e}"));
+            c.outcome = Outcome::Fail;
+            c.margin = Some(-1.0);
+            c.witness = Some(json!({ "routing": routing }));
+            return c;
+        }
+        (_, Err(e)) => return inconclusive(format!("the evaluator refused the optimum: {e}")),
+    };
+    let formula: usize = objective1(&sets).iter().sum();
+    let margin = alg.total_hits as f64 - opt.total_hits as f64;
+    let outcome = if margin < 0.0 {
+        Outcome::Fail
+    } else {
+        Outcome::Pass
+    };
+    Check {
+        outcome,
+        value: Some(alg.total_hits as f64),
+        reference: Some(opt.total_hits as f64),
+        reference_kind: ReferenceKind::Optimum,
+        solver_status: Some("exhaustive".into()),
+        ratio: (opt.total_hits > 0).then(|| alg.total_hits as f64 / opt.total_hits as f64),
+        bound: Some(1.0),
+        note: format!(
+            "router hits {:?} (total {}), optimum {:?} (total {}), formula (1) {formula}, \
+             {} substituted",
+            alg.hits, alg.total_hits, opt.hits, opt.total_hits, alg.substituted
+        ),
+        witness: (outcome == Outcome::Fail)
+            .then(|| json!({ "sets": sets, "routing": routing, "optimal_routing": best })),
+        margin: Some(margin),
+    }
+}
+
+fn check_alg2_uniform(instance: &Instance, _: &CheckOptions) -> Check {
+    let Costs::Uniform { load_s, cpu_s, .. } = instance.costs else {
+        return inconclusive("per-expert costs: the claim is about uniform costs".into());
+    };
+    let sets = LayerSets::new(instance);
+    let routing = route(instance, LowScore::Missing);
+    let value = match evaluate_routing(instance, &sets, &routing) {
+        Ok(v) => v,
+        Err(e) => return inconclusive(format!("the evaluator refused the routing: {e}")),
+    };
+    let n = value.misses.len();
+    if n == 0 {
+        return inconclusive("no missed expert: nothing to split".into());
+    }
+    let split = alg2(&value.misses, &instance.costs, Alg2Rule::Paper);
+    let (m, opt) = split_optimum_uniform(n, load_s, cpu_s);
+    let a = split.objective_s;
+    let t = 1e-12 + 1e-9 * a.max(opt);
+    let r = opt - a;
+    let fail = r + t < 0.0;
+    Check {
+        outcome: if fail { Outcome::Fail } else { Outcome::Pass },
+        value: Some(a),
+        reference: Some(opt),
+        reference_kind: ReferenceKind::Optimum,
+        solver_status: Some("closed_form".into()),
+        ratio: Some(a / opt),
+        bound: Some(1.0),
+        note: format!(
+            "n = {n} missed, C_load {load_s:.3e} s, C_CPU {cpu_s:.3e} s: Alg. 2 loads {} \
+             ({a:.4e} s), the optimum loads {m} ({opt:.4e} s)",
+            split.load.len()
+        ),
+        witness: fail.then(|| {
+            json!({ "misses": value.misses, "load_s": load_s, "cpu_s": cpu_s,
+                    "alg2": split, "optimal_loads": m })
+        }),
+        margin: Some(if fail { (r + t) / opt } else { 0.0 }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_ids_and_paper() {
+        let r = registry();
+        assert_eq!(r.len(), 3);
+        for c in &r {
+            assert!(c.info.id.starts_with("smoe/"));
+            assert_eq!(c.info.paper, PAPER);
+        }
+    }
+
+    #[test]
+    fn the_text_router_passes_and_margins_match_outcomes() {
+        let o = CheckOptions::default();
+        for seed in 0..40 {
+            let i = family_tiny(seed);
+            for c in registry() {
+                let check = (c.check)(&i, &o);
+                if let Some(m) = check.margin {
+                    assert_eq!(m < 0.0, check.outcome == Outcome::Fail, "{}", c.info.id);
+                }
+                if c.info.id == "smoe/eq1-router-optimal" {
+                    assert_eq!(check.outcome, Outcome::Pass, "seed {seed}: {}", check.note);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,631 @@
+//! The functions the command line calls for SMoE, each returning a serialisable report
+//! (stable field names, units in the names, the moe-opt version and the input's hash) with a
+//! `text()` rendering for humans.
+//!
+//! * [`generate`]: a layer instance from a preset and a seed;
+//! * [`solve`]: one routing method then one split method on a layer;
+//! * [`compare`]: every routing method with Alg. 2 and the optimal split, against the optimum
+//!   of (1) and, per routing, the optimum of (4);
+//! * [`write_lp`]: the routing or split MILP in CPLEX LP format;
+//! * [`tpot`]: the pipeline's TPOT proxy over a trace with an LRU pool cache;
+//! * [`alpha`]: eq. (5), T(alpha) sampled, fitted, and the smallest alpha meeting a budget.
+
+use std::fmt::Write;
+use std::str::FromStr;
+
+use formulations::cache::Trace;
+use formulations::milp::SolveOptions;
+use formulations::smoe::evaluate::{evaluate_routing, routing_exhaustive, SPLIT_EXHAUSTIVE_MAX};
+use formulations::smoe::{
+    objective1, objective4, split_exhaustive, split_optimum_uniform, Costs, Instance, LayerSets,
+    RoutingMilp, RoutingValue, Split, SplitMilp,
+};
+use formulations::Error;
+use serde::Serialize;
+
+use super::alpha::{self, AlphaSample, AlphaSelection};
+use super::claims::route;
+use super::generate::{try_generate, Preset};
+use super::pipeline::{simulate, PipelineConfig, PipelineStats};
+use super::router::LowScore;
+use super::split::{alg2, Alg2Rule};
+use crate::cache::policy::Lru;
+use crate::report::{canonical_sha256, VERSION};
+
+/// How a layer is routed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RoutingMethod {
+    /// The original top-k (no substitution).
+    TopK,
+    /// Alg. 1, the text's reading.
+    Smoe,
+    /// Alg. 1 as printed.
+    SmoeLiteral,
+    /// The exhaustive per-token optimum of (1).
+    Exhaustive,
+    /// The routing MILP of (1).
+    Milp,
+}
+
+/// How the missed experts are split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SplitMethod {
+    /// Alg. 2 as printed.
+    Alg2,
+    /// Alg. 2 comparing finish times.
+    EarliestFinish,
+    /// The optimum of (4): closed form (uniform costs) or exhaustive (per-expert costs, up to
+    /// 20 experts), else the MILP.
+    Optimal,
+    /// The split MILP.
+    Milp,
+    /// Load every missed expert.
+    Load,
+    /// Every missed expert on the CPU.
+    Cpu,
+}
+
+macro_rules! named {
+    ($t:ty, [$($v:ident = $n:literal),+ $(,)?]) => {
+        impl $t {
+            /// Every method.
+            pub const ALL: &'static [$t] = &[$(<$t>::$v),+];
+
+            /// The name on the command line.
+            pub fn name(self) -> &'static str {
+                match self { $(<$t>::$v => $n),+ }
+            }
+        }
+
+        impl FromStr for $t {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($n => Ok(<$t>::$v),)+
+                    _ => Err(format!(
+                        "unknown method {s:?}; known: {}",
+                        [$($n),+].join(", ")
+                    )),
+                }
+            }
+        }
+    };
+}
+
+named!(
+    RoutingMethod,
+    [
+        TopK = "top-k",
+        Smoe = "smoe",
+        SmoeLiteral = "smoe-literal",
+        Exhaustive = "exhaustive",
+        Milp = "milp"
+    ]
+);
+named!(
+    SplitMethod,
+    [
+        Alg2 = "alg2",
+        EarliestFinish = "earliest-finish",
+        Optimal = "optimal",
+        Milp = "milp",
+        Load = "load",
+        Cpu = "cpu"
+    ]
+);
+
+fn cli_error(field: &str, reason: String) -> Error {
+    Error::Invalid {
+        path: "<command line>".into(),
+        field: field.into(),
+        reason,
+    }
+}
+
+/// Identity and size of a layer.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayerInfo {
+    /// The instance's `name`.
+    pub name: String,
+    /// SHA-256 of its canonical JSON.
+    pub sha256: String,
+    /// E.
+    pub experts: usize,
+    /// k.
+    pub top_k: usize,
+    /// Tokens in the batch.
+    pub tokens: usize,
+    /// |G|.
+    pub cached: usize,
+    /// alpha.
+    pub alpha: f64,
+    /// Whether costs are uniform.
+    pub uniform_costs: bool,
+}
+
+impl LayerInfo {
+    /// Describes an instance.
+    pub fn new(i: &Instance) -> Self {
+        LayerInfo {
+            name: i.name.clone(),
+            sha256: canonical_sha256(i),
+            experts: i.experts,
+            top_k: i.top_k,
+            tokens: i.tokens(),
+            cached: i.gpu_cache.len(),
+            alpha: i.alpha,
+            uniform_costs: i.costs.is_uniform(),
+        }
+    }
+}
+
+/// Output of `generate`.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstanceReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The layer.
+    pub layer: LayerInfo,
+    /// Preset name.
+    pub source: String,
+    /// Seed.
+    pub seed: u64,
+    /// The instance (write it to a file to solve it).
+    pub instance: Instance,
+}
+
+impl InstanceReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let l = &self.layer;
+        format!(
+            "{} ({}, seed {}): E = {}, k = {}, {} tokens, |G| = {}, alpha = {:.3}\n",
+            l.name, self.source, self.seed, l.experts, l.top_k, l.tokens, l.cached, l.alpha
+        )
+    }
+}
+
+/// A layer from a preset name and a seed.
+pub fn generate(preset: &str, seed: u64) -> Result<InstanceReport, Error> {
+    let p: Preset = preset.parse().map_err(|e| cli_error("preset", e))?;
+    let instance = try_generate(p, seed)?;
+    Ok(InstanceReport {
+        moe_opt_version: VERSION,
+        layer: LayerInfo::new(&instance),
+        source: p.name().into(),
+        seed,
+        instance,
+    })
+}
+
+/// A routing by a method, with the MILP's status where one ran.
+fn run_routing(
+    instance: &Instance,
+    sets: &LayerSets,
+    method: RoutingMethod,
+    options: &SolveOptions,
+) -> Result<(Vec<Vec<u32>>, Option<String>), Error> {
+    Ok(match method {
+        RoutingMethod::TopK => (sets.tokens.iter().map(|t| t.active.clone()).collect(), None),
+        RoutingMethod::Smoe => (route(instance, LowScore::Missing), None),
+        RoutingMethod::SmoeLiteral => (route(instance, LowScore::All), None),
+        RoutingMethod::Exhaustive => (routing_exhaustive(sets)?, Some("exhaustive".into())),
+        RoutingMethod::Milp => {
+            let (sol, routing) = RoutingMilp::build(instance, sets).solve(options)?;
+            let routing = routing.ok_or_else(|| {
+                Error::Solver(format!(
+                    "routing MILP ended {} without a routing",
+                    sol.status
+                ))
+            })?;
+            (routing, Some(sol.status.to_string()))
+        }
+    })
+}
+
+/// A split by a method, with how the optimum was found where applicable.
+fn run_split(
+    costs: &Costs,
+    misses: &[u32],
+    method: SplitMethod,
+    options: &SolveOptions,
+) -> Result<(Split, Option<String>), Error> {
+    let milp = |status: &mut Option<String>| -> Result<Split, Error> {
+        let exact = SplitMilp::build(costs, misses).solve(costs, options)?;
+        *status = Some(exact.solution.status.to_string());
+        exact.split.ok_or_else(|| {
+            Error::Solver(format!(
+                "split MILP ended {} without a split",
+                exact.solution.status
+            ))
+        })
+    };
+    let mut status = None;
+    let split = match method {
+        SplitMethod::Alg2 => alg2(misses, costs, Alg2Rule::Paper),
+        SplitMethod::EarliestFinish => alg2(misses, costs, Alg2Rule::EarliestFinish),
+        SplitMethod::Load => objective4(costs, misses.to_vec(), Vec::new()),
+        SplitMethod::Cpu => objective4(costs, Vec::new(), misses.to_vec()),
+        SplitMethod::Milp => milp(&mut status)?,
+        SplitMethod::Optimal => match costs {
+            Costs::Uniform { load_s, cpu_s, .. } => {
+                status = Some("closed_form".into());
+                let (m, _) = split_optimum_uniform(misses.len(), *load_s, *cpu_s);
+                objective4(costs, misses[..m].to_vec(), misses[m..].to_vec())
+            }
+            _ if misses.len() <= SPLIT_EXHAUSTIVE_MAX => {
+                status = Some("exhaustive".into());
+                split_exhaustive(costs, misses)?
+            }
+            _ => milp(&mut status)?,
+        },
+    };
+    Ok((split, status))
+}
+
+/// One (routing, split) line.
+#[derive(Debug, Clone, Serialize)]
+pub struct MethodReport {
+    /// Routing method.
+    pub routing_method: RoutingMethod,
+    /// Split method.
+    pub split_method: SplitMethod,
+    /// Routing hits of (1) over the batch.
+    pub hits: usize,
+    /// hits / the optimum of (1).
+    pub hits_ratio: Option<f64>,
+    /// The routing's value (hits per token, substitutes, misses, mass kept).
+    pub routing: RoutingValue,
+    /// How the routing was proved (exhaustive, MILP status), if exact.
+    pub routing_status: Option<String>,
+    /// The split and objective (4).
+    pub split: Split,
+    /// (4) / the optimum of (4) for the same misses (1 when both are 0).
+    pub split_ratio: Option<f64>,
+    /// How the split was proved, if exact.
+    pub split_status: Option<String>,
+    /// The chosen experts per token.
+    pub chosen: Vec<Vec<u32>>,
+}
+
+impl MethodReport {
+    fn line(&self) -> String {
+        let r = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.4}"));
+        format!(
+            "{:<13} {:<15} hits {:>4} (x{})  subst {:>3}  mass {:.3}  misses {:>3}  \
+             load {:>2} cpu {:>2}  (4) {:.4e} s (x{})",
+            self.routing_method.name(),
+            self.split_method.name(),
+            self.hits,
+            r(self.hits_ratio),
+            self.routing.substituted,
+            self.routing.mass_kept,
+            self.routing.misses.len(),
+            self.split.load.len(),
+            self.split.cpu.len(),
+            self.split.objective_s,
+            r(self.split_ratio)
+        )
+    }
+}
+
+fn method_report(
+    instance: &Instance,
+    sets: &LayerSets,
+    routing_method: RoutingMethod,
+    split_method: SplitMethod,
+    options: &SolveOptions,
+) -> Result<MethodReport, Error> {
+    let (chosen, routing_status) = run_routing(instance, sets, routing_method, options)?;
+    let routing = evaluate_routing(instance, sets, &chosen).map_err(|e| {
+        Error::Solver(format!(
+            "{} produced an infeasible routing: {e}",
+            routing_method.name()
+        ))
+    })?;
+    let (split, split_status) = run_split(&instance.costs, &routing.misses, split_method, options)?;
+    let (best, _) = run_split(
+        &instance.costs,
+        &routing.misses,
+        SplitMethod::Optimal,
+        options,
+    )?;
+    let optimum: usize = objective1(sets).iter().sum();
+    Ok(MethodReport {
+        routing_method,
+        split_method,
+        hits: routing.total_hits,
+        hits_ratio: (optimum > 0).then(|| routing.total_hits as f64 / optimum as f64),
+        split_ratio: if best.objective_s > 0.0 {
+            Some(split.objective_s / best.objective_s)
+        } else {
+            (split.objective_s == 0.0).then_some(1.0)
+        },
+        routing,
+        routing_status,
+        split,
+        split_status,
+        chosen,
+    })
+}
+
+/// Output of `solve` and `compare`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The layer.
+    pub layer: LayerInfo,
+    /// The optimum of (1) per token (the paper's formula, equal to the exhaustive optimum).
+    pub objective1_optimum: Vec<usize>,
+    /// One line per (routing, split) pair, in the order run.
+    pub methods: Vec<MethodReport>,
+}
+
+impl CompareReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let l = &self.layer;
+        let mut s = format!(
+            "{}: E = {}, k = {}, {} tokens, |G| = {}, alpha = {:.3}; optimum of (1) {:?}\n",
+            l.name, l.experts, l.top_k, l.tokens, l.cached, l.alpha, self.objective1_optimum
+        );
+        for m in &self.methods {
+            let _ = writeln!(s, "{}", m.line());
+        }
+        s
+    }
+}
+
+/// One routing method then one split method.
+pub fn solve(
+    instance: &Instance,
+    routing: RoutingMethod,
+    split: SplitMethod,
+    options: &SolveOptions,
+) -> Result<CompareReport, Error> {
+    let sets = LayerSets::new(instance);
+    Ok(CompareReport {
+        moe_opt_version: VERSION,
+        layer: LayerInfo::new(instance),
+        objective1_optimum: objective1(&sets),
+        methods: vec![method_report(instance, &sets, routing, split, options)?],
+    })
+}
+
+/// Every routing method (the exhaustive one only when it fits) with Alg. 2 and the optimal
+/// split.
+pub fn compare(instance: &Instance, options: &SolveOptions) -> Result<CompareReport, Error> {
+    let sets = LayerSets::new(instance);
+    let mut methods = Vec::new();
+    for &r in RoutingMethod::ALL {
+        for s in [SplitMethod::Alg2, SplitMethod::Optimal] {
+            match method_report(instance, &sets, r, s, options) {
+                Ok(m) => methods.push(m),
+                Err(Error::TooLarge(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(CompareReport {
+        moe_opt_version: VERSION,
+        layer: LayerInfo::new(instance),
+        objective1_optimum: objective1(&sets),
+        methods,
+    })
+}
+
+/// Which MILP `write_lp` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LpModel {
+    /// The routing MILP of (1).
+    Routing,
+    /// The split MILP of (4) on the misses of Alg. 1's routing.
+    Split,
+}
+
+/// A MILP in CPLEX LP format.
+pub fn write_lp(instance: &Instance, model: LpModel) -> Result<String, Error> {
+    let sets = LayerSets::new(instance);
+    Ok(match model {
+        LpModel::Routing => RoutingMilp::build(instance, &sets).milp.to_lp(),
+        LpModel::Split => {
+            let routing = route(instance, LowScore::Missing);
+            let value = evaluate_routing(instance, &sets, &routing)
+                .map_err(|e| Error::Solver(format!("Alg. 1's routing: {e}")))?;
+            SplitMilp::build(&instance.costs, &value.misses)
+                .milp
+                .to_lp()
+        }
+    })
+}
+
+/// Identity of a trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceInfo {
+    /// The trace's `name`.
+    pub name: String,
+    /// SHA-256 of its canonical JSON.
+    pub sha256: String,
+    /// E.
+    pub experts: usize,
+    /// K.
+    pub top_k: usize,
+    /// Layers.
+    pub layers: usize,
+    /// Tokens.
+    pub tokens: usize,
+}
+
+impl TraceInfo {
+    fn new(t: &Trace) -> Self {
+        TraceInfo {
+            name: t.name.clone(),
+            sha256: canonical_sha256(t),
+            experts: t.experts,
+            top_k: t.top_k,
+            layers: t.layers,
+            tokens: t.tokens.len(),
+        }
+    }
+}
+
+/// Output of `tpot`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TpotReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The trace.
+    pub trace: TraceInfo,
+    /// GPU cache policy.
+    pub policy: &'static str,
+    /// GPU cache capacity (experts, all layers in one pool).
+    pub capacity: usize,
+    /// The pipeline's knobs.
+    pub config: PipelineConfig,
+    /// What was measured.
+    pub stats: PipelineStats,
+}
+
+impl TpotReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let s = &self.stats;
+        format!(
+            "{} ({} cache of {} experts, alpha {:.3}, split {:?}, prefetch {}): TPOT {:.4e} s \
+             over {} decode tokens; GPU hit rate {:.3}, loads {}, CPU {}, prefetched {} ({} \
+             used), substituted {}, mass kept {:.3}\n",
+            self.trace.name,
+            self.policy,
+            self.capacity,
+            self.config.router.alpha,
+            self.config.split,
+            self.config.prefetch,
+            s.tpot_s,
+            s.decode_tokens,
+            s.gpu_hit_rate,
+            s.loads,
+            s.cpu_experts,
+            s.prefetched,
+            s.prefetch_used,
+            s.substituted,
+            s.mass_kept
+        )
+    }
+}
+
+/// The TPOT proxy of a trace with an LRU pool of `capacity` experts.
+pub fn tpot(trace: &Trace, capacity: usize, config: &PipelineConfig) -> Result<TpotReport, Error> {
+    let stats = simulate(
+        trace,
+        Lru::new(capacity, trace.experts * trace.layers),
+        config,
+    )?;
+    Ok(TpotReport {
+        moe_opt_version: VERSION,
+        trace: TraceInfo::new(trace),
+        policy: "lru",
+        capacity,
+        config: *config,
+        stats,
+    })
+}
+
+/// Output of `alpha`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AlphaReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The trace.
+    pub trace: TraceInfo,
+    /// GPU cache capacity (LRU pool).
+    pub capacity: usize,
+    /// The pipeline's knobs (its alpha is replaced by each sample's).
+    pub config: PipelineConfig,
+    /// T(alpha) measured.
+    pub samples: Vec<AlphaSample>,
+    /// The fit and the selection of eq. (5).
+    pub selection: AlphaSelection,
+    /// The pipeline's TPOT at the chosen alpha (null without one), seconds.
+    pub measured_tpot_at_choice_s: Option<f64>,
+}
+
+impl AlphaReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let mut s = format!("{}: T(alpha)\n", self.trace.name);
+        for p in &self.samples {
+            let _ = writeln!(
+                s,
+                "  alpha {:.3}  TPOT {:.4e} s  hit rate {:.3}  mass kept {:.3}",
+                p.alpha, p.tpot_s, p.gpu_hit_rate, p.mass_kept
+            );
+        }
+        let sel = &self.selection;
+        let _ = writeln!(
+            s,
+            "degree-{} fit {:?} (rmse {:.3e} s); budget {:.4e} s: {}",
+            sel.degree,
+            sel.coefficients,
+            sel.fit_rmse_s,
+            sel.budget_s,
+            match (sel.chosen_alpha, self.measured_tpot_at_choice_s) {
+                (Some(a), Some(t)) => format!(
+                    "alpha = {a:.3} (fitted {:.4e} s, measured {t:.4e} s)",
+                    sel.predicted_tpot_s.unwrap_or(f64::NAN)
+                ),
+                _ => "no alpha in the sampled range meets it".into(),
+            }
+        );
+        s
+    }
+}
+
+/// Eq. (5) over a trace: T(alpha) at each of `alphas` (LRU pool of `capacity`), a degree
+/// `degree` fit, and the smallest alpha (grid of 1001 points) whose fit meets `budget_s`.
+pub fn alpha(
+    trace: &Trace,
+    capacity: usize,
+    config: &PipelineConfig,
+    alphas: &[f64],
+    degree: usize,
+    budget_s: f64,
+) -> Result<AlphaReport, Error> {
+    if let Some(a) = alphas.iter().find(|a| !(0.0..=1.0).contains(*a)) {
+        return Err(cli_error("alphas", format!("{a} is not in [0, 1]")));
+    }
+    let run = |a: f64| {
+        let mut c = *config;
+        c.router.alpha = a;
+        tpot(trace, capacity, &c).map(|r| r.stats)
+    };
+    let samples = alphas
+        .iter()
+        .map(|&a| {
+            run(a).map(|s| AlphaSample {
+                alpha: a,
+                tpot_s: s.tpot_s,
+                gpu_hit_rate: s.gpu_hit_rate,
+                mass_kept: s.mass_kept,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let selection =
+        alpha::select(&samples, degree, budget_s, 1001).map_err(|e| cli_error("alphas", e))?;
+    let measured = match selection.chosen_alpha {
+        Some(a) => Some(run(a)?.tpot_s),
+        None => None,
+    };
+    Ok(AlphaReport {
+        moe_opt_version: VERSION,
+        trace: TraceInfo::new(trace),
+        capacity,
+        config: *config,
+        samples,
+        selection,
+        measured_tpot_at_choice_s: measured,
+    })
+}

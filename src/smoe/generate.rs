@@ -1,0 +1,169 @@
+//! Seeded SMoE layer instances (seeded ChaCha8: same preset and seed, same bytes).
+//!
+//! Scores: per token, logits z_e = sigma N(0, 1) with sigma uniform in the preset's range,
+//! scores = softmax(z) (router probabilities). G: a uniformly random subset of the preset's
+//! share of E. Costs: uniform, or per expert (each cost times a factor uniform in [0.5, 2]).
+//!
+//! Presets:
+//! * `tiny`: E in 6..=10, k in 2..=4, 1..=3 tokens, alpha uniform in [0, 0.6] (Table IV's
+//!   range), G of 20-60% of E, uniform costs C_load in [1, 4] ms, C_CPU in [0.5, 3] ms, GPU
+//!   0.05 ms, sigma in [0.3, 1.5]: small enough for the exhaustive optima.
+//! * `tiny-per-expert`: `tiny` with per-expert costs.
+//! * `qwen2-57b`: Qwen2-57B-A14B's routed layer (64 experts, top-8; the model's public
+//!   Hugging Face config, not the paper), one token, alpha = 0.25 (the paper's S3 setting,
+//!   Sec. VI-B), G of 50% of E; costs are assumptions: C_load = 6 ms and C_CPU = 2 ms (S3's
+//!   "CPU time ... only one-third of load time", Sec. VI-C), GPU 0.1 ms; sigma in [0.8, 1.5].
+
+use std::fmt;
+use std::str::FromStr;
+
+use formulations::smoe::validate::validate;
+use formulations::smoe::{Costs, Instance};
+use formulations::{Error, ProblemKind};
+use rand::seq::index::sample;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// The named presets (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    /// Small layers with uniform costs.
+    Tiny,
+    /// Small layers with per-expert costs.
+    TinyPerExpert,
+    /// A Qwen2-57B-A14B-like layer.
+    Qwen2_57b,
+}
+
+impl Preset {
+    /// Every preset.
+    pub const ALL: [Preset; 3] = [Preset::Tiny, Preset::TinyPerExpert, Preset::Qwen2_57b];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Tiny => "tiny",
+            Preset::TinyPerExpert => "tiny-per-expert",
+            Preset::Qwen2_57b => "qwen2-57b",
+        }
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Preset {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+                format!("unknown preset {s:?}; known: {}", names.join(", "))
+            })
+    }
+}
+
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u: f64 = 1.0 - rng.random::<f64>();
+    let v: f64 = rng.random();
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+/// A layer of the preset at `seed`; validated.
+pub fn try_generate(preset: Preset, seed: u64) -> Result<Instance, Error> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (experts, top_k, tokens, alpha, share, sigma) = match preset {
+        Preset::Tiny | Preset::TinyPerExpert => (
+            rng.random_range(6..=10usize),
+            rng.random_range(2..=4usize),
+            rng.random_range(1..=3usize),
+            rng.random_range(0.0..=0.6),
+            rng.random_range(0.2..=0.6),
+            rng.random_range(0.3..=1.5),
+        ),
+        Preset::Qwen2_57b => (64, 8, 1, 0.25, 0.5, rng.random_range(0.8..=1.5)),
+    };
+    let scores = (0..tokens)
+        .map(|_| {
+            let z: Vec<f64> = (0..experts).map(|_| sigma * normal(&mut rng)).collect();
+            let max = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let ex: Vec<f64> = z.iter().map(|x| (x - max).exp()).collect();
+            let sum: f64 = ex.iter().sum();
+            ex.into_iter().map(|x| x / sum).collect()
+        })
+        .collect();
+    let cached = ((share * experts as f64).round() as usize).min(experts);
+    let mut gpu_cache: Vec<u32> = sample(&mut rng, experts, cached)
+        .into_iter()
+        .map(|e| e as u32)
+        .collect();
+    gpu_cache.sort_unstable();
+    let (load, cpu, gpu) = match preset {
+        Preset::Qwen2_57b => (6e-3, 2e-3, 1e-4),
+        _ => (
+            rng.random_range(1e-3..=4e-3),
+            rng.random_range(0.5e-3..=3e-3),
+            5e-5,
+        ),
+    };
+    let costs = match preset {
+        Preset::TinyPerExpert => {
+            let mut per = |x: f64| -> Vec<f64> {
+                (0..experts)
+                    .map(|_| x * rng.random_range(0.5..=2.0))
+                    .collect()
+            };
+            Costs::PerExpert {
+                load_s: per(load),
+                cpu_s: per(cpu),
+                gpu_s: per(gpu),
+            }
+        }
+        _ => Costs::Uniform {
+            load_s: load,
+            cpu_s: cpu,
+            gpu_s: gpu,
+        },
+    };
+    let instance = Instance {
+        problem: ProblemKind::Smoe,
+        name: format!("{}-seed{seed}", preset.name()),
+        experts,
+        top_k,
+        alpha,
+        scores,
+        gpu_cache,
+        costs,
+    };
+    validate(&instance).map_err(|e| e.in_file(format!("<preset {}>", preset.name())))?;
+    Ok(instance)
+}
+
+/// [`try_generate`] for presets known to be valid.
+pub fn generate(preset: Preset, seed: u64) -> Instance {
+    try_generate(preset, seed).expect("presets generate valid instances")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_valid_and_reproducible() {
+        for p in Preset::ALL {
+            for seed in 0..20 {
+                let a = generate(p, seed);
+                assert_eq!(a, generate(p, seed));
+                assert!(validate(&a).is_ok());
+            }
+            assert_eq!(p.name().parse::<Preset>().unwrap(), p);
+        }
+        assert!("nope".parse::<Preset>().is_err());
+    }
+}

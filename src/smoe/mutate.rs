@@ -1,0 +1,294 @@
+//! SMoE moves for the worst-case search and for shrinking counterexamples.
+//!
+//! Every function takes a valid layer and returns valid layers; [`perturb`] keeps a layer
+//! that fits the exhaustive optimum ([`fits_exact`]) within it.
+//!
+//! ## Perturbation
+//! One move, drawn uniformly: one score times f = 2^t (t uniform in [-1, 1]); alpha plus a
+//! uniform step in [-0.1, 0.1]; one expert added to or removed from G; C_load or C_CPU (or one
+//! expert's, for per-expert costs) times f; k plus or minus 1; a token added (a copy of one with
+//! a score perturbed) or removed. A move that breaks validity or the size limit is redrawn (up
+//! to 32 times; then the layer is returned unchanged).
+//!
+//! ## Shrinking
+//! [`size`] = 1000 (E + k + tokens + |G|) + the number of non-round numbers (more than 2
+//! significant digits). Candidates (each strictly smaller, valid): drop a token, drop an expert
+//! (its score column, its G entry and costs; ids above it shift down), lower k, drop an expert
+//! from G, round one number, round every number.
+
+use formulations::smoe::evaluate::{exhaustive_subsets, LayerSets};
+use formulations::smoe::validate::validate;
+use formulations::smoe::{Costs, Instance};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// Largest E kept by [`perturb`] for exhaustive-sized layers.
+pub const EXACT_MAX_EXPERTS: usize = 16;
+/// Most subsets per token kept by [`perturb`] for exhaustive-sized layers.
+pub const EXACT_MAX_SUBSETS: u64 = 20_000;
+
+/// Whether the exhaustive optimum handles the layer comfortably.
+pub fn fits_exact(instance: &Instance) -> bool {
+    instance.experts <= EXACT_MAX_EXPERTS
+        && exhaustive_subsets(&LayerSets::new(instance)) <= EXACT_MAX_SUBSETS
+}
+
+fn round_real(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let digits = 1 - x.abs().log10().floor() as i32;
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+fn is_round(x: f64) -> bool {
+    round_real(x) == x
+}
+
+/// Every real number of a layer, mutable, in a fixed order.
+fn reals_mut(instance: &mut Instance) -> Vec<&mut f64> {
+    let mut out: Vec<&mut f64> = vec![&mut instance.alpha];
+    for row in &mut instance.scores {
+        out.extend(row.iter_mut());
+    }
+    match &mut instance.costs {
+        Costs::Uniform {
+            load_s,
+            cpu_s,
+            gpu_s,
+        } => out.extend([load_s, cpu_s, gpu_s]),
+        Costs::PerExpert {
+            load_s,
+            cpu_s,
+            gpu_s,
+        } => {
+            out.extend(load_s.iter_mut());
+            out.extend(cpu_s.iter_mut());
+            out.extend(gpu_s.iter_mut());
+        }
+    }
+    out
+}
+
+fn real_mut(instance: &mut Instance, which: usize) -> &mut f64 {
+    reals_mut(instance)
+        .into_iter()
+        .nth(which)
+        .expect("index below the count of reals")
+}
+
+/// 1000 * structure + non-round numbers (module doc).
+pub fn size(instance: &Instance) -> u64 {
+    let structure =
+        instance.experts + instance.top_k + instance.tokens() + instance.gpu_cache.len();
+    let mut copy = instance.clone();
+    let odd = reals_mut(&mut copy)
+        .into_iter()
+        .filter(|x| !is_round(**x))
+        .count();
+    1000 * structure as u64 + odd as u64
+}
+
+/// Fixed-name dimensions.
+pub fn dims(instance: &Instance) -> Vec<(&'static str, u64)> {
+    vec![
+        ("experts", instance.experts as u64),
+        ("top_k", instance.top_k as u64),
+        ("tokens", instance.tokens() as u64),
+        ("cached", instance.gpu_cache.len() as u64),
+    ]
+}
+
+fn factor(rng: &mut ChaCha8Rng) -> f64 {
+    2f64.powf(rng.random_range(-1.0..=1.0))
+}
+
+/// One random valid neighbour (module doc).
+pub fn perturb(instance: &Instance, rng: &mut ChaCha8Rng) -> Instance {
+    let keep_small = fits_exact(instance);
+    for _ in 0..32 {
+        let mut c = instance.clone();
+        let e_n = c.experts;
+        match rng.random_range(0..7) {
+            0 => {
+                let t = rng.random_range(0..c.tokens());
+                let e = rng.random_range(0..e_n);
+                c.scores[t][e] *= factor(rng);
+            }
+            1 => c.alpha += rng.random_range(-0.1..=0.1),
+            2 => {
+                let e = rng.random_range(0..e_n) as u32;
+                match c.gpu_cache.iter().position(|&g| g == e) {
+                    Some(p) => {
+                        c.gpu_cache.remove(p);
+                    }
+                    None => {
+                        c.gpu_cache.push(e);
+                        c.gpu_cache.sort_unstable();
+                    }
+                }
+            }
+            3 => {
+                let f = factor(rng);
+                let which = rng.random_bool(0.5);
+                match &mut c.costs {
+                    Costs::Uniform { load_s, cpu_s, .. } => {
+                        *(if which { load_s } else { cpu_s }) *= f;
+                    }
+                    Costs::PerExpert { load_s, cpu_s, .. } => {
+                        let e = rng.random_range(0..e_n);
+                        (if which { load_s } else { cpu_s })[e] *= f;
+                    }
+                }
+            }
+            4 => {
+                if rng.random_bool(0.5) {
+                    c.top_k += 1;
+                } else {
+                    c.top_k = c.top_k.saturating_sub(1);
+                }
+            }
+            5 => {
+                let t = rng.random_range(0..c.tokens());
+                let mut row = c.scores[t].clone();
+                row[rng.random_range(0..e_n)] *= factor(rng);
+                c.scores.push(row);
+            }
+            _ => {
+                if c.tokens() > 1 {
+                    let t = rng.random_range(0..c.tokens());
+                    c.scores.remove(t);
+                }
+            }
+        }
+        if c != *instance && validate(&c).is_ok() && (!keep_small || fits_exact(&c)) {
+            return c;
+        }
+    }
+    instance.clone()
+}
+
+fn drop_expert(instance: &Instance, e: usize) -> Instance {
+    let mut c = instance.clone();
+    c.experts -= 1;
+    for row in &mut c.scores {
+        row.remove(e);
+    }
+    c.gpu_cache = c
+        .gpu_cache
+        .iter()
+        .filter(|&&g| g as usize != e)
+        .map(|&g| if g as usize > e { g - 1 } else { g })
+        .collect();
+    if let Costs::PerExpert {
+        load_s,
+        cpu_s,
+        gpu_s,
+    } = &mut c.costs
+    {
+        load_s.remove(e);
+        cpu_s.remove(e);
+        gpu_s.remove(e);
+    }
+    c
+}
+
+/// Strictly smaller valid layers, most reducing first.
+pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
+    let mut out = Vec::new();
+    if instance.tokens() > 1 {
+        for t in 0..instance.tokens() {
+            let mut c = instance.clone();
+            c.scores.remove(t);
+            out.push(c);
+        }
+    }
+    for e in 0..instance.experts {
+        out.push(drop_expert(instance, e));
+    }
+    if instance.top_k > 1 {
+        let mut c = instance.clone();
+        c.top_k -= 1;
+        out.push(c);
+    }
+    for p in 0..instance.gpu_cache.len() {
+        let mut c = instance.clone();
+        c.gpu_cache.remove(p);
+        out.push(c);
+    }
+    let mut all = instance.clone();
+    let n = reals_mut(&mut instance.clone()).len();
+    let mut rounded = 0;
+    for which in 0..n {
+        let mut c = instance.clone();
+        let x = real_mut(&mut c, which);
+        if !is_round(*x) {
+            *x = round_real(*x);
+            let y = real_mut(&mut all, which);
+            *y = round_real(*y);
+            rounded += 1;
+            out.push(c);
+        }
+    }
+    if rounded >= 2 {
+        out.push(all);
+    }
+    let before = size(instance);
+    out.retain(|c| validate(c).is_ok() && size(c) < before);
+    out.sort_by_key(size);
+    out
+}
+
+// Instances of this problem in `moe-opt verify`.
+crate::problem_from_mutate!(
+    Instance,
+    formulations::smoe::load,
+    ["experts", "top_k", "tokens", "cached"]
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::smoe::claims::family_tiny;
+    use rand::SeedableRng;
+
+    #[test]
+    fn perturbation_stays_valid_and_exact_sized() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for seed in 0..5 {
+            let mut i = family_tiny(seed);
+            assert!(fits_exact(&i));
+            for _ in 0..200 {
+                i = perturb(&i, &mut rng);
+                assert!(validate(&i).is_ok());
+                assert!(fits_exact(&i));
+            }
+        }
+    }
+
+    #[test]
+    fn candidates_are_valid_and_strictly_smaller() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for seed in 0..8 {
+            let i = (0..30).fold(family_tiny(seed), |c, _| perturb(&c, &mut rng));
+            let before = size(&i);
+            let cands = shrink_candidates(&i);
+            assert!(!cands.is_empty());
+            for c in &cands {
+                assert!(validate(c).is_ok());
+                assert!(size(c) < before);
+            }
+        }
+    }
+
+    #[test]
+    fn dropping_an_expert_shifts_ids() {
+        let mut i = family_tiny(1);
+        i.gpu_cache = vec![0, 2, 3];
+        let c = drop_expert(&i, 2);
+        assert_eq!(c.gpu_cache, vec![0, 2]);
+        assert_eq!(c.scores[0].len(), i.experts - 1);
+        assert_eq!(c.scores[0][2], i.scores[0][3]);
+    }
+}
