@@ -43,7 +43,7 @@ fn throughput(c: &mut Criterion) {
                 continue;
             }
             group.bench_function(format!("{policy} C={capacity}"), |b| {
-                b.iter(|| replay(policy.build(capacity, requests.universe), &requests))
+                b.iter(|| replay(policy.build(capacity, &requests), &requests))
             });
         }
     }

@@ -22,6 +22,7 @@ macro_rules! outln {
     };
 }
 
+mod cache;
 mod problems;
 
 use std::path::{Path, PathBuf};
@@ -78,8 +79,15 @@ enum Command {
         /// The problem.
         problem: Problem,
         /// The activation-count file (gzip JSON, format moe-activation-counts/v1).
+        #[arg(long, required_unless_present = "log")]
+        counts: Option<PathBuf>,
+        /// cache-trace: a token log (JSON Lines, maybe gzip: {seq, token, layer, experts,
+        /// weights, phase}; ../shared/data/token-traces).
+        #[arg(long, conflicts_with = "counts")]
+        log: Option<PathBuf>,
+        /// cache-trace: E, for a log that is not one of the known files.
         #[arg(long)]
-        counts: PathBuf,
+        experts: Option<usize>,
         /// Import configuration (JSON; the problem's ImportConfig, see its module doc).
         /// SlimCaching's default: the paper network (4 servers, 20 users, 5 GB, 200 local
         /// experts); Prism's: the paper's testbed.
@@ -316,6 +324,20 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Replay a token stream through expert caches under its original routing (papers 002,
+    /// 004): miss rate, loads and lifetimes per policy.
+    Replay(cache::ReplayArgs),
+    /// Replay a token stream with one cache-aware router (paper 002) and LRU caches.
+    Route(cache::RouteArgs),
+    /// Sweep every cache-aware router's knob at several capacities: Pareto fronts of miss rate
+    /// against the quality proxies.
+    Pareto(cache::ParetoArgs),
+    /// Build an offline caching instance (cache-offline) from one layer of a trace, for the
+    /// exact fixed- and flexible-routing bounds (`solve`, `compare`).
+    Offline(cache::OfflineArgs),
+    /// SMoE's decode pipeline over a trace (paper 004, Fig. 9): the TPOT proxy, or with
+    /// --alphas the alpha selection of eq. (5).
+    Tpot(cache::TpotArgs),
     /// Generate small instances, solve each exactly and with every algorithm, print the tables.
     Demo {
         /// Instances per preset (tiny and small).
@@ -337,6 +359,10 @@ enum Problem {
     Zipmoe,
     /// ZipMoE's cache-pool planning (paper 003, App. C and D).
     ZipmoePool,
+    /// A token stream of router decisions (papers 002 and 004).
+    CacheTrace,
+    /// An SMoE layer: expert-cache routing and the CPU-vs-PCIe split (paper 004).
+    Smoe,
 }
 
 #[derive(Debug, Args)]
@@ -481,6 +507,34 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                     output,
                     |c| crate::zipmoe::generate::try_generate(c, seed),
                 ),
+                Problem::CacheTrace => problems::generate(
+                    config,
+                    || {
+                        Ok(crate::cache::generate::GeneratorConfig::preset(
+                            preset.parse()?,
+                        ))
+                    },
+                    print_config,
+                    output,
+                    |c| crate::cache::generate::generate(c, seed),
+                ),
+                Problem::Smoe => problems::generate(
+                    config,
+                    || Ok(preset.clone()),
+                    print_config,
+                    output,
+                    |p: &String| {
+                        crate::smoe::generate::try_generate(
+                            p.parse()
+                                .map_err(|e: String| formulations::Error::Invalid {
+                                    path: "<command line>".into(),
+                                    field: "preset".into(),
+                                    reason: e,
+                                })?,
+                            seed,
+                        )
+                    },
+                ),
                 _ => problems::generate(
                     config,
                     || Ok(crate::zipmoe::planning::commands::GenerateOptions::default()),
@@ -515,6 +569,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Import {
             problem,
             counts,
+            log,
+            experts,
             config,
             servers,
             users,
@@ -523,6 +579,16 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             seed,
             output,
         } if problem != Problem::Slimcaching => {
+            if problem == Problem::CacheTrace {
+                return cache::import(counts.as_deref(), log.as_deref(), experts, &output);
+            }
+            if problem == Problem::Smoe {
+                return Err(CliError::input(
+                    "smoe layers are generated (moe-opt generate smoe); token streams for SMoE's \
+                     pipeline are imported as cache-trace",
+                ));
+            }
+            let counts = required_counts(counts, log.as_deref())?;
             if servers.is_some()
                 || users.is_some()
                 || storage_bytes.is_some()
@@ -573,8 +639,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             local_experts,
             seed,
             output,
+            log,
             ..
         } => {
+            let counts = required_counts(counts, log.as_deref())?;
             let mut config: ImportConfig = match config {
                 Some(path) => formulations::error::read_json(&path)?,
                 None => ImportConfig::default(),
@@ -603,10 +671,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 ProblemKind::Zipmoe => {
                     return problems::zipmoe_solve(&file, &method, &run, json, csv.as_deref())
                 }
-                ProblemKind::ZipmoePool
-                | ProblemKind::CacheTrace
-                | ProblemKind::CacheOffline
-                | ProblemKind::Smoe => return Err(not_solvable(&file)),
+                ProblemKind::CacheOffline => {
+                    return cache::offline_solve(&file, &method, &run.solve, json)
+                }
+                ProblemKind::Smoe => return cache::smoe_solve(&file, &method, &run.solve, json),
+                kind => return Err(not_solvable(&file, kind)),
             }
             let method: Method = method.parse().map_err(CliError::input)?;
             let instance = sc::load(&file)?;
@@ -658,10 +727,13 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 ProblemKind::Zipmoe => {
                     return problems::zipmoe_compare(&file, names, &run, json, csv.as_deref())
                 }
-                ProblemKind::ZipmoePool
-                | ProblemKind::CacheTrace
-                | ProblemKind::CacheOffline
-                | ProblemKind::Smoe => return Err(not_solvable(&file)),
+                ProblemKind::CacheOffline => {
+                    return cache::offline_compare(&file, names, &run.solve, json, csv.as_deref())
+                }
+                ProblemKind::Smoe => {
+                    return cache::smoe_compare(&file, &run.solve, json, csv.as_deref())
+                }
+                kind => return Err(not_solvable(&file, kind)),
             }
             let instance = sc::load(&file)?;
             let chosen = match names {
@@ -704,10 +776,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                     return Ok(());
                 }
                 ProblemKind::Zipmoe => return problems::zipmoe_write_lp(&file, &output),
-                ProblemKind::ZipmoePool
-                | ProblemKind::CacheTrace
-                | ProblemKind::CacheOffline
-                | ProblemKind::Smoe => return Err(not_solvable(&file)),
+                ProblemKind::CacheOffline => return cache::offline_write_lp(&file, &output),
+                ProblemKind::Smoe => return cache::smoe_write_lp(&file, &output),
+                kind => return Err(not_solvable(&file, kind)),
             }
             let instance = sc::load(&file)?;
             let model = LatencyModel::new(&instance);
@@ -722,6 +793,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             );
             Ok(())
         }
+        Command::Replay(args) => args.run(),
+        Command::Route(args) => args.run(),
+        Command::Pareto(args) => args.run(),
+        Command::Offline(args) => args.run(),
+        Command::Tpot(args) => args.run(),
         Command::Demo { instances, seed } => demo(instances, seed),
         Command::Eplb {
             weights,
@@ -941,12 +1017,26 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 /// A cache-pool planning instance given to solve / compare / write-lp.
-fn not_solvable(file: &Path) -> CliError {
-    CliError::input(format!(
-        "{}: a ZipMoE cache-pool planning instance: plan it with `moe-opt plan {}`",
-        file.display(),
-        file.display()
-    ))
+/// The `--counts` file of an import other than cache-trace's (`--log` is cache-trace's).
+fn required_counts(counts: Option<PathBuf>, log: Option<&Path>) -> Result<PathBuf, CliError> {
+    match (counts, log) {
+        (Some(c), None) => Ok(c),
+        _ => Err(CliError::input(
+            "this problem imports an activation-count file (--counts); --log is cache-trace's",
+        )),
+    }
+}
+
+/// Why `solve`, `compare` and `write-lp` do not take a file of this kind, and what does.
+fn not_solvable(file: &Path, kind: ProblemKind) -> CliError {
+    let f = file.display();
+    CliError::input(match kind {
+        ProblemKind::CacheTrace => format!(
+            "{f}: a token stream (cache-trace): replay it (`moe-opt replay {f} --capacity C`), \
+             or build an offline instance from one of its layers (`moe-opt offline {f}`)"
+        ),
+        _ => format!("{f}: a ZipMoE cache-pool planning instance: plan it with `moe-opt plan {f}`"),
+    })
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> serde_json::Value {
@@ -958,8 +1048,10 @@ fn claim_groups() -> Vec<Box<dyn ClaimGroup>> {
     vec![
         Box::new(crate::slimcaching::claims::registry()),
         Box::new(crate::prism::claims::registry()),
+        Box::new(crate::cache::claims::registry()),
         Box::new(crate::zipmoe::claims::registry()),
         Box::new(crate::zipmoe::planning::claims::registry()),
+        Box::new(crate::smoe::claims::registry()),
     ]
 }
 

@@ -35,10 +35,11 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::str::FromStr;
 
-use formulations::cache::model::{softmax, Trace};
+use formulations::cache::model::{softmax, Requests, Trace};
 use formulations::Error;
 use serde::{Deserialize, Serialize};
 
+use super::belady::Belady;
 use super::import::FrequencyWarmStart;
 use super::policy::{CacheStats, Lru, Policy, Request, Scores, Simulation};
 
@@ -427,6 +428,8 @@ pub enum PolicySpec {
     },
     /// [`ZipMoeFreq`].
     ZipMoeFreq,
+    /// [`Belady`]: the offline optimum, built from the stream it replays.
+    Belady,
 }
 
 /// Default n of the SMoE window. The paper's Fig. 6 looks at reuse "in the next 3 iterations"
@@ -442,6 +445,7 @@ impl PolicySpec {
             PolicySpec::Fifo,
             PolicySpec::SmoeWindow { n: SMOE_DEFAULT_N },
             PolicySpec::ZipMoeFreq,
+            PolicySpec::Belady,
         ]
     }
 
@@ -450,9 +454,12 @@ impl PolicySpec {
         matches!(self, PolicySpec::SmoeWindow { .. })
     }
 
-    /// The policy, empty, for `capacity` ids over `universe` ids.
-    pub fn build(self, capacity: usize, universe: usize) -> Box<dyn Policy> {
+    /// The policy, empty, for `capacity` ids over the ids of `requests`, the stream it will
+    /// replay (only Belady looks ahead in it).
+    pub fn build(self, capacity: usize, requests: &Requests) -> Box<dyn Policy> {
+        let universe = requests.universe;
         match self {
+            PolicySpec::Belady => Box::new(Belady::new(capacity, requests)),
             PolicySpec::Lru => Box::new(Lru::new(capacity, universe)),
             PolicySpec::Lfu => Box::new(Lfu::new(capacity, universe)),
             PolicySpec::Fifo => Box::new(Fifo::new(capacity, universe)),
@@ -470,6 +477,7 @@ impl fmt::Display for PolicySpec {
             PolicySpec::Fifo => write!(f, "fifo"),
             PolicySpec::SmoeWindow { n } => write!(f, "smoe-window:n={n}"),
             PolicySpec::ZipMoeFreq => write!(f, "zipmoe-freq"),
+            PolicySpec::Belady => write!(f, "belady"),
         }
     }
 }
@@ -503,6 +511,7 @@ impl FromStr for PolicySpec {
             "lfu" => no_knobs(PolicySpec::Lfu),
             "fifo" => no_knobs(PolicySpec::Fifo),
             "zipmoe-freq" => no_knobs(PolicySpec::ZipMoeFreq),
+            "belady" => no_knobs(PolicySpec::Belady),
             "smoe-window" => {
                 let mut n = SMOE_DEFAULT_N;
                 for knob in knobs.split(',').filter(|k| !k.is_empty()) {
@@ -630,10 +639,10 @@ pub fn replay_trace(
         }
     }
     let (e, l) = (trace.experts, trace.layers);
-    let build = |universe: usize, counts: Option<Vec<u64>>| -> Box<dyn Policy> {
+    let build = |requests: Requests, counts: Option<Vec<u64>>| -> Box<dyn Policy> {
         match (policy, counts) {
             (PolicySpec::Lfu, Some(c)) => Box::new(Lfu::with_counts(capacity, c)),
-            _ => policy.build(capacity, universe),
+            _ => policy.build(capacity, &requests),
         }
     };
     let mut scores_buf: Vec<f32> = Vec::new();
@@ -644,7 +653,12 @@ pub fn replay_trace(
             let mut all: Vec<(CacheStats, usize)> = Vec::with_capacity(l);
             for layer in 0..l {
                 let counts = warm_start.map(|w| w.counts[layer].clone());
-                let mut sim = Simulation::new(build(e, counts), e);
+                let requests = if policy == PolicySpec::Belady {
+                    trace.layer_requests(layer)
+                } else {
+                    Requests::new(e)
+                };
+                let mut sim = Simulation::new(build(requests, counts), e);
                 for token in &trace.tokens {
                     let r = &token.layers[layer];
                     let has = needs_scores && fill_scores(&mut scores_buf, &r.logits);
@@ -670,7 +684,12 @@ pub fn replay_trace(
         }
         Scope::Pool => {
             let counts = warm_start.map(|w| w.counts.concat());
-            let mut sim = Simulation::new(build(e * l, counts), e * l);
+            let requests = if policy == PolicySpec::Belady {
+                trace.pooled_requests()
+            } else {
+                Requests::new(e * l)
+            };
+            let mut sim = Simulation::new(build(requests, counts), e * l);
             let mut per = vec![(0u64, 0u64); l];
             let mut ids = Vec::with_capacity(trace.top_k);
             for token in &trace.tokens {
@@ -949,7 +968,7 @@ mod tests {
         for p in PolicySpec::all() {
             assert_eq!(p.to_string().parse::<PolicySpec>(), Ok(p));
             assert_eq!(
-                p.build(4, 8).name(),
+                p.build(4, &Requests::new(8)).name(),
                 p.to_string().split(':').next().unwrap()
             );
         }

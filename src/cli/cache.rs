@@ -1,0 +1,520 @@
+//! The commands of the token-stream caching problems (papers 002 and 004): replay, route,
+//! pareto, offline and tpot. `generate`, `import`, `solve`, `compare` and `write-lp` dispatch
+//! here from `cli.rs` on the problem or the file's tag.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use formulations::cache::offline::Freedom;
+use formulations::milp::SolveOptions;
+
+use super::problems::emit;
+use super::{write_json, CliError};
+use crate::cache::bounds::{self, OfflineMethod};
+use crate::cache::commands::{self as cc, PolicyChoice};
+use crate::cache::import::{load_any, ImportOptions};
+use crate::cache::pareto::{self, SweepOptions};
+use crate::cache::policies::{PolicySpec, Scope};
+use crate::cache::routers::ReplayOptions;
+use crate::export::{write_csv, Table};
+use crate::report::VERSION;
+use crate::smoe::commands as sc;
+use crate::smoe::pipeline::{PipelineConfig, PipelineCosts, SplitChoice};
+use crate::smoe::router::RouterConfig;
+
+/// Where a trace comes from: a cache-trace JSON, or a token log (JSON Lines, maybe gzip).
+#[derive(Debug, Args)]
+pub(super) struct TraceArgs {
+    /// Trace file: cache-trace JSON (`moe-opt generate cache-trace`, `import cache-trace`) or
+    /// a token log `.jsonl[.gz]` ({seq, token, layer, experts, weights, phase}).
+    trace: PathBuf,
+    /// E for a token log whose file name is not one of the known logs.
+    #[arg(long)]
+    experts: Option<usize>,
+}
+
+impl TraceArgs {
+    fn load(&self) -> Result<formulations::cache::Trace, CliError> {
+        let options = ImportOptions {
+            experts: self.experts,
+            ..ImportOptions::default()
+        };
+        Ok(load_any(&self.trace, &options)?)
+    }
+}
+
+/// `moe-opt replay`.
+#[derive(Debug, Args)]
+pub(super) struct ReplayArgs {
+    #[command(flatten)]
+    trace: TraceArgs,
+    /// C: experts per cache (per layer, or of the pool with --scope pool).
+    #[arg(long)]
+    capacity: usize,
+    /// Comma-separated policies (lru, lfu, fifo, belady, smoe-window:n=4, zipmoe-freq) or
+    /// `all` (those the trace allows).
+    #[arg(long, default_value = "all", value_delimiter = ',')]
+    policies: Vec<String>,
+    /// per-layer (one cache per MoE layer) or pool (one cache over all layers).
+    #[arg(long, default_value = "per-layer")]
+    scope: String,
+    /// An activation-count file whose per-expert totals seed LFU's counts.
+    #[arg(long)]
+    warm_start: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write a tidy table (CSV: a row per policy and layer, plus a `total` row per policy).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+impl ReplayArgs {
+    pub(super) fn run(self) -> Result<(), CliError> {
+        let policies = if self.policies.iter().any(|p| p == "all") {
+            PolicyChoice::All
+        } else {
+            PolicyChoice::These(
+                self.policies
+                    .iter()
+                    .map(|p| p.parse::<PolicySpec>())
+                    .collect::<Result<_, _>>()
+                    .map_err(CliError::input)?,
+            )
+        };
+        let scope: Scope = self.scope.parse().map_err(CliError::input)?;
+        let options = ImportOptions {
+            experts: self.trace.experts,
+            ..ImportOptions::default()
+        };
+        let report = cc::replay_file(
+            &self.trace.trace,
+            &options,
+            self.capacity,
+            &policies,
+            scope,
+            self.warm_start.as_deref(),
+        )?;
+        if let Some(path) = &self.csv {
+            let mut rows = Vec::new();
+            for r in &report.results {
+                for (l, layer) in r.layers.iter().enumerate() {
+                    let mut row = serde_json::to_value(layer).expect("serialisable");
+                    row["policy"] = r.policy.to_string().into();
+                    row["layer"] = l.to_string().into();
+                    rows.push(row);
+                }
+                let mut row = serde_json::to_value(&r.total).expect("serialisable");
+                row["policy"] = r.policy.to_string().into();
+                row["layer"] = "total".into();
+                rows.push(row);
+            }
+            let context = vec![
+                ("moe_opt_version", VERSION.into()),
+                ("trace_name", report.trace.name.clone().into()),
+                ("trace_sha256", report.trace.sha256.clone().into()),
+                ("scope", self.scope.clone().into()),
+                ("capacity", report.capacity.into()),
+            ];
+            write_csv(path, &Table::new(context, rows))?;
+        }
+        emit(&report, self.json, |r| r.text())
+    }
+}
+
+/// `moe-opt route`.
+#[derive(Debug, Args)]
+pub(super) struct RouteArgs {
+    #[command(flatten)]
+    trace: TraceArgs,
+    /// The router with its knob: top-k, pruning:h=2, max-rank:m=4,j=1, cumsum:p=0.6,j=1,
+    /// cache-prior:lambda=0.5,j=1.
+    #[arg(long)]
+    router: String,
+    /// C: experts per LRU cache.
+    #[arg(long)]
+    capacity: usize,
+    /// per-layer or pool.
+    #[arg(long, default_value = "per-layer")]
+    scope: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+impl RouteArgs {
+    pub(super) fn run(self) -> Result<(), CliError> {
+        let trace = self.trace.load()?;
+        let options = ReplayOptions {
+            layout: self.scope.parse().map_err(CliError::input)?,
+            ..ReplayOptions::default()
+        };
+        let report = pareto::route(&trace, &self.router, self.capacity, &options)?;
+        emit(&report, self.json, |r| r.text())
+    }
+}
+
+/// `moe-opt pareto`.
+#[derive(Debug, Args)]
+pub(super) struct ParetoArgs {
+    #[command(flatten)]
+    trace: TraceArgs,
+    /// Comma-separated capacities (default E/4, E/2, 3E/4).
+    #[arg(long, value_delimiter = ',')]
+    capacities: Vec<usize>,
+    /// Comma-separated routers (default: every family's knob grid).
+    #[arg(long, value_delimiter = ',')]
+    routers: Vec<String>,
+    /// per-layer or pool.
+    #[arg(long, default_value = "per-layer")]
+    scope: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the points (CSV: a row per router and capacity) and, next to it with
+    /// `-belady` before the extension, Belady's miss rate per capacity under the original
+    /// routing.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+impl ParetoArgs {
+    pub(super) fn run(self) -> Result<(), CliError> {
+        let trace = self.trace.load()?;
+        let routers = self
+            .routers
+            .iter()
+            .map(|r| r.parse())
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(CliError::input)?;
+        let options = SweepOptions {
+            capacities: self.capacities.clone(),
+            routers,
+            replay: ReplayOptions {
+                layout: self.scope.parse().map_err(CliError::input)?,
+                ..ReplayOptions::default()
+            },
+            ..SweepOptions::default()
+        };
+        let report = pareto::sweep_report(&trace, &options)?;
+        if let Some(path) = &self.csv {
+            let context = vec![
+                ("moe_opt_version", VERSION.into()),
+                ("trace_name", report.trace.name.clone().into()),
+                ("trace_sha256", report.trace.sha256.clone().into()),
+                ("policy", report.policy.clone().into()),
+                ("scope", self.scope.clone().into()),
+            ];
+            let rows = report
+                .points
+                .iter()
+                .map(|p| serde_json::to_value(p).expect("serialisable"))
+                .collect();
+            write_csv(path, &Table::new(context.clone(), rows))?;
+            let scope: Scope = self.scope.parse().map_err(CliError::input)?;
+            let mut rows = Vec::new();
+            for &c in &report.capacities {
+                for policy in [PolicySpec::Lru, PolicySpec::Belady] {
+                    let r = crate::cache::policies::replay_trace(&trace, policy, c, scope, None)?;
+                    rows.push(serde_json::json!({
+                        "policy": policy.to_string(), "capacity": c,
+                        "miss_rate": r.total.miss_rate, "loads": r.total.loads}));
+                }
+            }
+            write_csv(&sibling(path, "-baselines"), &Table::new(context, rows))?;
+        }
+        emit(&report, self.json, |r| r.text())
+    }
+}
+
+/// `PATH` with `suffix` before its extension.
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}{suffix}.{}", ext.to_string_lossy()),
+        None => format!("{stem}{suffix}"),
+    };
+    path.with_file_name(name)
+}
+
+/// `moe-opt offline`.
+#[derive(Debug, Args)]
+pub(super) struct OfflineArgs {
+    #[command(flatten)]
+    trace: TraceArgs,
+    /// The layer whose request stream the instance takes.
+    #[arg(long, default_value_t = 0)]
+    layer: usize,
+    /// C: experts in the cache.
+    #[arg(long)]
+    capacity: usize,
+    /// First tokens only (the MILPs grow with tokens x experts).
+    #[arg(long)]
+    tokens: Option<usize>,
+    /// J: the top-J experts of each token are always chosen (flexible routing).
+    #[arg(long, default_value_t = 1)]
+    top_j: usize,
+    /// M: the other chosen experts come from the top M.
+    #[arg(long)]
+    max_rank: Option<usize>,
+    /// tau: the chosen experts keep at least tau of the top-K's router mass.
+    #[arg(long)]
+    min_mass: Option<f64>,
+    /// Output file (cache-offline JSON).
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+impl OfflineArgs {
+    pub(super) fn run(self) -> Result<(), CliError> {
+        let mut trace = self.trace.load()?;
+        if let Some(t) = self.tokens {
+            trace.tokens.truncate(t);
+        }
+        let name = format!("{}-layer{}-c{}", trace.name, self.layer, self.capacity);
+        let freedom = Freedom {
+            top_j: self.top_j,
+            max_rank: self.max_rank,
+            min_mass: self.min_mass,
+        };
+        let instance =
+            bounds::instance_from_trace(&trace, self.layer, self.capacity, freedom, &name)?;
+        write_json(&self.output, &instance)?;
+        eprintln!("wrote {}", self.output.display());
+        Ok(())
+    }
+}
+
+/// `solve` of a cache-offline instance.
+pub(super) fn offline_solve(
+    file: &Path,
+    method: &str,
+    solve: &SolveOptions,
+    json: bool,
+) -> Result<(), CliError> {
+    let instance = formulations::cache::offline::load(file)?;
+    let method: OfflineMethod = method.parse().map_err(CliError::input)?;
+    let report = bounds::solve(&instance, method, solve)?;
+    emit(&report, json, |r| r.text())
+}
+
+/// `compare` of a cache-offline instance.
+pub(super) fn offline_compare(
+    file: &Path,
+    methods: Option<&[String]>,
+    solve: &SolveOptions,
+    json: bool,
+    csv: Option<&Path>,
+) -> Result<(), CliError> {
+    let instance = formulations::cache::offline::load(file)?;
+    let methods: Vec<OfflineMethod> = match methods {
+        Some(names) => names
+            .iter()
+            .map(|n| n.parse())
+            .collect::<Result<_, _>>()
+            .map_err(CliError::input)?,
+        None => OfflineMethod::ALL.to_vec(),
+    };
+    let report = bounds::compare(&instance, &methods, solve)?;
+    if let Some(path) = csv {
+        let context = vec![
+            ("moe_opt_version", VERSION.into()),
+            ("instance_name", instance.name.clone().into()),
+            ("instance_sha256", report.instance.sha256.clone().into()),
+        ];
+        let rows = report
+            .methods
+            .iter()
+            .map(|m| serde_json::to_value(m).expect("serialisable"))
+            .collect();
+        write_csv(path, &Table::new(context, rows))?;
+    }
+    emit(&report, json, |r| r.text())
+}
+
+/// `write-lp` of a cache-offline instance: the flexible-routing model (the fixed one is the
+/// same with every step's set fixed).
+pub(super) fn offline_write_lp(file: &Path, output: &Path) -> Result<(), CliError> {
+    let instance = formulations::cache::offline::load(file)?;
+    let lp = bounds::write_lp(&instance, true)?;
+    super::write_file(output, lp.as_bytes())?;
+    eprintln!("wrote {}", output.display());
+    Ok(())
+}
+
+/// `solve` of an SMoE layer: one routing method and one split method.
+pub(super) fn smoe_solve(
+    file: &Path,
+    method: &str,
+    solve: &SolveOptions,
+    json: bool,
+) -> Result<(), CliError> {
+    let instance = formulations::smoe::load(file)?;
+    let (routing, split) = method.split_once('+').unwrap_or((method, "alg2"));
+    let report = sc::solve(
+        &instance,
+        routing.parse().map_err(CliError::input)?,
+        split.parse().map_err(CliError::input)?,
+        solve,
+    )?;
+    emit(&report, json, |r| r.text())
+}
+
+/// `compare` of an SMoE layer.
+pub(super) fn smoe_compare(
+    file: &Path,
+    solve: &SolveOptions,
+    json: bool,
+    csv: Option<&Path>,
+) -> Result<(), CliError> {
+    let instance = formulations::smoe::load(file)?;
+    let report = sc::compare(&instance, solve)?;
+    if let Some(path) = csv {
+        let context = vec![("moe_opt_version", VERSION.into())];
+        let rows = report
+            .methods
+            .iter()
+            .map(|m| serde_json::to_value(m).expect("serialisable"))
+            .collect();
+        write_csv(path, &Table::new(context, rows))?;
+    }
+    emit(&report, json, |r| r.text())
+}
+
+/// `write-lp` of an SMoE layer: the routing MILP of objective (1).
+pub(super) fn smoe_write_lp(file: &Path, output: &Path) -> Result<(), CliError> {
+    let instance = formulations::smoe::load(file)?;
+    let lp = sc::write_lp(&instance, sc::LpModel::Routing)?;
+    super::write_file(output, lp.as_bytes())?;
+    eprintln!("wrote {}", output.display());
+    Ok(())
+}
+
+/// `moe-opt tpot`.
+#[derive(Debug, Args)]
+pub(super) struct TpotArgs {
+    #[command(flatten)]
+    trace: TraceArgs,
+    /// Experts in the GPU cache (one pool over all layers).
+    #[arg(long)]
+    capacity: usize,
+    /// Alg. 1's substitution threshold.
+    #[arg(long, default_value_t = 0.0)]
+    alpha: f64,
+    /// Comma-separated alphas: fit T(alpha) and choose by eq. (5) (needs --budget-s).
+    #[arg(long, value_delimiter = ',')]
+    alphas: Vec<f64>,
+    /// The TPOT budget R of eq. (5), seconds.
+    #[arg(long)]
+    budget_s: Option<f64>,
+    /// Degree of the polynomial fit of T(alpha).
+    #[arg(long, default_value_t = 2)]
+    degree: usize,
+    /// The CPU-vs-PCIe split: alg2, earliest_finish, optimal, load, cpu.
+    #[arg(long, default_value = "alg2")]
+    split: String,
+    /// Most experts prefetched for the next layer.
+    #[arg(long, default_value_t = 4)]
+    prefetch: usize,
+    /// C_load: one expert over PCIe, seconds.
+    #[arg(long, default_value_t = 6e-3)]
+    load_s: f64,
+    /// C_CPU: one expert on the CPU, seconds.
+    #[arg(long, default_value_t = 2e-3)]
+    cpu_s: f64,
+    /// One expert on the GPU, seconds.
+    #[arg(long, default_value_t = 1e-4)]
+    gpu_s: f64,
+    /// Common parameters of a layer on the GPU, seconds.
+    #[arg(long, default_value_t = 5e-4)]
+    common_s: f64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write T(alpha) (CSV: a row per alpha) when --alphas is given.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+impl TpotArgs {
+    pub(super) fn run(self) -> Result<(), CliError> {
+        let trace = self.trace.load()?;
+        let split: SplitChoice = serde_json::from_value(serde_json::Value::String(
+            self.split.clone(),
+        ))
+        .map_err(|_| {
+            CliError::input(format!(
+                "--split: unknown split `{}` (alg2, earliest_finish, optimal, load, cpu)",
+                self.split
+            ))
+        })?;
+        let config = PipelineConfig {
+            router: RouterConfig::new(self.alpha),
+            split,
+            prefetch: self.prefetch,
+            costs: PipelineCosts {
+                load_s: self.load_s,
+                cpu_s: self.cpu_s,
+                gpu_s: self.gpu_s,
+                common_s: self.common_s,
+            },
+        };
+        if self.alphas.is_empty() {
+            let report = sc::tpot(&trace, self.capacity, &config)?;
+            return emit(&report, self.json, |r| r.text());
+        }
+        let Some(budget) = self.budget_s else {
+            return Err(CliError::input(
+                "--alphas needs --budget-s (the TPOT budget R of eq. (5))",
+            ));
+        };
+        let report = sc::alpha(
+            &trace,
+            self.capacity,
+            &config,
+            &self.alphas,
+            self.degree,
+            budget,
+        )?;
+        if let Some(path) = &self.csv {
+            let context = vec![
+                ("moe_opt_version", VERSION.into()),
+                ("budget_s", budget.into()),
+            ];
+            let rows = report
+                .samples
+                .iter()
+                .map(|p| serde_json::to_value(p).expect("serialisable"))
+                .collect();
+            write_csv(path, &Table::new(context, rows))?;
+        }
+        emit(&report, self.json, |r| r.text())
+    }
+}
+
+/// `import cache-trace`: a token log into a trace file; an activation-count file is refused
+/// (no token order), with the way to use it instead.
+pub(super) fn import(
+    counts: Option<&Path>,
+    log: Option<&Path>,
+    experts: Option<usize>,
+    output: &Path,
+) -> Result<(), CliError> {
+    let Some(log) = log else {
+        let counts = counts.map(|c| c.display().to_string()).unwrap_or_default();
+        return Err(CliError::input(format!(
+            "{counts}: activation counts have no token order, so they cannot be replayed as a \
+             cache-trace; give a token log (--log), or use the counts as LFU's warm start \
+             (moe-opt replay TRACE --warm-start {counts})"
+        )));
+    };
+    let options = ImportOptions {
+        experts,
+        ..ImportOptions::default()
+    };
+    let imported = cc::import_token_log(log, &options)?;
+    write_json(output, &imported.trace)?;
+    eprint!("{}", imported.report.text());
+    eprintln!("wrote {}", output.display());
+    Ok(())
+}
