@@ -474,10 +474,104 @@ impl<'a> Search<'a> {
 }
 
 #[cfg(test)]
+mod reference;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::canonical_sha256;
+    use crate::zipmoe::generate::{generate, Between, GeneratorConfig, Preset};
     use formulations::zipmoe::{CompressionState, SelectedExpert};
     use formulations::ProblemKind;
+
+    /// A synthetic family wider than the presets: up to 12 experts of 2 tensors, K in 1..=5,
+    /// L in 1..=9 (so L < K and L > K both occur) and decompression from much faster to much
+    /// slower than the I/O, so that blocks close compute-dominant as well as out of candidates.
+    fn varied() -> GeneratorConfig {
+        let mut c = GeneratorConfig::preset(Preset::Small);
+        c.layer_experts = 12;
+        c.top_k = 3;
+        c.batch_tokens = Between { min: 1, max: 6 };
+        c.tensors_per_expert = 2;
+        c.shards = Between { min: 1, max: 5 };
+        c.threads = Between { min: 1, max: 9 };
+        c.decompress_per_shard_read = Between { min: 0.3, max: 6.0 };
+        c
+    }
+
+    /// The device presets with a batch of 128 tokens: (nearly) every expert is selected, the
+    /// benchmark's 64-expert layer for DeepSeek (`benches/zipmoe.rs`, seed 1).
+    fn batch_128(p: Preset) -> GeneratorConfig {
+        let mut c = GeneratorConfig::preset(p);
+        c.batch_tokens = Between::exactly(128);
+        c
+    }
+
+    /// The instance families of the pinning tests: (group name, config, seeds).
+    fn groups() -> Vec<(&'static str, GeneratorConfig, std::ops::Range<u64>)> {
+        vec![
+            ("tiny", GeneratorConfig::preset(Preset::Tiny), 0..40),
+            ("small", GeneratorConfig::preset(Preset::Small), 0..40),
+            ("varied", varied(), 0..60),
+            ("qwen-orin", GeneratorConfig::preset(Preset::QwenOrin), 0..3),
+            ("deepseek-orin", GeneratorConfig::preset(Preset::DeepseekOrin), 0..3),
+            ("switch-orin", GeneratorConfig::preset(Preset::SwitchOrin), 0..3),
+            ("deepseek-orin-128", batch_128(Preset::DeepseekOrin), 1..3),
+            ("qwen-orin-128", batch_128(Preset::QwenOrin), 1..2),
+        ]
+    }
+
+    /// Alg. 1's blocks and the evaluator's makespan of its priority, for every instance of a
+    /// group, as one SHA-256 (the makespans' bits enter through serde_json's round-trip
+    /// printing of f64).
+    fn group_digest(config: &GeneratorConfig, seeds: std::ops::Range<u64>, c: Candidates) -> String {
+        let outputs: Vec<(CacheAffinity, f64)> = seeds
+            .map(|seed| {
+                let i = generate(config, seed);
+                let out = cache_affinity(&i, c);
+                let makespan = Simulator::new(&i).run(&out.priority).unwrap().makespan_s;
+                (out, makespan)
+            })
+            .collect();
+        canonical_sha256(&outputs)
+    }
+
+    /// Recorded with the first implementation (the oracle in `reference`, commit 9ae3bab)
+    /// before the incremental evaluator replaced it: (group, reading, SHA-256 of the outputs).
+    const RECORDED: &[(&str, Candidates, &str)] = &[
+        ("tiny", Candidates::Algorithm1, "613eb6b5dc8ff10140f7a6b4a1d54660ee8470b607e18c0f3561f935ce2486d9"),
+        ("tiny", Candidates::TypeIIOnly, "7abb7a518e6cf755fadb19f3a6e68bb50dba73b83a5bbfa8bb3cfbafd9bf7953"),
+        ("small", Candidates::Algorithm1, "956ce3585b07552b8d3d5889e86da07b4dff632027aa4892eac2c214774e0f9c"),
+        ("small", Candidates::TypeIIOnly, "b10749ab0c8a0c214dcb4aeb85902e4697e92688a51c9a27204ad003195e3297"),
+        ("varied", Candidates::Algorithm1, "d4fa9cb22a06c2f06be193727d0223053da9858f23a3afdc15774520934c20e6"),
+        ("varied", Candidates::TypeIIOnly, "c44ec8e9bcf4087ba4a5cc942e5a96cfe654419d6d20b1982319ad20e525ee26"),
+        ("qwen-orin", Candidates::Algorithm1, "8595e6abe0e4d75a3681b45e0eb8317c02f81e9a3a5976a294fc180d6287770c"),
+        ("qwen-orin", Candidates::TypeIIOnly, "19dc0c36bd0ca0275d55fe3a90da58b13bd7745fff659be4a2c848129c6de676"),
+        ("deepseek-orin", Candidates::Algorithm1, "133e09d3bd8e20295999327c4e27a7a686811ee7360903f9acd28fc62d73023f"),
+        ("deepseek-orin", Candidates::TypeIIOnly, "ba0d6e189e7078781a4e8cb9403892043fb249ca63a3ed460fbd7daac6947bb9"),
+        ("switch-orin", Candidates::Algorithm1, "eee749a1e0adb8dcdc26a95a16bfaee48d868c105df5639d33e54542b81f54d6"),
+        ("switch-orin", Candidates::TypeIIOnly, "6b5d29023ad775a562f7fc62f1c7089a7d379bc7b6898c49ca83ee990dd3d5f0"),
+        ("deepseek-orin-128", Candidates::Algorithm1, "b8b89607ef9b65216c6ae0e68fd80d00f1dae64ab4bb7e5abe6232949e71418d"),
+        ("deepseek-orin-128", Candidates::TypeIIOnly, "497c2d768d969e1c5b28abb5edea4434c3e94624c75e404668669c5710b8e3ec"),
+        ("qwen-orin-128", Candidates::Algorithm1, "6b4c2cbc1ee352fe041d54bd9cfe3f63725775622a92bec014229e0c3a79d385"),
+        ("qwen-orin-128", Candidates::TypeIIOnly, "1ea5954470cb5ef013a37d3899f6b71205eeab59228887f113883ccd0f77b2df"),
+    ];
+
+    #[test]
+    fn outputs_match_the_recorded_outputs_of_the_first_implementation() {
+        let mut got = Vec::new();
+        for (name, config, seeds) in groups() {
+            for c in [Candidates::Algorithm1, Candidates::TypeIIOnly] {
+                got.push((name, c, group_digest(&config, seeds.clone(), c)));
+            }
+        }
+        let render = |v: &[(&str, Candidates, String)]| -> String {
+            v.iter().map(|(n, c, d)| format!("(\"{n}\", Candidates::{c:?}, \"{d}\"),\n")).collect()
+        };
+        let expected: Vec<(&str, Candidates, String)> =
+            RECORDED.iter().map(|&(n, c, d)| (n, c, d.to_string())).collect();
+        assert_eq!(render(&got), render(&expected));
+    }
 
     /// L = 2, K = 2, rho = 0.5, u = 2 (E-chunk 0.5), c = 1, N = 1; tasks 0 = A missed (p 3),
     /// 1 = B compressed (p 2), 2 = C E-cached (p 1).
