@@ -119,19 +119,183 @@ fn sorted_by_p(sim: &Simulator, kind: TaskType) -> VecDeque<usize> {
     v.into()
 }
 
-/// Def. A.1 on the simulated prefix.
-fn compute_dominant(sim: &Simulator, blocks: &[Vec<usize>]) -> bool {
-    let s = sim.summary(blocks);
-    let instance = sim.instance();
-    let mut ends = s.thread_ends_s;
-    ends.sort_by(f64::total_cmp);
-    let e = instance.e_read_s();
-    let tol = 1e-9 * (s.io_end_s + instance.decompress_s);
-    (1..=instance.threads.min(instance.shards) as usize)
-        .all(|l| ends[l - 1] - s.io_end_s >= l as f64 * e - tol)
+/// The state of the decompression threads after list-scheduling a sequence of decompressions
+/// (the evaluator's priority mode, [`Simulator::summary`]): the threads' free times in
+/// non-decreasing order, the last decision time and the charge Delta accumulated so far.
+#[derive(Debug, Clone)]
+struct Threads {
+    free: Vec<f64>,
+    now: f64,
+    charge: f64,
 }
 
-/// Alg. 1 (App. A): the cache-affinity blocks.
+impl Threads {
+    fn new(threads: usize) -> Self {
+        Threads {
+            free: vec![0.0; threads],
+            now: 0.0,
+            charge: 0.0,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.free.fill(0.0);
+        self.now = 0.0;
+        self.charge = 0.0;
+    }
+
+    /// One step of the evaluator's list scheduling, for the decompression with the next
+    /// smallest release (see [`Timeline`] for why the release order may replace the
+    /// priority): the same decision time, thread and idle gap, in the same floating-point
+    /// operations, as `list_schedule` in formulations::zipmoe::schedule.
+    #[inline]
+    fn place(&mut self, release: f64, c: f64) {
+        let f = &mut self.free;
+        let t = self.now.max(f[0]).max(release);
+        // The free thread freed most recently: the largest free time <= t (f[0] <= t).
+        let mut p = f.len() - 1;
+        while f[p] > t {
+            p -= 1;
+        }
+        self.charge += t - f[p];
+        // t + c is at least every free time (each is an earlier start plus c, or 0).
+        f.copy_within(p + 1.., p);
+        *f.last_mut().expect("at least one thread") = t + c;
+        self.now = t;
+    }
+}
+
+/// What Alg. 1 needs of "the blocks built so far and B" (Def. A.1, Def. B.1), kept up to date
+/// as tasks join B, instead of re-simulating the prefix for every candidate and position.
+///
+/// Why this is exact (the evaluator's priority mode, formulations::zipmoe::schedule):
+/// * Every decompression lasts c. In the evaluator's list scheduling, a step's decision time
+///   is max(now, earliest free thread) and, when no released operation waits, the next
+///   release; which released operation then starts does not change any time, since they all
+///   last c and the others stay released. The number of waiting operations is (releases up
+///   to the previous decision) minus (steps so far). So the decision times, the threads'
+///   free times (the thread freed most recently is a function of the free times) and the
+///   charge depend only on the multiset of release times, and the evaluator's steps equal
+///   those of taking the decompressions in non-decreasing release order ([`Threads::place`]).
+///   L threads give the same steps as the evaluator's min(L, n) (a thread free at 0
+///   remains while fewer than n have been used).
+/// * The releases are 0 for compressed and E-cached tasks (E-chunks cached) and the E-chunk
+///   read completions otherwise. The I/O thread reads block by block, each block's E-chunks
+///   (in task order) before its SM-chunks, so B's E-chunk completions are F_I/O of the
+///   earlier blocks plus 1, 2, ... E-chunk reads whatever the order in B: the multiset, hence
+///   the charge and the thread completion times, does not depend on the position of a task
+///   in B. Line 13's search therefore accepts position 0 or no position at all, and one
+///   evaluation per candidate decides it.
+/// * A task whose E-chunks are read adds K releases later than every other (B's last
+///   E-chunks): in release order they come last, so its evaluation continues the current
+///   state by K steps. A task with cached E-chunks adds K releases at 0, first in release
+///   order: its evaluation replays the list from the start.
+/// * F_I/O and the releases are the same sums, in the same order, as the evaluator's.
+struct Timeline {
+    shards: usize,
+    c: f64,
+    e: f64,
+    u: f64,
+    /// Decompressions released at 0, in the earlier blocks and B.
+    zeros: usize,
+    /// Releases of the other decompressions, in I/O order (earlier blocks, then B).
+    releases: Vec<f64>,
+    /// F_I/O of the earlier blocks.
+    io_done: f64,
+    /// The I/O thread's time after B's E-chunk reads.
+    io_e: f64,
+    /// SM-chunk reads of B.
+    sm_reads: usize,
+    /// After every decompression of the earlier blocks and B.
+    base: Threads,
+    /// After those and a candidate's.
+    trial: Threads,
+    trial_io_e: f64,
+}
+
+impl Timeline {
+    fn new(instance: &Instance) -> Self {
+        let threads = instance.threads as usize;
+        Timeline {
+            shards: instance.shards as usize,
+            c: instance.decompress_s,
+            e: instance.e_read_s(),
+            u: instance.sm_read_s,
+            zeros: 0,
+            releases: Vec::new(),
+            io_done: 0.0,
+            io_e: 0.0,
+            sm_reads: 0,
+            base: Threads::new(threads),
+            trial: Threads::new(threads),
+            trial_io_e: 0.0,
+        }
+    }
+
+    /// The charge Delta with a task added to B (its E-chunks read or cached).
+    fn try_task(&mut self, reads_e: bool) -> f64 {
+        if reads_e {
+            self.trial.clone_from(&self.base);
+            let mut t = self.io_e;
+            for _ in 0..self.shards {
+                t += self.e;
+                self.trial.place(t, self.c);
+            }
+            self.trial_io_e = t;
+        } else {
+            self.trial.reset();
+            for _ in 0..self.zeros + self.shards {
+                self.trial.place(0.0, self.c);
+            }
+            for &r in &self.releases {
+                self.trial.place(r, self.c);
+            }
+            self.trial_io_e = self.io_e;
+        }
+        self.trial.charge
+    }
+
+    /// Adds the task of the last [`Self::try_task`] to B.
+    fn add_tried(&mut self, reads_e: bool, reads_sm: bool) {
+        std::mem::swap(&mut self.base, &mut self.trial);
+        if reads_e {
+            let mut t = self.io_e;
+            for _ in 0..self.shards {
+                t += self.e;
+                self.releases.push(t);
+            }
+        } else {
+            self.zeros += self.shards;
+        }
+        self.io_e = self.trial_io_e;
+        self.sm_reads += usize::from(reads_sm);
+    }
+
+    /// F_I/O with B.
+    fn io_end(&self) -> f64 {
+        (0..self.sm_reads).fold(self.io_e, |t, _| t + self.u)
+    }
+
+    /// B joins the earlier blocks; the next B is empty.
+    fn close_block(&mut self) {
+        self.io_done = self.io_end();
+        self.io_e = self.io_done;
+        self.sm_reads = 0;
+    }
+
+    /// Def. A.1 with B: the sorted thread completion times F^(l) satisfy
+    /// F^(l) - F_I/O >= l rho u / K for l = 1..min{L, K} (the reading of the module doc).
+    fn compute_dominant(&self, threads: u32, shards: u32) -> bool {
+        let io_end = self.io_end();
+        let ends = &self.base.free;
+        let tol = 1e-9 * (io_end + self.c);
+        (1..=threads.min(shards) as usize).all(|l| ends[l - 1] - io_end >= l as f64 * self.e - tol)
+    }
+}
+
+/// Alg. 1 (App. A): the cache-affinity blocks. Each candidate costs one incremental
+/// evaluation ([`Timeline`]): K list-scheduling steps when its E-chunks are read, a replay of
+/// the decompressions so far when they are cached.
 pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffinity {
     let sim = Simulator::new(instance);
     let tasks = sim.tasks();
@@ -139,17 +303,21 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
     let kind = |t: usize| instance.state_of(tasks[t]).task_type();
     let mut sigma_1 = sorted_by_p(&sim, TaskType::I);
     let mut sigma_2 = sorted_by_p(&sim, TaskType::II);
+    let mut timeline = Timeline::new(instance);
     let mut done: Vec<Vec<usize>> = Vec::new();
     let mut traces = Vec::new();
+    let dominant_with_b =
+        |timeline: &Timeline| timeline.compute_dominant(instance.threads, instance.shards);
     while let Some(base) = sigma_1.pop_front() {
+        timeline.try_task(sim.reads_e(base));
+        timeline.add_tried(sim.reads_e(base), sim.reads_sm(base));
         let mut block = vec![base];
+        let mut type_2 = 0usize;
         let mut fallback_insertions = 0;
         let mut dominant;
         loop {
-            done.push(block.clone());
-            dominant = compute_dominant(&sim, &done);
-            let before = sim.summary(&done).charge_s;
-            done.pop();
+            dominant = dominant_with_b(&timeline);
+            let before = timeline.base.charge;
             if dominant {
                 break;
             }
@@ -163,35 +331,32 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
                 (None, Candidates::TypeIIOnly) => break,
             };
             let tol = 1e-9 * (before + instance.sm_read_s + instance.decompress_s);
-            let mut position = None;
-            for pos in 0..=block.len() {
-                let mut trial = block.clone();
-                trial.insert(pos, j);
-                done.push(trial);
-                let charge = sim.summary(&done).charge_s;
-                done.pop();
-                if charge <= before + tol {
-                    position = Some(pos);
-                    break;
-                }
-            }
-            let pos = position.unwrap_or_else(|| {
+            // Line 13: every position gives this charge (see Timeline), so the earliest
+            // position without additional idle is 0 or there is none.
+            let charge = timeline.try_task(sim.reads_e(j));
+            timeline.add_tried(sim.reads_e(j), sim.reads_sm(j));
+            let pos = if charge <= before + tol {
+                0
+            } else {
+                // Lines 14-19.
                 fallback_insertions += 1;
-                let ty = if block.iter().any(|&t| kind(t) == Some(TaskType::II)) {
-                    TaskType::II
-                } else {
-                    TaskType::I
-                };
-                let of_type: Vec<usize> = (0..block.len())
-                    .filter(|&i| kind(block[i]) == Some(ty))
-                    .collect();
-                match of_type.iter().rev().find(|&&i| p(block[i]) >= p(j)) {
-                    Some(&i) => i + 1,
-                    None => of_type[0],
+                let ty = if type_2 > 0 { TaskType::II } else { TaskType::I };
+                let of_type = |i: &usize| kind(block[*i]) == Some(ty);
+                match (0..block.len())
+                    .rev()
+                    .filter(of_type)
+                    .find(|&i| p(block[i]) >= p(j))
+                {
+                    Some(i) => i + 1,
+                    None => (0..block.len())
+                        .find(of_type)
+                        .expect("B holds a task of its type"),
                 }
-            });
+            };
+            type_2 += usize::from(kind(j) == Some(TaskType::II));
             block.insert(pos, j);
         }
+        timeline.close_block();
         traces.push(BlockTrace {
             tasks: block.clone(),
             base,
@@ -202,11 +367,15 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
     }
     if !sigma_2.is_empty() {
         let rest: Vec<usize> = sigma_2.into_iter().collect();
+        for &t in &rest {
+            timeline.try_task(sim.reads_e(t));
+            timeline.add_tried(sim.reads_e(t), sim.reads_sm(t));
+        }
         traces.push(BlockTrace {
             tasks: rest.clone(),
             base: rest[0],
             fallback_insertions: 0,
-            compute_dominant: compute_dominant(&sim, &[done.clone(), vec![rest.clone()]].concat()),
+            compute_dominant: dominant_with_b(&timeline),
         });
         done.push(rest);
     }
@@ -556,6 +725,39 @@ mod tests {
         ("qwen-orin-128", Candidates::Algorithm1, "6b4c2cbc1ee352fe041d54bd9cfe3f63725775622a92bec014229e0c3a79d385"),
         ("qwen-orin-128", Candidates::TypeIIOnly, "1ea5954470cb5ef013a37d3899f6b71205eeab59228887f113883ccd0f77b2df"),
     ];
+
+    #[test]
+    fn blocks_equal_the_first_implementations_on_many_layers() {
+        // Small families in bulk, the device presets (16 tokens) on a few seeds; the 128-token
+        // layers are pinned by the recorded digests below (the oracle is slow there).
+        let mut families = vec![
+            (GeneratorConfig::preset(Preset::Tiny), 0..300),
+            (GeneratorConfig::preset(Preset::Small), 0..300),
+            (varied(), 0..400),
+        ];
+        for p in [Preset::QwenOrin, Preset::DeepseekOrin, Preset::SwitchOrin] {
+            families.push((GeneratorConfig::preset(p), 10..13));
+        }
+        let mut blocks_seen = [0usize; 2];
+        let mut fallbacks = 0;
+        for (config, seeds) in families {
+            for seed in seeds {
+                let i = generate(&config, seed);
+                for c in [Candidates::Algorithm1, Candidates::TypeIIOnly] {
+                    let new = cache_affinity(&i, c);
+                    assert_eq!(new, reference::cache_affinity(&i, c), "{} {c:?}", i.name);
+                    for b in &new.blocks {
+                        blocks_seen[usize::from(b.compute_dominant)] += 1;
+                        fallbacks += b.fallback_insertions;
+                    }
+                }
+            }
+        }
+        // Both ways of closing a block and the fallback of lines 14-19 occur (the comparison
+        // is not vacuous on any of them).
+        assert!(blocks_seen.iter().all(|&n| n > 50), "{blocks_seen:?}");
+        assert!(fallbacks > 50, "{fallbacks}");
+    }
 
     #[test]
     fn outputs_match_the_recorded_outputs_of_the_first_implementation() {

@@ -3,7 +3,6 @@
 //! prefix with [`Simulator::summary`] for every candidate and every insertion position
 //! (O(n^2) full simulations). Test-only.
 
-use std::collections::VecDeque;
 
 use formulations::zipmoe::{Instance, Simulator, TaskType};
 
