@@ -176,9 +176,9 @@ impl Threads {
 ///   to the previous decision) minus (steps so far). So the decision times, the threads'
 ///   free times (the thread freed most recently is a function of the free times) and the
 ///   charge depend only on the multiset of release times, and the evaluator's steps equal
-///   those of taking the decompressions in non-decreasing release order ([`Threads::place`]).
-///   L threads give the same steps as the evaluator's min(L, n) (a thread free at 0
-///   remains while fewer than n have been used).
+///   those of any order that starts a released operation at each step, e.g. non-decreasing
+///   release ([`Threads::place`]). L threads give the same steps as the evaluator's
+///   min(L, n) (a thread free at 0 remains while fewer than n have been used).
 /// * The releases are 0 for compressed and E-cached tasks (E-chunks cached) and the E-chunk
 ///   read completions otherwise. The I/O thread reads block by block, each block's E-chunks
 ///   (in task order) before its SM-chunks, so B's E-chunk completions are F_I/O of the
@@ -187,30 +187,33 @@ impl Threads {
 ///   in B. Line 13's search therefore accepts position 0 or no position at all, and one
 ///   evaluation per candidate decides it.
 /// * A task whose E-chunks are read adds K releases later than every other (B's last
-///   E-chunks): in release order they come last, so its evaluation continues the current
-///   state by K steps. A task with cached E-chunks adds K releases at 0, first in release
-///   order: its evaluation replays the list from the start.
+///   E-chunks): in release order they come last, so they continue the current state by K
+///   steps.
+/// * A task with cached E-chunks adds K releases at 0. Take them last among released
+///   operations: the steps are the current ones up to the first step at which no operation is
+///   released when a thread is free (release > max(now, earliest free)), where they start
+///   first, the remaining ones following. So they continue from a copy of the state before
+///   that step ([`Timeline::idle`]); without such a step they come after all others.
 /// * F_I/O and the releases are the same sums, in the same order, as the evaluator's.
 struct Timeline {
     shards: usize,
     c: f64,
     e: f64,
     u: f64,
-    /// Decompressions released at 0, in the earlier blocks and B.
-    zeros: usize,
-    /// Releases of the other decompressions, in I/O order (earlier blocks, then B).
+    /// Releases of the decompressions whose E-chunks are read, in I/O order (earlier blocks,
+    /// then B); those of the others are 0.
     releases: Vec<f64>,
-    /// F_I/O of the earlier blocks.
-    io_done: f64,
     /// The I/O thread's time after B's E-chunk reads.
     io_e: f64,
     /// SM-chunk reads of B.
     sm_reads: usize,
     /// After every decompression of the earlier blocks and B.
-    base: Threads,
-    /// After those and a candidate's.
-    trial: Threads,
-    trial_io_e: f64,
+    state: Threads,
+    /// The first step (index into `releases`) at which no operation is released when a
+    /// thread is free, if any.
+    idle_at: Option<usize>,
+    /// The state before that step.
+    idle: Threads,
 }
 
 impl Timeline {
@@ -221,54 +224,49 @@ impl Timeline {
             c: instance.decompress_s,
             e: instance.e_read_s(),
             u: instance.sm_read_s,
-            zeros: 0,
             releases: Vec::new(),
-            io_done: 0.0,
             io_e: 0.0,
             sm_reads: 0,
-            base: Threads::new(threads),
-            trial: Threads::new(threads),
-            trial_io_e: 0.0,
+            state: Threads::new(threads),
+            idle_at: None,
+            idle: Threads::new(threads),
         }
     }
 
-    /// The charge Delta with a task added to B (its E-chunks read or cached).
-    fn try_task(&mut self, reads_e: bool) -> f64 {
+    /// Adds a task to B (its E-chunks read or cached; its SM-chunk read or cached).
+    fn add(&mut self, reads_e: bool, reads_sm: bool) {
         if reads_e {
-            self.trial.clone_from(&self.base);
-            let mut t = self.io_e;
-            for _ in 0..self.shards {
-                t += self.e;
-                self.trial.place(t, self.c);
-            }
-            self.trial_io_e = t;
-        } else {
-            self.trial.reset();
-            for _ in 0..self.zeros + self.shards {
-                self.trial.place(0.0, self.c);
-            }
-            for &r in &self.releases {
-                self.trial.place(r, self.c);
-            }
-            self.trial_io_e = self.io_e;
-        }
-        self.trial.charge
-    }
-
-    /// Adds the task of the last [`Self::try_task`] to B.
-    fn add_tried(&mut self, reads_e: bool, reads_sm: bool) {
-        std::mem::swap(&mut self.base, &mut self.trial);
-        if reads_e {
+            let from = self.releases.len();
             let mut t = self.io_e;
             for _ in 0..self.shards {
                 t += self.e;
                 self.releases.push(t);
             }
+            self.io_e = t;
+            self.advance(from);
+        } else if let Some(at) = self.idle_at.take() {
+            self.state.clone_from(&self.idle);
+            for _ in 0..self.shards {
+                self.state.place(0.0, self.c);
+            }
+            self.advance(at);
         } else {
-            self.zeros += self.shards;
+            for _ in 0..self.shards {
+                self.state.place(0.0, self.c);
+            }
         }
-        self.io_e = self.trial_io_e;
         self.sm_reads += usize::from(reads_sm);
+    }
+
+    /// Runs `releases[from..]` on the state, noting the first idle step.
+    fn advance(&mut self, from: usize) {
+        for (i, &r) in self.releases.iter().enumerate().skip(from) {
+            if self.idle_at.is_none() && r > self.state.now.max(self.state.free[0]) {
+                self.idle_at = Some(i);
+                self.idle.clone_from(&self.state);
+            }
+            self.state.place(r, self.c);
+        }
     }
 
     /// F_I/O with B.
@@ -278,8 +276,7 @@ impl Timeline {
 
     /// B joins the earlier blocks; the next B is empty.
     fn close_block(&mut self) {
-        self.io_done = self.io_end();
-        self.io_e = self.io_done;
+        self.io_e = self.io_end();
         self.sm_reads = 0;
     }
 
@@ -287,7 +284,7 @@ impl Timeline {
     /// F^(l) - F_I/O >= l rho u / K for l = 1..min{L, K} (the reading of the module doc).
     fn compute_dominant(&self, threads: u32, shards: u32) -> bool {
         let io_end = self.io_end();
-        let ends = &self.base.free;
+        let ends = &self.state.free;
         let tol = 1e-9 * (io_end + self.c);
         (1..=threads.min(shards) as usize).all(|l| ends[l - 1] - io_end >= l as f64 * self.e - tol)
     }
@@ -309,15 +306,14 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
     let dominant_with_b =
         |timeline: &Timeline| timeline.compute_dominant(instance.threads, instance.shards);
     while let Some(base) = sigma_1.pop_front() {
-        timeline.try_task(sim.reads_e(base));
-        timeline.add_tried(sim.reads_e(base), sim.reads_sm(base));
+        timeline.add(sim.reads_e(base), sim.reads_sm(base));
         let mut block = vec![base];
         let mut type_2 = 0usize;
         let mut fallback_insertions = 0;
         let mut dominant;
         loop {
             dominant = dominant_with_b(&timeline);
-            let before = timeline.base.charge;
+            let before = timeline.state.charge;
             if dominant {
                 break;
             }
@@ -333,9 +329,8 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
             let tol = 1e-9 * (before + instance.sm_read_s + instance.decompress_s);
             // Line 13: every position gives this charge (see Timeline), so the earliest
             // position without additional idle is 0 or there is none.
-            let charge = timeline.try_task(sim.reads_e(j));
-            timeline.add_tried(sim.reads_e(j), sim.reads_sm(j));
-            let pos = if charge <= before + tol {
+            timeline.add(sim.reads_e(j), sim.reads_sm(j));
+            let pos = if timeline.state.charge <= before + tol {
                 0
             } else {
                 // Lines 14-19.
@@ -368,8 +363,7 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
     if !sigma_2.is_empty() {
         let rest: Vec<usize> = sigma_2.into_iter().collect();
         for &t in &rest {
-            timeline.try_task(sim.reads_e(t));
-            timeline.add_tried(sim.reads_e(t), sim.reads_sm(t));
+            timeline.add(sim.reads_e(t), sim.reads_sm(t));
         }
         traces.push(BlockTrace {
             tasks: rest.clone(),
