@@ -102,20 +102,24 @@ pub struct CacheAffinity {
     pub blocks: Vec<BlockTrace>,
 }
 
-fn sorted_by_p(sim: &Simulator, kind: TaskType) -> VecDeque<usize> {
-    let instance = sim.instance();
-    let tasks = sim.tasks();
-    let mut v: Vec<usize> = (0..tasks.len())
-        .filter(|&t| instance.state_of(tasks[t]).task_type() == Some(kind))
+/// Per-task facts Alg. 1 reads in its loops.
+#[derive(Debug, Clone, Copy)]
+struct Facts {
+    /// p of the task's expert.
+    p: f64,
+    /// Type II (else type I; full experts have no task).
+    type_2: bool,
+    reads_e: bool,
+    reads_sm: bool,
+}
+
+/// Lines 4-5: the tasks of a type by p non-increasing; ties by expert position, then tensor,
+/// which is the order of the task indices ([`Instance::tasks`]).
+fn sorted_by_p(facts: &[Facts], type_2: bool) -> VecDeque<usize> {
+    let mut v: Vec<usize> = (0..facts.len())
+        .filter(|&t| facts[t].type_2 == type_2)
         .collect();
-    v.sort_by(|&a, &b| {
-        let (ea, eb) = (tasks[a].expert, tasks[b].expert);
-        instance.experts[eb]
-            .gpu_s
-            .total_cmp(&instance.experts[ea].gpu_s)
-            .then(ea.cmp(&eb))
-            .then(tasks[a].tensor.cmp(&tasks[b].tensor))
-    });
+    v.sort_unstable_by(|&a, &b| facts[b].p.total_cmp(&facts[a].p).then(a.cmp(&b)));
     v.into()
 }
 
@@ -138,12 +142,6 @@ impl Threads {
         }
     }
 
-    fn reset(&mut self) {
-        self.free.fill(0.0);
-        self.now = 0.0;
-        self.charge = 0.0;
-    }
-
     /// One step of the evaluator's list scheduling, for the decompression with the next
     /// smallest release (see [`Timeline`] for why the release order may replace the
     /// priority): the same decision time, thread and idle gap, in the same floating-point
@@ -159,8 +157,11 @@ impl Threads {
         }
         self.charge += t - f[p];
         // t + c is at least every free time (each is an earlier start plus c, or 0).
-        f.copy_within(p + 1.., p);
-        *f.last_mut().expect("at least one thread") = t + c;
+        let last = f.len() - 1;
+        for q in p..last {
+            f[q] = f[q + 1];
+        }
+        f[last] = t + c;
         self.now = t;
     }
 }
@@ -196,6 +197,7 @@ impl Threads {
 ///   that step ([`Timeline::idle`]); without such a step they come after all others.
 /// * F_I/O and the releases are the same sums, in the same order, as the evaluator's.
 struct Timeline {
+    threads: usize,
     shards: usize,
     c: f64,
     e: f64,
@@ -220,6 +222,7 @@ impl Timeline {
     fn new(instance: &Instance) -> Self {
         let threads = instance.threads as usize;
         Timeline {
+            threads,
             shards: instance.shards as usize,
             c: instance.decompress_s,
             e: instance.e_read_s(),
@@ -281,38 +284,58 @@ impl Timeline {
     }
 
     /// Def. A.1 with B: the sorted thread completion times F^(l) satisfy
-    /// F^(l) - F_I/O >= l rho u / K for l = 1..min{L, K} (the reading of the module doc).
-    fn compute_dominant(&self, threads: u32, shards: u32) -> bool {
-        let io_end = self.io_end();
+    /// F^(l) - F_I/O >= l rho u / K for l = 1..min{L, K} (the reading of the module doc), in
+    /// the evaluator's floating-point operations.
+    fn compute_dominant(&self) -> bool {
         let ends = &self.state.free;
-        let tol = 1e-9 * (io_end + self.c);
-        (1..=threads.min(shards) as usize).all(|l| ends[l - 1] - io_end >= l as f64 * self.e - tol)
+        let holds = |l: usize, io_lo: f64, io_hi: f64| {
+            ends[l - 1] - io_lo >= l as f64 * self.e - 1e-9 * (io_hi + self.c)
+        };
+        // F_I/O sums B's SM-chunk reads one by one; before summing them, bound it: it lies
+        // in [io_e, io_hi] (the sum's rounding error is at most sm_reads + 1 unit roundoffs
+        // of it), and each side of the test is monotone in F_I/O, so failing with the
+        // bounds means failing (the usual case: a thread ends before the I/O does).
+        let n = self.sm_reads as f64;
+        let io_hi = (self.io_e + n * self.u) * (1.0 + 4.0 * f64::EPSILON * (n + 2.0));
+        if !holds(1, self.io_e, io_hi) {
+            return false;
+        }
+        let io_end = self.io_end();
+        (1..=self.threads.min(self.shards)).all(|l| holds(l, io_end, io_end))
     }
 }
 
 /// Alg. 1 (App. A): the cache-affinity blocks. Each candidate costs one incremental
-/// evaluation ([`Timeline`]): K list-scheduling steps when its E-chunks are read, a replay of
-/// the decompressions so far when they are cached.
+/// evaluation ([`Timeline`]): K list-scheduling steps when its E-chunks are read, the steps
+/// from the first idle one when they are cached.
 pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffinity {
-    let sim = Simulator::new(instance);
-    let tasks = sim.tasks();
-    let p = |t: usize| instance.experts[tasks[t].expert].gpu_s;
-    let kind = |t: usize| instance.state_of(tasks[t]).task_type();
-    let mut sigma_1 = sorted_by_p(&sim, TaskType::I);
-    let mut sigma_2 = sorted_by_p(&sim, TaskType::II);
+    let facts: Vec<Facts> = instance
+        .tasks()
+        .iter()
+        .map(|&t| {
+            let state = instance.state_of(t);
+            Facts {
+                p: instance.experts[t.expert].gpu_s,
+                type_2: state.task_type() == Some(TaskType::II),
+                reads_e: state.reads_e(),
+                reads_sm: state.reads_sm(),
+            }
+        })
+        .collect();
+    let mut sigma_1 = sorted_by_p(&facts, false);
+    let mut sigma_2 = sorted_by_p(&facts, true);
     let mut timeline = Timeline::new(instance);
+    let add = |timeline: &mut Timeline, t: usize| timeline.add(facts[t].reads_e, facts[t].reads_sm);
     let mut done: Vec<Vec<usize>> = Vec::new();
     let mut traces = Vec::new();
-    let dominant_with_b =
-        |timeline: &Timeline| timeline.compute_dominant(instance.threads, instance.shards);
     while let Some(base) = sigma_1.pop_front() {
-        timeline.add(sim.reads_e(base), sim.reads_sm(base));
-        let mut block = vec![base];
-        let mut type_2 = 0usize;
+        add(&mut timeline, base);
+        let mut block = VecDeque::from([base]);
+        let mut type_2 = false;
         let mut fallback_insertions = 0;
         let mut dominant;
         loop {
-            dominant = dominant_with_b(&timeline);
+            dominant = timeline.compute_dominant();
             let before = timeline.state.charge;
             if dominant {
                 break;
@@ -327,31 +350,31 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
                 (None, Candidates::TypeIIOnly) => break,
             };
             let tol = 1e-9 * (before + instance.sm_read_s + instance.decompress_s);
+            add(&mut timeline, j);
             // Line 13: every position gives this charge (see Timeline), so the earliest
             // position without additional idle is 0 or there is none.
-            timeline.add(sim.reads_e(j), sim.reads_sm(j));
-            let pos = if timeline.state.charge <= before + tol {
-                0
+            if timeline.state.charge <= before + tol {
+                block.push_front(j);
             } else {
-                // Lines 14-19.
+                // Lines 14-19: after the last task of the type with p >= p_j.
                 fallback_insertions += 1;
-                let ty = if type_2 > 0 { TaskType::II } else { TaskType::I };
-                let of_type = |i: &usize| kind(block[*i]) == Some(ty);
-                match (0..block.len())
-                    .rev()
-                    .filter(of_type)
-                    .find(|&i| p(block[i]) >= p(j))
+                let of_type = |t: usize| facts[t].type_2 == type_2;
+                let pos = match block
+                    .iter()
+                    .rposition(|&t| of_type(t) && facts[t].p >= facts[j].p)
                 {
                     Some(i) => i + 1,
-                    None => (0..block.len())
-                        .find(of_type)
+                    None => block
+                        .iter()
+                        .position(|&t| of_type(t))
                         .expect("B holds a task of its type"),
-                }
-            };
-            type_2 += usize::from(kind(j) == Some(TaskType::II));
-            block.insert(pos, j);
+                };
+                block.insert(pos, j);
+            }
+            type_2 |= facts[j].type_2;
         }
         timeline.close_block();
+        let block: Vec<usize> = block.into();
         traces.push(BlockTrace {
             tasks: block.clone(),
             base,
@@ -361,15 +384,15 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
         done.push(block);
     }
     if !sigma_2.is_empty() {
-        let rest: Vec<usize> = sigma_2.into_iter().collect();
+        let rest: Vec<usize> = sigma_2.into();
         for &t in &rest {
-            timeline.add(sim.reads_e(t), sim.reads_sm(t));
+            add(&mut timeline, t);
         }
         traces.push(BlockTrace {
             tasks: rest.clone(),
             base: rest[0],
             fallback_insertions: 0,
-            compute_dominant: dominant_with_b(&timeline),
+            compute_dominant: timeline.compute_dominant(),
         });
         done.push(rest);
     }

@@ -4,10 +4,29 @@
 //! (O(n^2) full simulations). Test-only.
 
 
+use std::collections::VecDeque;
+
 use formulations::zipmoe::{Instance, Simulator, TaskType};
 
-use super::{sorted_by_p, BlockTrace, CacheAffinity, Candidates};
+use super::{BlockTrace, CacheAffinity, Candidates};
 use formulations::zipmoe::Priority;
+
+fn sorted_by_p(sim: &Simulator, kind: TaskType) -> VecDeque<usize> {
+    let instance = sim.instance();
+    let tasks = sim.tasks();
+    let mut v: Vec<usize> = (0..tasks.len())
+        .filter(|&t| instance.state_of(tasks[t]).task_type() == Some(kind))
+        .collect();
+    v.sort_by(|&a, &b| {
+        let (ea, eb) = (tasks[a].expert, tasks[b].expert);
+        instance.experts[eb]
+            .gpu_s
+            .total_cmp(&instance.experts[ea].gpu_s)
+            .then(ea.cmp(&eb))
+            .then(tasks[a].tensor.cmp(&tasks[b].tensor))
+    });
+    v.into()
+}
 
 /// Def. A.1 on the simulated prefix.
 fn compute_dominant(sim: &Simulator, blocks: &[Vec<usize>]) -> bool {
