@@ -123,6 +123,16 @@ fn sorted_by_p(facts: &[Facts], type_2: bool) -> VecDeque<usize> {
     v.into()
 }
 
+/// f64::max for the simulator's times (never NaN), without NaN handling.
+#[inline]
+fn max(a: f64, b: f64) -> f64 {
+    if a < b {
+        b
+    } else {
+        a
+    }
+}
+
 /// The state of the decompression threads after list-scheduling a sequence of decompressions
 /// (the evaluator's priority mode, [`Simulator::summary`]): the threads' free times in
 /// non-decreasing order, the last decision time and the charge Delta accumulated so far.
@@ -149,7 +159,7 @@ impl Threads {
     #[inline]
     fn place(&mut self, release: f64, c: f64) {
         let f = &mut self.free;
-        let t = self.now.max(f[0]).max(release);
+        let t = max(max(self.now, f[0]), release);
         // The free thread freed most recently: the largest free time <= t (f[0] <= t).
         let mut p = f.len() - 1;
         while f[p] > t {
@@ -263,11 +273,19 @@ impl Timeline {
 
     /// Runs `releases[from..]` on the state, noting the first idle step.
     fn advance(&mut self, from: usize) {
-        for (i, &r) in self.releases.iter().enumerate().skip(from) {
-            if self.idle_at.is_none() && r > self.state.now.max(self.state.free[0]) {
-                self.idle_at = Some(i);
-                self.idle.clone_from(&self.state);
+        let mut i = from;
+        if self.idle_at.is_none() {
+            while let Some(&r) = self.releases.get(i) {
+                if r > max(self.state.now, self.state.free[0]) {
+                    self.idle_at = Some(i);
+                    self.idle.clone_from(&self.state);
+                    break;
+                }
+                self.state.place(r, self.c);
+                i += 1;
             }
+        }
+        for &r in &self.releases[i..] {
             self.state.place(r, self.c);
         }
     }
@@ -288,20 +306,27 @@ impl Timeline {
     /// the evaluator's floating-point operations.
     fn compute_dominant(&self) -> bool {
         let ends = &self.state.free;
-        let holds = |l: usize, io_lo: f64, io_hi: f64| {
-            ends[l - 1] - io_lo >= l as f64 * self.e - 1e-9 * (io_hi + self.c)
-        };
-        // F_I/O sums B's SM-chunk reads one by one; before summing them, bound it: it lies
-        // in [io_e, io_hi] (the sum's rounding error is at most sm_reads + 1 unit roundoffs
-        // of it), and each side of the test is monotone in F_I/O, so failing with the
-        // bounds means failing (the usual case: a thread ends before the I/O does).
+        let lhs = |l: usize, io_end: f64| ends[l - 1] - io_end;
+        let rhs = |l: usize, io_end: f64| l as f64 * self.e - 1e-9 * (io_end + self.c);
+        let min_l = self.threads.min(self.shards);
+        // F_I/O sums B's SM-chunk reads one by one. Before summing them, bound it: it lies in
+        // [lo, hi] (a sum of n + 1 non-negative terms is off by at most n unit roundoffs of
+        // it, and adding them never decreases io_e), and both sides of the test do not
+        // increase with F_I/O, so the bounds decide the test unless it is a near tie.
         let n = self.sm_reads as f64;
-        let io_hi = (self.io_e + n * self.u) * (1.0 + 4.0 * f64::EPSILON * (n + 2.0));
-        if !holds(1, self.io_e, io_hi) {
-            return false;
+        let slack = 4.0 * f64::EPSILON * (n + 2.0);
+        let sum = self.io_e + n * self.u;
+        let (lo, hi) = (self.io_e.max(sum * (1.0 - slack)), sum * (1.0 + slack));
+        for l in 1..=min_l {
+            if lhs(l, lo) < rhs(l, hi) {
+                return false;
+            }
+            if lhs(l, hi) < rhs(l, lo) {
+                let io_end = self.io_end();
+                return (l..=min_l).all(|l| lhs(l, io_end) >= rhs(l, io_end));
+            }
         }
-        let io_end = self.io_end();
-        (1..=self.threads.min(self.shards)).all(|l| holds(l, io_end, io_end))
+        true
     }
 }
 
@@ -853,6 +878,47 @@ mod tests {
         assert_eq!(exhaustive(&i).unwrap().makespan_s, 7.0);
         // Pairs: reads A.e x2, A.sm, C.sm: 4! / 2! = 12; decompressions 6! / (2! 2! 2!) = 90.
         assert_eq!(exhaustive_pairs(&i), 1080.0);
+    }
+
+    /// The evaluator's complete schedules (Gantt charts included) of Alg. 1's priorities and
+    /// the baselines', per group, as SHA-256s recorded before the evaluator's rewrite for
+    /// speed (commit 9ae3bab's formulations::zipmoe::schedule).
+    const RECORDED_CHARTS: &[(&str, &str)] = &[
+        ("tiny", "c079811f44a2c5f2873ac214a3c4f9c5b88fdacbbbf69590f57f8393785a83c9"),
+        ("small", "da9e4bc76c8174e95c7154b25c1b6bdbb954b842f18db2c290329033867fe84e"),
+        ("varied", "33eed107a063573a7e6ce7df0056cbd8dedc1f8319efdf0c913b709856a5bec7"),
+        ("qwen-orin", "b1aab394e41914a95733cb8e529bd0b1d7ff5694921d78a6b6d0913d00b65a0d"),
+        ("deepseek-orin", "48bfee2e37ca1ee8e181efe4bef3f7294030264abcee5308ac2ce021832709b5"),
+        ("switch-orin", "3001d5e24b5b490ec596be3143efabfb0e6ff1889000496982d9136d427c3b3a"),
+        ("deepseek-orin-128", "6b92750c8eff31820f4bdba3ffa0e21224ec757bdc40a354096753950d78f455"),
+        ("qwen-orin-128", "d2d50302cc6e391ee019abf679719fec92a893260dd2196e53372c5f42105b48"),
+    ];
+
+    #[test]
+    fn charts_match_the_recorded_charts_of_the_first_evaluator() {
+        let mut got = String::new();
+        for (name, config, seeds) in groups() {
+            let schedules: Vec<Schedule> = seeds
+                .flat_map(|seed| {
+                    let i = generate(&config, seed);
+                    let sim = Simulator::new(&i);
+                    [
+                        cache_affinity(&i, Candidates::Algorithm1).priority,
+                        cache_affinity(&i, Candidates::TypeIIOnly).priority,
+                        fifo(&i),
+                        type1_first(&i),
+                        random_order(&i, seed),
+                    ]
+                    .map(|p| sim.run(&p).unwrap())
+                })
+                .collect();
+            got += &format!("(\"{name}\", \"{}\"),\n", canonical_sha256(&schedules));
+        }
+        let expected: String = RECORDED_CHARTS
+            .iter()
+            .map(|(n, d)| format!("(\"{n}\", \"{d}\"),\n"))
+            .collect();
+        assert_eq!(got, expected);
     }
 
     #[test]
