@@ -26,6 +26,13 @@
 //!   Sec. 3.3 speaks of "idle time on the decompression threads") of the simulated prefix does
 //!   not exceed the charge without j*. Reading: "no additional idle" as "Delta does not grow",
 //!   since threads are interchangeable and a per-thread comparison depends on the assignment.
+//!   Consequence of this reading with the evaluator's execution: Delta does not depend on
+//!   where j* stands in B (all decompressions last c, so the list schedule's times depend
+//!   only on the multiset of release times, and B's E-chunk reads complete at the same times
+//!   whatever their order; see `Timeline`), so the search accepts position 0 or no position.
+//! * Computation: one incremental evaluation per candidate instead of a simulation of the
+//!   whole prefix per position (`Timeline`, which says why it is exact); the first,
+//!   straightforward implementation is the tests' oracle (`algorithms/reference.rs`).
 //! * Lines 14-19: otherwise j* goes right after the last type-II task of B with
 //!   p >= p_{j*} (line 16; Sec. 3.3 "after all Type-II tasks with more token requests"), or, if
 //!   B holds no type-II task, after the last type-I task with p >= p_{j*} (line 18). Reading:
@@ -152,10 +159,11 @@ impl Threads {
         }
     }
 
-    /// One step of the evaluator's list scheduling, for the decompression with the next
-    /// smallest release (see [`Timeline`] for why the release order may replace the
-    /// priority): the same decision time, thread and idle gap, in the same floating-point
-    /// operations, as `list_schedule` in formulations::zipmoe::schedule.
+    /// One step of the evaluator's list scheduling, starting a decompression released at
+    /// `release`, which is released by max(now, earliest free) or is the earliest release
+    /// not started (see [`Timeline`] for why this order may replace the priority): the same
+    /// decision time, thread and idle gap, in the same floating-point operations, as
+    /// `list_schedule` in formulations::zipmoe::schedule.
     #[inline]
     fn place(&mut self, release: f64, c: f64) {
         let f = &mut self.free;
@@ -229,7 +237,7 @@ struct Timeline {
 }
 
 impl Timeline {
-    fn new(instance: &Instance) -> Self {
+    fn new(instance: &Instance, tasks: usize) -> Self {
         let threads = instance.threads as usize;
         Timeline {
             threads,
@@ -237,7 +245,7 @@ impl Timeline {
             c: instance.decompress_s,
             e: instance.e_read_s(),
             u: instance.sm_read_s,
-            releases: Vec::new(),
+            releases: Vec::with_capacity(tasks * instance.shards as usize),
             io_e: 0.0,
             sm_reads: 0,
             state: Threads::new(threads),
@@ -349,7 +357,7 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
         .collect();
     let mut sigma_1 = sorted_by_p(&facts, false);
     let mut sigma_2 = sorted_by_p(&facts, true);
-    let mut timeline = Timeline::new(instance);
+    let mut timeline = Timeline::new(instance, facts.len());
     let add = |timeline: &mut Timeline, t: usize| timeline.add(facts[t].reads_e, facts[t].reads_sm);
     let mut done: Vec<Vec<usize>> = Vec::new();
     let mut traces = Vec::new();
