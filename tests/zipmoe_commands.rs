@@ -148,12 +148,20 @@ fn import_needs_no_configuration_for_a_known_model() {
     // rho = 0.36, c = 2.5 u / K; p = 85 us + 1 us per token.
     let u = 2_883_584.0 / 3.5e9;
     assert_eq!(
-        (i.tensors_per_expert, i.shards, i.threads, i.compression_ratio),
+        (
+            i.tensors_per_expert,
+            i.shards,
+            i.threads,
+            i.compression_ratio
+        ),
         (3, 4, 8, 0.36)
     );
     assert!((i.sm_read_s - u).abs() < 1e-15 && (i.decompress_s - 2.5 * u / 4.0).abs() < 1e-15);
     let p: Vec<f64> = i.experts.iter().map(|e| e.gpu_s).collect();
-    assert!((p[0] - 88e-6).abs() < 1e-15 && (p[1] - 86e-6).abs() < 1e-15, "{p:?}");
+    assert!(
+        (p[0] - 88e-6).abs() < 1e-15 && (p[1] - 86e-6).abs() < 1e-15,
+        "{p:?}"
+    );
     // Any field alone overrides its default; the others stay.
     let both: ImportConfig = serde_json::from_str(r#"{"prompts": [0, 1], "layer": 0}"#).unwrap();
     let i = moe_opt::zipmoe::generate::import(&path, &both).unwrap();

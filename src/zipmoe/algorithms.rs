@@ -733,8 +733,16 @@ mod tests {
             ("small", GeneratorConfig::preset(Preset::Small), 0..40),
             ("varied", varied(), 0..60),
             ("qwen-orin", GeneratorConfig::preset(Preset::QwenOrin), 0..3),
-            ("deepseek-orin", GeneratorConfig::preset(Preset::DeepseekOrin), 0..3),
-            ("switch-orin", GeneratorConfig::preset(Preset::SwitchOrin), 0..3),
+            (
+                "deepseek-orin",
+                GeneratorConfig::preset(Preset::DeepseekOrin),
+                0..3,
+            ),
+            (
+                "switch-orin",
+                GeneratorConfig::preset(Preset::SwitchOrin),
+                0..3,
+            ),
             ("deepseek-orin-128", batch_128(Preset::DeepseekOrin), 1..3),
             ("qwen-orin-128", batch_128(Preset::QwenOrin), 1..2),
         ]
@@ -743,7 +751,11 @@ mod tests {
     /// Alg. 1's blocks and the evaluator's makespan of its priority, for every instance of a
     /// group, as one SHA-256 (the makespans' bits enter through serde_json's round-trip
     /// printing of f64).
-    fn group_digest(config: &GeneratorConfig, seeds: std::ops::Range<u64>, c: Candidates) -> String {
+    fn group_digest(
+        config: &GeneratorConfig,
+        seeds: std::ops::Range<u64>,
+        c: Candidates,
+    ) -> String {
         let outputs: Vec<(CacheAffinity, f64)> = seeds
             .map(|seed| {
                 let i = generate(config, seed);
@@ -758,22 +770,86 @@ mod tests {
     /// Recorded with the first implementation (the oracle in `reference`, commit 9ae3bab)
     /// before the incremental evaluator replaced it: (group, reading, SHA-256 of the outputs).
     const RECORDED: &[(&str, Candidates, &str)] = &[
-        ("tiny", Candidates::Algorithm1, "613eb6b5dc8ff10140f7a6b4a1d54660ee8470b607e18c0f3561f935ce2486d9"),
-        ("tiny", Candidates::TypeIIOnly, "7abb7a518e6cf755fadb19f3a6e68bb50dba73b83a5bbfa8bb3cfbafd9bf7953"),
-        ("small", Candidates::Algorithm1, "956ce3585b07552b8d3d5889e86da07b4dff632027aa4892eac2c214774e0f9c"),
-        ("small", Candidates::TypeIIOnly, "b10749ab0c8a0c214dcb4aeb85902e4697e92688a51c9a27204ad003195e3297"),
-        ("varied", Candidates::Algorithm1, "d4fa9cb22a06c2f06be193727d0223053da9858f23a3afdc15774520934c20e6"),
-        ("varied", Candidates::TypeIIOnly, "c44ec8e9bcf4087ba4a5cc942e5a96cfe654419d6d20b1982319ad20e525ee26"),
-        ("qwen-orin", Candidates::Algorithm1, "8595e6abe0e4d75a3681b45e0eb8317c02f81e9a3a5976a294fc180d6287770c"),
-        ("qwen-orin", Candidates::TypeIIOnly, "19dc0c36bd0ca0275d55fe3a90da58b13bd7745fff659be4a2c848129c6de676"),
-        ("deepseek-orin", Candidates::Algorithm1, "133e09d3bd8e20295999327c4e27a7a686811ee7360903f9acd28fc62d73023f"),
-        ("deepseek-orin", Candidates::TypeIIOnly, "ba0d6e189e7078781a4e8cb9403892043fb249ca63a3ed460fbd7daac6947bb9"),
-        ("switch-orin", Candidates::Algorithm1, "eee749a1e0adb8dcdc26a95a16bfaee48d868c105df5639d33e54542b81f54d6"),
-        ("switch-orin", Candidates::TypeIIOnly, "6b5d29023ad775a562f7fc62f1c7089a7d379bc7b6898c49ca83ee990dd3d5f0"),
-        ("deepseek-orin-128", Candidates::Algorithm1, "b8b89607ef9b65216c6ae0e68fd80d00f1dae64ab4bb7e5abe6232949e71418d"),
-        ("deepseek-orin-128", Candidates::TypeIIOnly, "497c2d768d969e1c5b28abb5edea4434c3e94624c75e404668669c5710b8e3ec"),
-        ("qwen-orin-128", Candidates::Algorithm1, "6b4c2cbc1ee352fe041d54bd9cfe3f63725775622a92bec014229e0c3a79d385"),
-        ("qwen-orin-128", Candidates::TypeIIOnly, "1ea5954470cb5ef013a37d3899f6b71205eeab59228887f113883ccd0f77b2df"),
+        (
+            "tiny",
+            Candidates::Algorithm1,
+            "613eb6b5dc8ff10140f7a6b4a1d54660ee8470b607e18c0f3561f935ce2486d9",
+        ),
+        (
+            "tiny",
+            Candidates::TypeIIOnly,
+            "7abb7a518e6cf755fadb19f3a6e68bb50dba73b83a5bbfa8bb3cfbafd9bf7953",
+        ),
+        (
+            "small",
+            Candidates::Algorithm1,
+            "956ce3585b07552b8d3d5889e86da07b4dff632027aa4892eac2c214774e0f9c",
+        ),
+        (
+            "small",
+            Candidates::TypeIIOnly,
+            "b10749ab0c8a0c214dcb4aeb85902e4697e92688a51c9a27204ad003195e3297",
+        ),
+        (
+            "varied",
+            Candidates::Algorithm1,
+            "d4fa9cb22a06c2f06be193727d0223053da9858f23a3afdc15774520934c20e6",
+        ),
+        (
+            "varied",
+            Candidates::TypeIIOnly,
+            "c44ec8e9bcf4087ba4a5cc942e5a96cfe654419d6d20b1982319ad20e525ee26",
+        ),
+        (
+            "qwen-orin",
+            Candidates::Algorithm1,
+            "8595e6abe0e4d75a3681b45e0eb8317c02f81e9a3a5976a294fc180d6287770c",
+        ),
+        (
+            "qwen-orin",
+            Candidates::TypeIIOnly,
+            "19dc0c36bd0ca0275d55fe3a90da58b13bd7745fff659be4a2c848129c6de676",
+        ),
+        (
+            "deepseek-orin",
+            Candidates::Algorithm1,
+            "133e09d3bd8e20295999327c4e27a7a686811ee7360903f9acd28fc62d73023f",
+        ),
+        (
+            "deepseek-orin",
+            Candidates::TypeIIOnly,
+            "ba0d6e189e7078781a4e8cb9403892043fb249ca63a3ed460fbd7daac6947bb9",
+        ),
+        (
+            "switch-orin",
+            Candidates::Algorithm1,
+            "eee749a1e0adb8dcdc26a95a16bfaee48d868c105df5639d33e54542b81f54d6",
+        ),
+        (
+            "switch-orin",
+            Candidates::TypeIIOnly,
+            "6b5d29023ad775a562f7fc62f1c7089a7d379bc7b6898c49ca83ee990dd3d5f0",
+        ),
+        (
+            "deepseek-orin-128",
+            Candidates::Algorithm1,
+            "b8b89607ef9b65216c6ae0e68fd80d00f1dae64ab4bb7e5abe6232949e71418d",
+        ),
+        (
+            "deepseek-orin-128",
+            Candidates::TypeIIOnly,
+            "497c2d768d969e1c5b28abb5edea4434c3e94624c75e404668669c5710b8e3ec",
+        ),
+        (
+            "qwen-orin-128",
+            Candidates::Algorithm1,
+            "6b4c2cbc1ee352fe041d54bd9cfe3f63725775622a92bec014229e0c3a79d385",
+        ),
+        (
+            "qwen-orin-128",
+            Candidates::TypeIIOnly,
+            "1ea5954470cb5ef013a37d3899f6b71205eeab59228887f113883ccd0f77b2df",
+        ),
     ];
 
     #[test]
@@ -818,10 +894,14 @@ mod tests {
             }
         }
         let render = |v: &[(&str, Candidates, String)]| -> String {
-            v.iter().map(|(n, c, d)| format!("(\"{n}\", Candidates::{c:?}, \"{d}\"),\n")).collect()
+            v.iter()
+                .map(|(n, c, d)| format!("(\"{n}\", Candidates::{c:?}, \"{d}\"),\n"))
+                .collect()
         };
-        let expected: Vec<(&str, Candidates, String)> =
-            RECORDED.iter().map(|&(n, c, d)| (n, c, d.to_string())).collect();
+        let expected: Vec<(&str, Candidates, String)> = RECORDED
+            .iter()
+            .map(|&(n, c, d)| (n, c, d.to_string()))
+            .collect();
         assert_eq!(render(&got), render(&expected));
     }
 
@@ -892,14 +972,38 @@ mod tests {
     /// the baselines', per group, as SHA-256s recorded before the evaluator's rewrite for
     /// speed (commit 9ae3bab's formulations::zipmoe::schedule).
     const RECORDED_CHARTS: &[(&str, &str)] = &[
-        ("tiny", "c079811f44a2c5f2873ac214a3c4f9c5b88fdacbbbf69590f57f8393785a83c9"),
-        ("small", "da9e4bc76c8174e95c7154b25c1b6bdbb954b842f18db2c290329033867fe84e"),
-        ("varied", "33eed107a063573a7e6ce7df0056cbd8dedc1f8319efdf0c913b709856a5bec7"),
-        ("qwen-orin", "b1aab394e41914a95733cb8e529bd0b1d7ff5694921d78a6b6d0913d00b65a0d"),
-        ("deepseek-orin", "48bfee2e37ca1ee8e181efe4bef3f7294030264abcee5308ac2ce021832709b5"),
-        ("switch-orin", "3001d5e24b5b490ec596be3143efabfb0e6ff1889000496982d9136d427c3b3a"),
-        ("deepseek-orin-128", "6b92750c8eff31820f4bdba3ffa0e21224ec757bdc40a354096753950d78f455"),
-        ("qwen-orin-128", "d2d50302cc6e391ee019abf679719fec92a893260dd2196e53372c5f42105b48"),
+        (
+            "tiny",
+            "c079811f44a2c5f2873ac214a3c4f9c5b88fdacbbbf69590f57f8393785a83c9",
+        ),
+        (
+            "small",
+            "da9e4bc76c8174e95c7154b25c1b6bdbb954b842f18db2c290329033867fe84e",
+        ),
+        (
+            "varied",
+            "33eed107a063573a7e6ce7df0056cbd8dedc1f8319efdf0c913b709856a5bec7",
+        ),
+        (
+            "qwen-orin",
+            "b1aab394e41914a95733cb8e529bd0b1d7ff5694921d78a6b6d0913d00b65a0d",
+        ),
+        (
+            "deepseek-orin",
+            "48bfee2e37ca1ee8e181efe4bef3f7294030264abcee5308ac2ce021832709b5",
+        ),
+        (
+            "switch-orin",
+            "3001d5e24b5b490ec596be3143efabfb0e6ff1889000496982d9136d427c3b3a",
+        ),
+        (
+            "deepseek-orin-128",
+            "6b92750c8eff31820f4bdba3ffa0e21224ec757bdc40a354096753950d78f455",
+        ),
+        (
+            "qwen-orin-128",
+            "d2d50302cc6e391ee019abf679719fec92a893260dd2196e53372c5f42105b48",
+        ),
     ];
 
     #[test]

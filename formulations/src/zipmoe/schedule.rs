@@ -392,12 +392,7 @@ impl<'a> Simulator<'a> {
         by_release.extend((0..n_ops).filter(|&o| !self.reads_e[ops[o].task]));
         by_release.extend((0..n_ops).filter(|&o| self.reads_e[ops[o].task]));
         let c = self.instance.decompress_s;
-        let placed = list_schedule(
-            &release,
-            |_| c,
-            self.instance.threads as usize,
-            &by_release,
-        );
+        let placed = list_schedule(&release, |_| c, self.instance.threads as usize, &by_release);
         let order: Vec<usize> = blocks.iter().flatten().copied().collect();
         self.complete(&order, &ops, &placed, &sm_done, io_end, rows)
     }

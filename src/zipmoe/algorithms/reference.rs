@@ -1,16 +1,16 @@
 //! The first, straightforward implementation of Alg. 1 (before the incremental evaluator of
 //! [`super::cache_affinity`]), kept verbatim as the tests' oracle: it simulates the whole
 //! prefix with [`Simulator::summary`] for every candidate and every insertion position
-//! (O(n^2) full simulations). Test-only.
-
+//! (O(n^2) full simulations). Test-only. Its outputs and the evaluator's charts on the test
+//! families were also recorded as digests before either was rewritten (see the tests).
 
 use std::collections::VecDeque;
 
-use formulations::zipmoe::{Instance, Simulator, TaskType};
+use formulations::zipmoe::{Instance, Priority, Simulator, TaskType};
 
 use super::{BlockTrace, CacheAffinity, Candidates};
-use formulations::zipmoe::Priority;
 
+/// Lines 4-5.
 fn sorted_by_p(sim: &Simulator, kind: TaskType) -> VecDeque<usize> {
     let instance = sim.instance();
     let tasks = sim.tasks();
@@ -124,4 +124,3 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
         blocks: traces,
     }
 }
-
