@@ -161,9 +161,9 @@ impl Threads {
 
     /// One step of the evaluator's list scheduling, starting a decompression released at
     /// `release`, which is released by max(now, earliest free) or is the earliest release
-    /// not started (see [`Timeline`] for why this order may replace the priority): the same
-    /// decision time, thread and idle gap, in the same floating-point operations, as
-    /// `list_schedule` in formulations::zipmoe::schedule.
+    /// not started (see [`Timeline`] for why this order may replace the priority): bit for
+    /// bit the decision time, thread and idle gap of `list_schedule` in
+    /// formulations::zipmoe::schedule (max is exact; the sums are the same operations).
     #[inline]
     fn place(&mut self, release: f64, c: f64) {
         let f = &mut self.free;
@@ -188,31 +188,35 @@ impl Threads {
 /// as tasks join B, instead of re-simulating the prefix for every candidate and position.
 ///
 /// Why this is exact (the evaluator's priority mode, formulations::zipmoe::schedule):
-/// * Every decompression lasts c. In the evaluator's list scheduling, a step's decision time
-///   is max(now, earliest free thread) and, when no released operation waits, the next
-///   release; which released operation then starts does not change any time, since they all
-///   last c and the others stay released. The number of waiting operations is (releases up
-///   to the previous decision) minus (steps so far). So the decision times, the threads'
-///   free times (the thread freed most recently is a function of the free times) and the
-///   charge depend only on the multiset of release times, and the evaluator's steps equal
-///   those of any order that starts a released operation at each step, e.g. non-decreasing
-///   release ([`Threads::place`]). L threads give the same steps as the evaluator's
-///   min(L, n) (a thread free at 0 remains while fewer than n have been used).
+/// * Every decompression lasts c. The evaluator's step takes the decision time
+///   t = max(t0, r), t0 = max(now, earliest free thread), r the earliest release not started
+///   (when an operation waits, r <= now), starts the highest-ranked released operation on
+///   the free thread freed most recently and adds the idle gap to Delta. Take instead, at
+///   each step, any operation released by t0, or else one with the earliest release: the
+///   time, thread (a function of the free times) and gap are the same, and the operations
+///   left differ only in ones released by t, which are released at every later step. By
+///   induction every such order gives the evaluator's decision times, free times and Delta
+///   ([`Threads::place`]); so they depend only on the multiset of releases. L threads give
+///   the same steps as the evaluator's min(L, n) (a thread free at 0 remains while fewer
+///   than n have been used).
 /// * The releases are 0 for compressed and E-cached tasks (E-chunks cached) and the E-chunk
 ///   read completions otherwise. The I/O thread reads block by block, each block's E-chunks
 ///   (in task order) before its SM-chunks, so B's E-chunk completions are F_I/O of the
 ///   earlier blocks plus 1, 2, ... E-chunk reads whatever the order in B: the multiset, hence
-///   the charge and the thread completion times, does not depend on the position of a task
-///   in B. Line 13's search therefore accepts position 0 or no position at all, and one
-///   evaluation per candidate decides it.
-/// * A task whose E-chunks are read adds K releases later than every other (B's last
-///   E-chunks): in release order they come last, so they continue the current state by K
-///   steps.
-/// * A task with cached E-chunks adds K releases at 0. Take them last among released
-///   operations: the steps are the current ones up to the first step at which no operation is
-///   released when a thread is free (release > max(now, earliest free)), where they start
-///   first, the remaining ones following. So they continue from a copy of the state before
-///   that step ([`Timeline::idle`]); without such a step they come after all others.
+///   Delta and the thread completion times, does not depend on the position of a task in B.
+///   Line 13's search therefore accepts position 0 or no position at all, and one evaluation
+///   per candidate decides it.
+/// * The order kept: steps that start an operation released by t0, then (from the first
+///   step that does not, [`Timeline::idle`]) the remaining E-chunk releases in I/O order,
+///   which do not decrease.
+/// * A task whose E-chunks are read adds K releases no earlier than every other (B's last
+///   E-chunk reads): taken after all others, each is the earliest left, so they continue the
+///   state by K steps.
+/// * A task with cached E-chunks adds K releases at 0, released at every step. The steps
+///   before the first idle one stay valid (they took released operations); the K new ones
+///   follow there, then the remaining E-chunk releases in order (each the earliest left). So
+///   they continue from a copy of the state before that step; without such a step, after all
+///   others.
 /// * F_I/O and the releases are the same sums, in the same order, as the evaluator's.
 struct Timeline {
     threads: usize,
