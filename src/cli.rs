@@ -90,7 +90,8 @@ enum Command {
         experts: Option<usize>,
         /// Import configuration (JSON; the problem's ImportConfig, see its module doc).
         /// SlimCaching's default: the paper network (4 servers, 20 users, 5 GB, 200 local
-        /// experts); Prism's: the paper's testbed.
+        /// experts); Prism's: the paper's testbed; ZipMoE's: prompt 0 at its first MoE layer on
+        /// the Orin device of the file's model (any field may be given alone).
         #[arg(long)]
         config: Option<PathBuf>,
         /// Overrides the number of edge servers (slimcaching only).
@@ -609,14 +610,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                     write_json(&output, &instance)?;
                 }
                 Problem::Zipmoe => {
-                    let Some(config) = config else {
-                        return Err(CliError::input(
-                            "import zipmoe needs --config (prompts, layer, device, states, seed; \
-                             see src/zipmoe/generate.rs ImportConfig)",
-                        ));
-                    };
                     let mut c: crate::zipmoe::generate::ImportConfig =
-                        formulations::error::read_json(config)?;
+                        problems::import_config(config)?;
                     c.seed = seed.unwrap_or(c.seed);
                     let report = crate::zipmoe::commands::import(&counts, &c)?;
                     write_json(&output, &report.instance)?;

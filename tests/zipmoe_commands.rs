@@ -87,8 +87,8 @@ fn importer_reads_real_counts() {
     let (model, counts) = moe_opt::zipmoe::generate::read_counts(&path).unwrap();
     let config = ImportConfig {
         prompts: vec![0, 1],
-        layer: 3,
-        device: device_for_model(&model).unwrap(),
+        layer: Some(3),
+        device: Some(device_for_model(&model).unwrap()),
         states: DEVICE_RATES,
         seed: 9,
     };
@@ -112,9 +112,117 @@ fn importer_reads_real_counts() {
     assert_eq!(got, selected);
     assert_eq!(import(&path, &config).unwrap().instance, r.instance);
     let bad = ImportConfig {
-        layer: 999,
+        layer: Some(999),
         ..config
     };
     let e = import(&path, &bad).unwrap_err().to_string();
     assert!(e.contains("qwen.json.gz") && e.contains("layer 999"), "{e}");
+}
+
+/// A plain-JSON counts file: 2 prompts x 2 layers x 3 experts; prompt 0 routes nothing at
+/// layer 0, 3 tokens to expert 0 and 1 to expert 2 at layer 1; prompt 1 routes 1 token to
+/// expert 0 at layer 0 and 2 to expert 1 at layer 1.
+fn tiny_counts(test: &str, model: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("moe-opt-zipmoe-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("counts.json");
+    let json = serde_json::json!({
+        "format": "moe-activation-counts/v1",
+        "model": model,
+        "counts": [[[0, 0, 0], [3, 0, 1]], [[1, 0, 0], [0, 2, 0]]],
+    });
+    std::fs::write(&path, json.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn import_needs_no_configuration_for_a_known_model() {
+    let path = tiny_counts("default", "Qwen1.5-MoE-A2.7B-Chat");
+    let i = moe_opt::zipmoe::generate::import(&path, &ImportConfig::default()).unwrap();
+    // Prompt 0, first layer with a routed token: layer 1, experts 0 (3 tokens) and 2 (1).
+    let selected: Vec<(u32, u32)> = i.experts.iter().map(|e| (e.id, e.tokens)).collect();
+    assert_eq!(selected, vec![(0, 3), (2, 1)]);
+    assert_eq!(i.name, "Qwen1.5-MoE-A2.7B-Chat layer 1 prompts [0]");
+    // The Orin device of the qwen-orin preset, derived by hand: gate/up/down tensors of
+    // 2048 x 1408 BF16, SM-chunk 2,883,584 B read at 3.5 GB/s = 0.000823881 s; K = 4, L = 8,
+    // rho = 0.36, c = 2.5 u / K; p = 85 us + 1 us per token.
+    let u = 2_883_584.0 / 3.5e9;
+    assert_eq!(
+        (
+            i.tensors_per_expert,
+            i.shards,
+            i.threads,
+            i.compression_ratio
+        ),
+        (3, 4, 8, 0.36)
+    );
+    assert!((i.sm_read_s - u).abs() < 1e-15 && (i.decompress_s - 2.5 * u / 4.0).abs() < 1e-15);
+    let p: Vec<f64> = i.experts.iter().map(|e| e.gpu_s).collect();
+    assert!(
+        (p[0] - 88e-6).abs() < 1e-15 && (p[1] - 86e-6).abs() < 1e-15,
+        "{p:?}"
+    );
+    // Any field alone overrides its default; the others stay.
+    let both: ImportConfig = serde_json::from_str(r#"{"prompts": [0, 1], "layer": 0}"#).unwrap();
+    let i = moe_opt::zipmoe::generate::import(&path, &both).unwrap();
+    let selected: Vec<(u32, u32)> = i.experts.iter().map(|e| (e.id, e.tokens)).collect();
+    assert_eq!(selected, vec![(0, 1)]);
+    assert_eq!(i.threads, 8);
+    // An unknown model needs its device.
+    let other = tiny_counts("unknown", "mystery-moe");
+    let e = moe_opt::zipmoe::generate::import(&other, &ImportConfig::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("device") && e.contains("mystery-moe"), "{e}");
+    let with_device = ImportConfig {
+        device: device_for_model("deepseek"),
+        ..ImportConfig::default()
+    };
+    assert_eq!(
+        moe_opt::zipmoe::generate::import(&other, &with_device)
+            .unwrap()
+            .experts
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn import_on_the_command_line_without_and_with_a_configuration() {
+    let path = tiny_counts("cli", "DeepSeek-V2-Lite-Chat");
+    let dir = path.parent().unwrap();
+    let run = |extra: &[&str], out: &str| -> serde_json::Value {
+        let out = dir.join(out);
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_moe-opt"))
+            .args(["import", "zipmoe", "--counts"])
+            .arg(&path)
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            status.status.success(),
+            "{}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+    };
+    let library = |c: &ImportConfig| {
+        serde_json::to_value(moe_opt::zipmoe::generate::import(&path, c).unwrap()).unwrap()
+    };
+    assert_eq!(run(&[], "default.json"), library(&ImportConfig::default()));
+    let config = dir.join("config.json");
+    std::fs::write(&config, r#"{"prompts": [1], "seed": 4}"#).unwrap();
+    let overridden = ImportConfig {
+        prompts: vec![1],
+        seed: 7,
+        ..ImportConfig::default()
+    };
+    let got = run(
+        &["--config", config.to_str().unwrap(), "--seed", "7"],
+        "config.json.out",
+    );
+    assert_eq!(got, library(&overridden));
+    assert_eq!(got["name"], "DeepSeek-V2-Lite-Chat layer 0 prompts [1]");
 }

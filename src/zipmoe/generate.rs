@@ -28,6 +28,11 @@
 //!   204.8 GB/s, NVIDIA's data sheet) plus 1 us per token.
 //! * Batch: 16 tokens, the largest batch size of Fig. 8; cache hit rates F 0.2, C 0.1, S 0.2,
 //!   E 0.1, missed 0.4 (an assumption; the planning of App. C decides them in the paper).
+//!
+//! ## Real counts ([`import`])
+//! A layer of a real batch: the summed counts of some prompts at one MoE layer. Without a
+//! configuration ([`ImportConfig::default`]): prompt 0, the first layer it routes tokens at,
+//! the Orin device of the file's model (as the presets above), the presets' hit rates, seed 0.
 
 use std::fmt;
 use std::path::Path;
@@ -438,20 +443,39 @@ fn build(
     }
 }
 
-/// What [`import`] needs besides the counts file.
+/// What [`import`] needs besides the counts file. Every field has a default, so an import
+/// needs no configuration; a configuration file gives any subset of the fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct ImportConfig {
-    /// Prompts whose counts are summed (a batch); indices into `counts`.
+    /// Prompts whose counts are summed (a batch); indices into `counts`. Default `[0]`: one
+    /// prompt, about 20 tokens (../shared/data/README.md), near the device presets' batch of
+    /// 16 tokens.
     pub prompts: Vec<usize>,
-    /// MoE layer index.
-    pub layer: usize,
-    /// Device constants.
-    pub device: Device,
-    /// Cache hit rates the states are drawn from.
+    /// MoE layer index. Default (null): the first layer at which the prompts route a token
+    /// (DeepSeek-V2-Lite's layer 0 is dense).
+    pub layer: Option<usize>,
+    /// Device constants. Default (null): the Jetson AGX Orin device of the counts file's
+    /// `model` ([`device_for_model`]: Qwen and DeepSeek as the `qwen-orin` and
+    /// `deepseek-orin` presets, Switch as `switch-orin`); required for other models.
+    pub device: Option<Device>,
+    /// Cache hit rates the states are drawn from. Default: the device presets'
+    /// ([`DEVICE_RATES`]).
     pub states: StateRates,
-    /// Seed of the state draws.
+    /// Seed of the state draws. Default 0.
     pub seed: u64,
+}
+
+impl Default for ImportConfig {
+    fn default() -> Self {
+        ImportConfig {
+            prompts: vec![0],
+            layer: None,
+            device: None,
+            states: DEVICE_RATES,
+            seed: 0,
+        }
+    }
 }
 
 /// `counts[prompt][layer][expert]`: tokens routed.
@@ -490,8 +514,9 @@ pub fn read_counts(path: &Path) -> Result<(String, Counts), Error> {
     Ok((file.model, file.counts))
 }
 
-/// One layer of a real batch: the experts the listed prompts route tokens to at `layer`, with
-/// their summed token counts, p_n from the device's GPU model, states drawn from the hit rates.
+/// One layer of a real batch: the experts the listed prompts route tokens to at the layer,
+/// with their summed token counts, p_n from the device's GPU model, states drawn from the hit
+/// rates (defaults: [`ImportConfig`]).
 pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
     config.states.check("states")?;
     let (model, counts) = read_counts(path)?;
@@ -506,7 +531,19 @@ pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
             "at least one prompt is required".into(),
         ));
     }
-    let mut sum: Vec<u32> = Vec::new();
+    let device = match config.device {
+        Some(d) => d,
+        None => device_for_model(&model).ok_or_else(|| {
+            bad(
+                "device".into(),
+                format!(
+                    "model '{model}' has no device preset (Qwen, DeepSeek, Switch): give \
+                     `device` in the import configuration"
+                ),
+            )
+        })?,
+    };
+    let mut rows = Vec::with_capacity(config.prompts.len());
     for &p in &config.prompts {
         let prompt = counts.get(p).ok_or_else(|| {
             bad(
@@ -514,14 +551,28 @@ pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
                 format!("prompt {p} does not exist ({} prompts)", counts.len()),
             )
         })?;
-        let row = prompt.get(config.layer).ok_or_else(|| {
+        rows.push((p, prompt));
+    }
+    let layer = match config.layer {
+        Some(l) => l,
+        None => (0..rows.iter().map(|(_, r)| r.len()).min().unwrap_or(0))
+            .find(|&l| rows.iter().any(|(_, r)| r[l].iter().any(|&c| c > 0)))
+            .ok_or_else(|| {
+                bad(
+                    "layer".into(),
+                    format!(
+                        "the prompts {:?} route no token at any layer",
+                        config.prompts
+                    ),
+                )
+            })?,
+    };
+    let mut sum: Vec<u32> = Vec::new();
+    for (p, prompt) in rows {
+        let row = prompt.get(layer).ok_or_else(|| {
             bad(
-                format!("counts[{p}][{}]", config.layer),
-                format!(
-                    "layer {} does not exist ({} layers)",
-                    config.layer,
-                    prompt.len()
-                ),
+                format!("counts[{p}][{layer}]"),
+                format!("layer {layer} does not exist ({} layers)", prompt.len()),
             )
         })?;
         if sum.is_empty() {
@@ -529,7 +580,7 @@ pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
         }
         if row.len() != sum.len() {
             return Err(bad(
-                format!("counts[{p}][{}]", config.layer),
+                format!("counts[{p}][{layer}]"),
                 "rows of different lengths".into(),
             ));
         }
@@ -539,17 +590,14 @@ pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
     }
     if sum.iter().all(|&c| c == 0) {
         return Err(bad(
-            format!("counts[..][{}]", config.layer),
+            format!("counts[..][{layer}]"),
             "no expert is selected at this layer (a dense layer?)".into(),
         ));
     }
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let instance = build(
-        format!(
-            "{model} layer {} prompts {:?}",
-            config.layer, config.prompts
-        ),
-        &config.device,
+        format!("{model} layer {layer} prompts {:?}", config.prompts),
+        &device,
         &sum,
         &config.states,
         &mut rng,

@@ -179,20 +179,28 @@ pub struct Simulator<'a> {
 struct Placed {
     start: Vec<f64>,
     machine: Vec<usize>,
+    /// The operations by start time (ties: index), the chart's order.
+    started: Vec<usize>,
     gap_sum: f64,
     ends: Vec<f64>,
 }
 
 /// Work-conserving list scheduling on `machines` identical machines; priority = index order.
-fn list_schedule(release: &[f64], duration: &[f64], machines: usize) -> Placed {
+/// `by_release` lists the operations by non-decreasing release (the order among equal
+/// releases does not matter: a step takes in every operation released by its time).
+fn list_schedule(
+    release: &[f64],
+    duration: impl Fn(usize) -> f64,
+    machines: usize,
+    by_release: &[usize],
+) -> Placed {
     let n = release.len();
-    let mut by_release: Vec<usize> = (0..n).collect();
-    by_release.sort_by(|&a, &b| release[a].total_cmp(&release[b]).then(a.cmp(&b)));
     let m = machines.min(n).max(1);
     let mut free = vec![0.0f64; m];
-    let mut ready = BinaryHeap::new();
+    let mut ready = BinaryHeap::with_capacity(n);
     let mut start = vec![0.0; n];
     let mut machine = vec![0; n];
+    let mut started = Vec::with_capacity(n);
     let mut gap_sum = 0.0;
     let mut now = 0.0f64;
     let mut next = 0;
@@ -217,17 +225,29 @@ fn list_schedule(release: &[f64], duration: &[f64], machines: usize) -> Placed {
         gap_sum += t - free[best];
         start[o] = t;
         machine[o] = best;
-        free[best] = t + duration[o];
+        started.push(o);
+        free[best] = t + duration(o);
         now = t;
     }
+    // Steps are taken at non-decreasing times, and the steps at one time take released
+    // operations by increasing index (all are taken in at the first of them), so `started`
+    // is sorted by (start, index).
     let mut ends = free;
     ends.resize(machines, 0.0);
     Placed {
         start,
         machine,
+        started,
         gap_sum,
         ends,
     }
+}
+
+/// Indices sorted by (key, index).
+fn sorted_by(keys: &[f64]) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..keys.len()).collect();
+    v.sort_by(|&a, &b| keys[a].total_cmp(&keys[b]));
+    v
 }
 
 impl<'a> Simulator<'a> {
@@ -354,7 +374,8 @@ impl<'a> Simulator<'a> {
             }
         }
         let io_end = t;
-        let mut ops = Vec::new();
+        let n_ops = blocks.iter().map(Vec::len).sum::<usize>() * k;
+        let mut ops = Vec::with_capacity(n_ops);
         for &task in blocks.iter().flatten() {
             for s in 0..k {
                 ops.push(DecompOp {
@@ -364,11 +385,14 @@ impl<'a> Simulator<'a> {
             }
         }
         let release: Vec<f64> = ops.iter().map(|o| self.release(o, &e_done)).collect();
-        let placed = list_schedule(
-            &release,
-            &vec![self.instance.decompress_s; ops.len()],
-            self.instance.threads as usize,
-        );
+        // By release without sorting: the cached E-chunks' operations (at 0), then the others
+        // in priority order, which is the I/O thread's order of their reads (block by block,
+        // task order within a block), so their completions do not decrease.
+        let mut by_release = Vec::with_capacity(n_ops);
+        by_release.extend((0..n_ops).filter(|&o| !self.reads_e[ops[o].task]));
+        by_release.extend((0..n_ops).filter(|&o| self.reads_e[ops[o].task]));
+        let c = self.instance.decompress_s;
+        let placed = list_schedule(&release, |_| c, self.instance.threads as usize, &by_release);
         let order: Vec<usize> = blocks.iter().flatten().copied().collect();
         self.complete(&order, &ops, &placed, &sm_done, io_end, rows)
     }
@@ -417,7 +441,12 @@ impl<'a> Simulator<'a> {
         }
         let gpu_release: Vec<f64> = rank.iter().map(|&n| ready[n]).collect();
         let gpu_duration: Vec<f64> = rank.iter().map(|&n| experts[n].gpu_s).collect();
-        let gpu = list_schedule(&gpu_release, &gpu_duration, 1);
+        let gpu = list_schedule(
+            &gpu_release,
+            |i| gpu_duration[i],
+            1,
+            &sorted_by(&gpu_release),
+        );
         let makespan = gpu
             .start
             .iter()
@@ -425,11 +454,15 @@ impl<'a> Simulator<'a> {
             .map(|(s, d)| s + d)
             .fold(0.0, f64::max);
         if let Some(r) = rows {
-            let first_decomp = r.len();
-            for (o, op) in ops.iter().enumerate() {
+            let names: Vec<String> = (0..self.instance.threads)
+                .map(|l| format!("decompress-{l}"))
+                .collect();
+            r.reserve(ops.len() + rank.len());
+            for &o in &placed.started {
+                let op = ops[o];
                 let task = self.tasks[op.task];
                 r.push(GanttRow {
-                    resource: format!("decompress-{}", placed.machine[o]),
+                    resource: names[placed.machine[o]].clone(),
                     operation: Operation::Decompress,
                     expert: experts[task.expert].id,
                     tensor: Some(task.tensor),
@@ -438,9 +471,8 @@ impl<'a> Simulator<'a> {
                     end_s: placed.start[o] + c,
                 });
             }
-            r[first_decomp..].sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
-            let first_gpu = r.len();
-            for (i, &n) in rank.iter().enumerate() {
+            for &i in &gpu.started {
+                let n = rank[i];
                 r.push(GanttRow {
                     resource: "gpu".into(),
                     operation: Operation::Execute,
@@ -451,7 +483,6 @@ impl<'a> Simulator<'a> {
                     end_s: gpu.start[i] + gpu_duration[i],
                 });
             }
-            r[first_gpu..].sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
         }
         Summary {
             makespan_s: makespan,
@@ -541,6 +572,7 @@ impl<'a> Simulator<'a> {
         let mut ends = free;
         ends.resize(self.instance.threads as usize, 0.0);
         let placed = Placed {
+            started: sorted_by(&start),
             start,
             machine,
             gap_sum,

@@ -1,0 +1,126 @@
+//! The first, straightforward implementation of Alg. 1 (before the incremental evaluator of
+//! [`super::cache_affinity`]), kept verbatim as the tests' oracle: it simulates the whole
+//! prefix with [`Simulator::summary`] for every candidate and every insertion position
+//! (O(n^2) full simulations). Test-only. Its outputs and the evaluator's charts on the test
+//! families were also recorded as digests before either was rewritten (see the tests).
+
+use std::collections::VecDeque;
+
+use formulations::zipmoe::{Instance, Priority, Simulator, TaskType};
+
+use super::{BlockTrace, CacheAffinity, Candidates};
+
+/// Lines 4-5.
+fn sorted_by_p(sim: &Simulator, kind: TaskType) -> VecDeque<usize> {
+    let instance = sim.instance();
+    let tasks = sim.tasks();
+    let mut v: Vec<usize> = (0..tasks.len())
+        .filter(|&t| instance.state_of(tasks[t]).task_type() == Some(kind))
+        .collect();
+    v.sort_by(|&a, &b| {
+        let (ea, eb) = (tasks[a].expert, tasks[b].expert);
+        instance.experts[eb]
+            .gpu_s
+            .total_cmp(&instance.experts[ea].gpu_s)
+            .then(ea.cmp(&eb))
+            .then(tasks[a].tensor.cmp(&tasks[b].tensor))
+    });
+    v.into()
+}
+
+/// Def. A.1 on the simulated prefix.
+fn compute_dominant(sim: &Simulator, blocks: &[Vec<usize>]) -> bool {
+    let s = sim.summary(blocks);
+    let instance = sim.instance();
+    let mut ends = s.thread_ends_s;
+    ends.sort_by(f64::total_cmp);
+    let e = instance.e_read_s();
+    let tol = 1e-9 * (s.io_end_s + instance.decompress_s);
+    (1..=instance.threads.min(instance.shards) as usize)
+        .all(|l| ends[l - 1] - s.io_end_s >= l as f64 * e - tol)
+}
+
+/// Alg. 1 (App. A): the cache-affinity blocks.
+pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffinity {
+    let sim = Simulator::new(instance);
+    let tasks = sim.tasks();
+    let p = |t: usize| instance.experts[tasks[t].expert].gpu_s;
+    let kind = |t: usize| instance.state_of(tasks[t]).task_type();
+    let mut sigma_1 = sorted_by_p(&sim, TaskType::I);
+    let mut sigma_2 = sorted_by_p(&sim, TaskType::II);
+    let mut done: Vec<Vec<usize>> = Vec::new();
+    let mut traces = Vec::new();
+    while let Some(base) = sigma_1.pop_front() {
+        let mut block = vec![base];
+        let mut fallback_insertions = 0;
+        let mut dominant;
+        loop {
+            done.push(block.clone());
+            dominant = compute_dominant(&sim, &done);
+            let before = sim.summary(&done).charge_s;
+            done.pop();
+            if dominant {
+                break;
+            }
+            // Line 12: the head of U = (sigma_II, sigma_I).
+            let j = match (sigma_2.pop_front(), candidates) {
+                (Some(j), _) => j,
+                (None, Candidates::Algorithm1) => match sigma_1.pop_front() {
+                    Some(j) => j,
+                    None => break,
+                },
+                (None, Candidates::TypeIIOnly) => break,
+            };
+            let tol = 1e-9 * (before + instance.sm_read_s + instance.decompress_s);
+            let mut position = None;
+            for pos in 0..=block.len() {
+                let mut trial = block.clone();
+                trial.insert(pos, j);
+                done.push(trial);
+                let charge = sim.summary(&done).charge_s;
+                done.pop();
+                if charge <= before + tol {
+                    position = Some(pos);
+                    break;
+                }
+            }
+            let pos = position.unwrap_or_else(|| {
+                fallback_insertions += 1;
+                let ty = if block.iter().any(|&t| kind(t) == Some(TaskType::II)) {
+                    TaskType::II
+                } else {
+                    TaskType::I
+                };
+                let of_type: Vec<usize> = (0..block.len())
+                    .filter(|&i| kind(block[i]) == Some(ty))
+                    .collect();
+                match of_type.iter().rev().find(|&&i| p(block[i]) >= p(j)) {
+                    Some(&i) => i + 1,
+                    None => of_type[0],
+                }
+            });
+            block.insert(pos, j);
+        }
+        traces.push(BlockTrace {
+            tasks: block.clone(),
+            base,
+            fallback_insertions,
+            compute_dominant: dominant,
+        });
+        done.push(block);
+    }
+    if !sigma_2.is_empty() {
+        let rest: Vec<usize> = sigma_2.into_iter().collect();
+        traces.push(BlockTrace {
+            tasks: rest.clone(),
+            base: rest[0],
+            fallback_insertions: 0,
+            compute_dominant: compute_dominant(&sim, &[done.clone(), vec![rest.clone()]].concat()),
+        });
+        done.push(rest);
+    }
+    CacheAffinity {
+        priority: Priority { blocks: done },
+        blocks: traces,
+    }
+}
