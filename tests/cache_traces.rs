@@ -77,7 +77,7 @@ fn smoe_window_runs_on_generated_logits_in_a_pool() {
     .unwrap();
     let report = commands::replay(&t, 96, &PolicyChoice::All, Scope::Pool, None).unwrap();
     assert!(report.skipped.is_empty());
-    assert_eq!(report.results.len(), 5);
+    assert_eq!(report.results.len(), 6);
     let distinct: std::collections::BTreeSet<(usize, u32)> = t
         .tokens
         .iter()
@@ -107,9 +107,22 @@ fn real_logs_import_with_their_shapes_and_replay_under_every_weight_free_policy(
         assert_eq!((t.experts, t.top_k, t.layers, t.tokens.len()), (e, k, l, n));
         assert_eq!(t.ranked, k == 1, "sorted-by-id logs lose the rank");
         let report = commands::replay(t, e / 2, &PolicyChoice::All, Scope::PerLayer, None).unwrap();
-        // smoe-window needs logits: skipped with a reason, the four others ran.
+        // smoe-window needs logits: skipped with a reason, the five others ran.
         assert_eq!(report.skipped.len(), 1);
-        assert_eq!(report.results.len(), 4);
+        assert_eq!(report.results.len(), 5);
+        // Belady (MIN) is optimal for a fixed request stream: no online policy loads less.
+        let belady = report
+            .results
+            .iter()
+            .find(|r| r.policy == PolicySpec::Belady)
+            .unwrap();
+        for r in &report.results {
+            assert!(
+                belady.total.loads <= r.total.loads,
+                "{} beat Belady",
+                r.policy
+            );
+        }
         for r in &report.results {
             assert_eq!(r.total.requests, (n * l * k) as u64);
             // Every expert seen is loaded at least once: loads >= distinct (layer, expert).

@@ -221,6 +221,10 @@ impl ParetoArgs {
                         "miss_rate": r.total.miss_rate, "loads": r.total.loads}));
                 }
             }
+            let context = context
+                .into_iter()
+                .filter(|(k, _)| *k != "policy")
+                .collect();
             write_csv(&sibling(path, "-baselines"), &Table::new(context, rows))?;
         }
         emit(&report, self.json, |r| r.text())
@@ -315,7 +319,17 @@ pub(super) fn offline_compare(
             .map_err(CliError::input)?,
         None => OfflineMethod::ALL.to_vec(),
     };
-    let report = bounds::compare(&instance, &methods, solve)?;
+    let report = match bounds::compare(&instance, &methods, solve) {
+        // By default the exhaustive searches run only where their size limit allows.
+        Err(formulations::Error::TooLarge(_)) if methods.len() == OfflineMethod::ALL.len() => {
+            let exact: Vec<OfflineMethod> = methods
+                .into_iter()
+                .filter(|m| !m.name().starts_with("exhaustive"))
+                .collect();
+            bounds::compare(&instance, &exact, solve)?
+        }
+        other => other?,
+    };
     if let Some(path) = csv {
         let context = vec![
             ("moe_opt_version", VERSION.into()),
