@@ -8,7 +8,7 @@ Each notebook runs on the Jupyter kernel `moe-opt-nb` (the python of .tools/nb-v
 scripts/nb-env.sh) with its working directory notebooks/, MOE_OPT_BIN set to the binary
 (target/debug/moe-opt unless already set) and, with --small, MOE_OPT_NOTEBOOK_SMALL=1: the
 notebooks' own quick settings, whose figures go to notebooks/out/figures instead of the gallery
-notebooks/figures. Every cell has --timeout seconds (default 120 with --small, 1800 without).
+notebooks/figures. Every cell has --timeout seconds (default 600 with --small, 1800 without).
 
 The committed notebooks must carry no outputs: a notebook with outputs or execution counts fails
 before it runs (clear them before committing). The executed copies, outputs included, are written
@@ -92,10 +92,10 @@ def run_notebook(path, small, timeout, sockets):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--small", action="store_true", help="the notebooks' quick settings (MOE_OPT_NOTEBOOK_SMALL=1)")
-    p.add_argument("--timeout", type=float, help="seconds per cell (default 120 with --small, 1800 without)")
+    p.add_argument("--timeout", type=float, help="seconds per cell (default 600 with --small, 1800 without)")
     p.add_argument("names", nargs="*", help="only these notebooks (file names under notebooks/)")
     args = p.parse_args()
-    timeout = args.timeout or (120 if args.small else 1800)
+    timeout = args.timeout or (600 if args.small else 1800)
 
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
