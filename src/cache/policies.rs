@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use super::belady::Belady;
 use super::import::FrequencyWarmStart;
-use super::policy::{CacheStats, Lru, Policy, Request, Scores, Simulation};
+use super::policy::{combine, CacheStats, Lru, Policy, Request, Scores, Simulation};
 
 impl<P: Policy + ?Sized> Policy for Box<P> {
     fn name(&self) -> &'static str {
@@ -746,40 +746,6 @@ fn ratio(a: u64, b: u64) -> f64 {
     } else {
         a as f64 / b as f64
     }
-}
-
-/// Sums per-layer statistics; lifetimes are pooled over all residencies (evictions + those
-/// open at the end) with the population variance of the union.
-fn combine(all: &[(CacheStats, usize)]) -> CacheStats {
-    let mut t = CacheStats {
-        steps: 0,
-        requests: 0,
-        hits: 0,
-        loads: 0,
-        miss_rate: 0.0,
-        evictions: 0,
-        lifetime_mean_steps: 0.0,
-        lifetime_std_steps: 0.0,
-    };
-    let (mut n, mut sum, mut sum_sq) = (0f64, 0f64, 0f64);
-    for (s, open) in all {
-        t.steps += s.steps;
-        t.requests += s.requests;
-        t.hits += s.hits;
-        t.loads += s.loads;
-        t.evictions += s.evictions;
-        let k = (s.evictions as usize + open) as f64;
-        n += k;
-        sum += k * s.lifetime_mean_steps;
-        sum_sq += k * (s.lifetime_std_steps.powi(2) + s.lifetime_mean_steps.powi(2));
-    }
-    t.miss_rate = ratio(t.loads, t.requests);
-    if n > 0.0 {
-        let mean = sum / n;
-        t.lifetime_mean_steps = mean;
-        t.lifetime_std_steps = (sum_sq / n - mean * mean).max(0.0).sqrt();
-    }
-    t
 }
 
 #[cfg(test)]

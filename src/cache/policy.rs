@@ -283,6 +283,42 @@ impl Policy for Lru {
     }
 }
 
+/// Sums the statistics of several caches (each with its count of ids still resident); lifetimes are pooled over all residencies (evictions + those
+/// open at the end) with the population variance of the union.
+pub fn combine(all: &[(CacheStats, usize)]) -> CacheStats {
+    let mut t = CacheStats {
+        steps: 0,
+        requests: 0,
+        hits: 0,
+        loads: 0,
+        miss_rate: 0.0,
+        evictions: 0,
+        lifetime_mean_steps: 0.0,
+        lifetime_std_steps: 0.0,
+    };
+    let (mut n, mut sum, mut sum_sq) = (0f64, 0f64, 0f64);
+    for (s, open) in all {
+        t.steps += s.steps;
+        t.requests += s.requests;
+        t.hits += s.hits;
+        t.loads += s.loads;
+        t.evictions += s.evictions;
+        let k = (s.evictions as usize + open) as f64;
+        n += k;
+        sum += k * s.lifetime_mean_steps;
+        sum_sq += k * (s.lifetime_std_steps.powi(2) + s.lifetime_mean_steps.powi(2));
+    }
+    if t.requests > 0 {
+        t.miss_rate = t.loads as f64 / t.requests as f64;
+    }
+    if n > 0.0 {
+        let mean = sum / n;
+        t.lifetime_mean_steps = mean;
+        t.lifetime_std_steps = (sum_sq / n - mean * mean).max(0.0).sqrt();
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,7 +41,7 @@ use formulations::Error;
 use serde::Serialize;
 
 use super::policies::Scope;
-use super::policy::{CacheStats, Policy, Scores, Simulation};
+use super::policy::{combine, CacheStats, Policy, Scores, Simulation};
 use super::quality::{Quality, QualityAccumulator};
 use super::router::{CacheView, Router};
 
@@ -873,7 +873,7 @@ pub fn replay_routed<P: Policy>(
         .iter()
         .map(|sim| (sim.stats(), sim.policy().resident().len()))
         .collect();
-    let total = pool_stats(&stats);
+    let total = combine(&stats);
     let steps = (table.tokens * layers) as u64;
     Ok(RoutedReplay {
         router: spec.to_string(),
@@ -889,41 +889,6 @@ pub fn replay_routed<P: Policy>(
         },
         quality: quality.finish(),
     })
-}
-
-/// Sums caches' statistics; residencies (completed plus the `resident` still open) are pooled
-/// for the lifetime mean and standard deviation.
-fn pool_stats(stats: &[(CacheStats, usize)]) -> CacheStats {
-    let mut total = CacheStats {
-        steps: 0,
-        requests: 0,
-        hits: 0,
-        loads: 0,
-        miss_rate: 0.0,
-        evictions: 0,
-        lifetime_mean_steps: 0.0,
-        lifetime_std_steps: 0.0,
-    };
-    let (mut n, mut sum, mut sum_sq) = (0.0, 0.0, 0.0);
-    for (s, resident) in stats {
-        total.steps += s.steps;
-        total.requests += s.requests;
-        total.hits += s.hits;
-        total.loads += s.loads;
-        total.evictions += s.evictions;
-        let ni = (s.evictions + *resident as u64) as f64;
-        n += ni;
-        sum += ni * s.lifetime_mean_steps;
-        sum_sq += ni * (s.lifetime_std_steps.powi(2) + s.lifetime_mean_steps.powi(2));
-    }
-    if total.requests > 0 {
-        total.miss_rate = total.loads as f64 / total.requests as f64;
-    }
-    if n > 0.0 {
-        total.lifetime_mean_steps = sum / n;
-        total.lifetime_std_steps = (sum_sq / n - (sum / n).powi(2)).max(0.0).sqrt();
-    }
-    total
 }
 
 #[cfg(test)]
