@@ -7,7 +7,8 @@
 //! outside the timed loop (its build is timed separately).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use moe_opt::cache::pareto::{random_logit_trace, sweep, unit_grid};
+use moe_opt::cache::generate::{generate, GeneratorConfig, Locality};
+use moe_opt::cache::pareto::{sweep, unit_grid};
 use moe_opt::cache::policy::Lru;
 use moe_opt::cache::routers::{DeltaEstimate, RankTable, ReplayOptions, RouterSpec};
 
@@ -26,7 +27,11 @@ fn routers() -> Vec<RouterSpec> {
 }
 
 fn pareto(c: &mut Criterion) {
-    let trace = random_logit_trace(64, 6, 1, 100_000, 0.9, 1);
+    let trace = generate(
+        &GeneratorConfig::synthetic(64, 6, 1, 100_000, Locality::drift(0.9)),
+        1,
+    )
+    .expect("valid config");
     let table = RankTable::new(&trace);
     let specs = routers();
     assert_eq!(specs.len(), 200);

@@ -1,21 +1,24 @@
 //! SMoE: Alg. 1 on a 64-expert layer (Qwen2-57B-like, one token), Alg. 2 on 64 missed experts,
-//! and the pipeline over a 1000-token, 8-layer random-logit trace (E = 64, k = 8) with an LRU
+//! and the pipeline over a 1000-token, 8-layer generated trace (E = 64, k = 8, drift 0.8) with an LRU
 //! pool of 256 experts.
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use moe_opt::cache::generate::{generate as generate_trace, GeneratorConfig, Locality};
 use moe_opt::cache::policy::Lru;
 use moe_opt::smoe::claims::route;
 use moe_opt::smoe::generate::{generate, Preset};
-use moe_opt::smoe::pipeline::{
-    random_logit_trace, simulate, PipelineConfig, PipelineCosts, SplitChoice,
-};
+use moe_opt::smoe::pipeline::{simulate, PipelineConfig, PipelineCosts, SplitChoice};
 use moe_opt::smoe::router::{LowScore, RouterConfig};
 use moe_opt::smoe::split::{alg2, Alg2Rule};
 
 fn smoe(c: &mut Criterion) {
     let layer = generate(Preset::Qwen2_57b, 1);
     let misses: Vec<u32> = (0..64).collect();
-    let trace = random_logit_trace(64, 8, 8, 1000, 1);
+    let trace = generate_trace(
+        &GeneratorConfig::synthetic(64, 8, 8, 1000, Locality::drift(0.8)),
+        1,
+    )
+    .expect("valid config");
     let config = PipelineConfig {
         router: RouterConfig::new(0.25),
         split: SplitChoice::Alg2,

@@ -135,6 +135,7 @@ enum Command {
         /// Instance file (JSON).
         file: PathBuf,
         /// Comma-separated methods (default: all; exhaustive only where its size limit allows).
+        /// A cache-offline instance also takes routers, e.g. `lru,max-rank:m=4,j=1`.
         #[arg(long, value_delimiter = ',')]
         methods: Option<Vec<String>>,
         #[command(flatten)]

@@ -5,15 +5,23 @@
 
 use formulations::cache::exhaustive::{exhaustive, fits_exhaustive};
 use formulations::cache::milp::OfflineMilp;
-use formulations::cache::offline::{evaluate, validate, CacheInstance, Freedom};
+use formulations::cache::offline::{evaluate, freedom_used, validate, CacheInstance, Freedom};
+use formulations::cache::Trace;
 use formulations::milp::{MilpStatus, SolveOptions};
 use formulations::ProblemKind;
 use moe_opt::cache::belady::belady_schedule;
 use moe_opt::cache::bounds::{compare, instance_from_trace, write_lp, OfflineMethod};
-use moe_opt::cache::claims::random_trace;
+use moe_opt::cache::generate::{generate, GeneratorConfig, Locality};
 use moe_opt::cache::policy::{replay, Lru};
+use moe_opt::cache::routers::{DeltaEstimate, RouterSpec};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+/// A generated one-layer trace with token-to-token drift rho.
+fn drifting(seed: u64, experts: usize, top_k: usize, tokens: usize, rho: f64) -> Trace {
+    let config = GeneratorConfig::synthetic(experts, top_k, 1, tokens, Locality::drift(rho));
+    generate(&config, seed).unwrap()
+}
 
 fn random_instance(seed: u64, max_experts: usize, max_tokens: usize) -> CacheInstance {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -33,7 +41,7 @@ fn random_instance(seed: u64, max_experts: usize, max_tokens: usize) -> CacheIns
         capacity,
         layer: 0,
         freedom,
-        trace: random_trace(seed, experts, top_k, tokens, rho),
+        trace: drifting(seed, experts, top_k, tokens, rho),
     };
     validate(&i).unwrap();
     i
@@ -90,7 +98,7 @@ fn flexible_milp_matches_exhaustive_and_never_exceeds_the_fixed_optimum() {
 
 #[test]
 fn compare_reports_ratios_to_the_proved_optima() {
-    let trace = random_trace(7, 6, 2, 10, 0.8);
+    let trace = drifting(7, 6, 2, 10, 0.8);
     let freedom = Freedom {
         top_j: 1,
         max_rank: Some(4),
@@ -127,4 +135,83 @@ fn compare_reports_ratios_to_the_proved_optima() {
     // A capacity below K is refused with the field named.
     let err = instance_from_trace(&trace, 0, 1, freedom, "bad").unwrap_err();
     assert!(err.to_string().contains("capacity"), "{err}");
+}
+
+#[test]
+fn routers_never_beat_the_flexible_optimum_of_the_freedom_they_use() {
+    let opts = SolveOptions::default();
+    let mut reranked = 0;
+    for seed in 200..230 {
+        let i = random_instance(seed, 7, 12);
+        let (j, k) = (i.freedom.top_j, i.top_k());
+        let m = i.freedom.max_rank.unwrap_or(i.experts());
+        let routers = [
+            OfflineMethod::Routed(RouterSpec::MaxRank { m, j }),
+            OfflineMethod::Routed(RouterSpec::Cumsum { p: 0.9, j }),
+            OfflineMethod::Routed(RouterSpec::CachePrior {
+                lambda: 1.0,
+                j,
+                delta: DeltaEstimate::Running,
+            }),
+        ];
+        let mut methods = vec![OfflineMethod::Lru, OfflineMethod::Routed(RouterSpec::TopK)];
+        methods.extend(routers);
+        let report = compare(&i, &methods, &opts).unwrap();
+        let line = |n: usize| &report.methods[n].report;
+        // The original routing replayed as a router is LRU on the original stream.
+        assert_eq!(line(1).loads, line(0).loads, "seed {seed}");
+        assert_eq!(line(1).within_freedom, Some(true));
+        assert_eq!(
+            (line(1).used_top_j, line(1).rerouted_steps),
+            (Some(k), Some(0))
+        );
+        // Max-Rank with the instance's J and M stays within its freedom (Alg. 1).
+        if i.freedom.min_mass.is_none() {
+            assert_eq!(line(2).within_freedom, Some(true), "seed {seed}");
+        }
+        for n in 2..5 {
+            let r = line(n);
+            reranked += usize::from(r.rerouted_steps.unwrap() > 0);
+            // The exhaustive optimum at the router's used freedom bounds it.
+            let used = CacheInstance {
+                freedom: Freedom {
+                    top_j: r.used_top_j.unwrap(),
+                    max_rank: r.used_max_rank,
+                    min_mass: None,
+                },
+                ..i.clone()
+            };
+            let (bound, _) = exhaustive(&used, true).unwrap();
+            assert!(
+                r.loads.unwrap() >= bound,
+                "seed {seed}: {} {:?} < {bound}",
+                r.method.name(),
+                r.loads
+            );
+        }
+    }
+    assert!(
+        reranked >= 20,
+        "only {reranked} router runs changed the routing"
+    );
+}
+
+#[test]
+fn a_router_schedule_is_admitted_by_the_freedom_it_used() {
+    let i = random_instance(3, 7, 12);
+    let spec = RouterSpec::CachePrior {
+        lambda: 2.0,
+        j: 0,
+        delta: DeltaEstimate::Running,
+    };
+    let schedule = moe_opt::cache::bounds::routed_schedule(&i, &spec).unwrap();
+    let used = CacheInstance {
+        freedom: freedom_used(&i, &schedule),
+        ..i.clone()
+    };
+    validate(&used).unwrap();
+    evaluate(&used, &schedule, true).unwrap();
+    // Pruning runs fewer than K experts: no offline schedule, and the error says so.
+    let err = "pruning:h=1".parse::<OfflineMethod>().unwrap_err();
+    assert!(err.contains("fewer than K"), "{err}");
 }

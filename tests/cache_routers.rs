@@ -4,7 +4,8 @@
 
 use formulations::cache::model::{Phase, Routing, Token, Trace};
 use formulations::ProblemKind;
-use moe_opt::cache::pareto::{self, random_logit_trace, SweepOptions};
+use moe_opt::cache::generate::{generate, GeneratorConfig, Locality};
+use moe_opt::cache::pareto::{self, SweepOptions};
 use moe_opt::cache::policies::Scope;
 use moe_opt::cache::policy::{replay, Lru, Simulation};
 use moe_opt::cache::router::{CacheView, Router};
@@ -121,7 +122,11 @@ fn neutral_knobs_reproduce_the_plain_lru_replay() {
     // lambda = 0, p = 0, M = K and h = K all choose the original top-K; their loads must equal
     // the policy module's replay of the trace's own request streams (an independent path),
     // per layer and in one pool.
-    let trace = random_logit_trace(8, 2, 3, 400, 0.8, 11);
+    let trace = generate(
+        &GeneratorConfig::synthetic(8, 2, 3, 400, Locality::drift(0.8)),
+        11,
+    )
+    .unwrap();
     let table = RankTable::new(&trace);
     for c in [2, 4, 6] {
         let per_layer: u64 = (0..3)
@@ -178,7 +183,11 @@ fn fast_max_rank_matches_the_literal_eq7_ranking() {
 fn trait_router_agrees_with_the_table_replay() {
     // SpecRouter ranks each routing from its logits on the fly; replaying with it by hand
     // (route through a PolicyView, then access) must give the same loads as replay_routed.
-    let trace = random_logit_trace(16, 4, 2, 300, 0.7, 3);
+    let trace = generate(
+        &GeneratorConfig::synthetic(16, 4, 2, 300, Locality::drift(0.7)),
+        3,
+    )
+    .unwrap();
     let table = RankTable::new(&trace);
     for s in [
         "max-rank:m=7,j=2",
@@ -215,7 +224,11 @@ fn a_strong_cache_prior_misses_only_the_top_j() {
     // With lambda * delta above every token's logit range, a cached expert outscores every
     // uncached one, so after the first step (the cache then holds >= K experts) each step
     // loads at most the J forced experts: loads <= K + J (steps - 1) per layer.
-    let trace = random_logit_trace(16, 4, 2, 500, 0.5, 9);
+    let trace = generate(
+        &GeneratorConfig::synthetic(16, 4, 2, 500, Locality::drift(0.5)),
+        9,
+    )
+    .unwrap();
     let table = RankTable::new(&trace);
     let max_range = (0..500)
         .flat_map(|t| (0..2).map(move |l| (t, l)))
@@ -238,7 +251,11 @@ fn a_strong_cache_prior_misses_only_the_top_j() {
 
 #[test]
 fn bad_requests_are_refused_with_the_reason() {
-    let trace = random_logit_trace(8, 2, 1, 10, 0.5, 1);
+    let trace = generate(
+        &GeneratorConfig::synthetic(8, 2, 1, 10, Locality::drift(0.5)),
+        1,
+    )
+    .unwrap();
     let table = RankTable::new(&trace);
     let err = replay_routed(
         &table,
@@ -275,7 +292,11 @@ fn bad_requests_are_refused_with_the_reason() {
 
 #[test]
 fn sweep_fronts_are_pareto_optimal_and_include_the_original_routing_extremes() {
-    let trace = random_logit_trace(8, 2, 2, 300, 0.8, 21);
+    let trace = generate(
+        &GeneratorConfig::synthetic(8, 2, 2, 300, Locality::drift(0.8)),
+        21,
+    )
+    .unwrap();
     let options = SweepOptions {
         grid: pareto::GridOptions {
             points: 6,

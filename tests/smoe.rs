@@ -5,13 +5,12 @@ use formulations::cache::model::{ranking, softmax, Phase, Routing, Token, Trace}
 use formulations::milp::SolveOptions;
 use formulations::smoe::{Costs, Instance};
 use formulations::ProblemKind;
+use moe_opt::cache::generate::{generate, GeneratorConfig, Locality};
 use moe_opt::cache::policy::Lru;
 use moe_opt::claims::{CheckOptions, Outcome};
 use moe_opt::smoe::claims::registry;
 use moe_opt::smoe::commands::{self, RoutingMethod, SplitMethod};
-use moe_opt::smoe::pipeline::{
-    random_logit_trace, simulate, PipelineConfig, PipelineCosts, SplitChoice,
-};
+use moe_opt::smoe::pipeline::{simulate, PipelineConfig, PipelineCosts, SplitChoice};
 use moe_opt::smoe::router::RouterConfig;
 
 fn routing(z: &[f32], k: usize) -> Routing {
@@ -114,7 +113,11 @@ fn prefetching_the_next_layer_overlaps_its_load() {
 
 #[test]
 fn pipeline_refuses_traces_without_logits_and_small_caches() {
-    let mut t = random_logit_trace(8, 2, 2, 5, 1);
+    let mut t = generate(
+        &GeneratorConfig::synthetic(8, 2, 2, 5, Locality::drift(0.8)),
+        1,
+    )
+    .unwrap();
     assert!(
         simulate(&t, Lru::new(1, 16), &config(0.3, SplitChoice::Alg2, 0))
             .unwrap_err()
@@ -231,7 +234,11 @@ fn compare_puts_the_router_and_the_exact_methods_at_the_optimum() {
 
 #[test]
 fn larger_alpha_substitutes_more_and_the_selection_meets_the_budget() {
-    let t = random_logit_trace(16, 4, 4, 60, 7);
+    let t = generate(
+        &GeneratorConfig::synthetic(16, 4, 4, 60, Locality::drift(0.8)),
+        7,
+    )
+    .unwrap();
     let c = config(0.0, SplitChoice::Alg2, 2);
     let at = |a: f64| {
         let mut c = c;

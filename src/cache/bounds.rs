@@ -6,15 +6,26 @@
 //! Methods ([`OfflineMethod`], names as on the command line): `milp-fixed` and `milp-flexible`
 //! (formulations::cache::milp, started from Belady's schedule, which is feasible for both),
 //! `exhaustive-fixed` and `exhaustive-flexible` (formulations::cache::exhaustive, tiny only),
-//! `belady` and `lru` (simulated on the original routing, cold start).
+//! `belady` and `lru` (simulated on the original routing, cold start), and any router of
+//! [`super::routers`] by its spec (`max-rank:m=4,j=1`, `cumsum:p=0.6,j=1`,
+//! `cache-prior:lambda=0.5,j=1`, ...), replayed online with an LRU cache as in paper 002.
+//!
+//! ## Routers against the flexible-routing bound
+//! The flexible optimum bounds a router only if every choice of the router lies within the
+//! instance's freedom. Max-Rank with the instance's J and M does by construction; Cumsum's
+//! M varies per token and Cache-Prior has no rank limit, so a router's report says whether it
+//! stayed within (`within_freedom`; the ratio to the flexible optimum is given only then) and
+//! which freedom it used ([`freedom_used`]: the longest kept prefix J, the deepest rank M, the
+//! least mass kept tau). Solving the flexible MILP at that used freedom gives a bound valid
+//! for the router's own run, which is what the claims `cache/router-gap-*` do.
 //!
 //! ## MILP size and solve times
 //! The models have T x E residency binaries, T x E load columns and, with flexible routing,
 //! up to T (E - J) choice binaries; [`formulations::cache::milp::MAX_RESIDENCY_VARS`] caps
 //! T x E at 200,000. Measured once on the project's 2-core machine (HiGHS 1.15, one thread,
-//! the workspace's test profile, which is optimised; random-logit traces of
-//! [`super::claims::random_trace`] with seed 1 and rho = 0.9, Belady's schedule as MIP start;
-//! not a test, wall-clock):
+//! the workspace's test profile, which is optimised; one-layer random-logit traces (static
+//! bias plus AR(1) drift, seed 1, rho = 0.9) of a helper the calibrated generator has since
+//! replaced, Belady's schedule as MIP start; not a test, wall-clock):
 //!
 //! | T | E | K | C | routing | binaries | rows | time | loads (Belady) |
 //! |---|---|---|---|---|---|---|---|---|
@@ -35,19 +46,22 @@ use std::time::Instant;
 
 use formulations::cache::exhaustive::exhaustive;
 use formulations::cache::milp::OfflineMilp;
-use formulations::cache::offline::{self, evaluate, CacheInstance, Freedom, Schedule};
+use formulations::cache::model::Token;
+use formulations::cache::offline::{
+    self, evaluate, freedom_used, CacheInstance, Freedom, Schedule, ScheduleStep,
+};
 use formulations::cache::Trace;
 use formulations::milp::{MilpStatus, SolveOptions};
 use formulations::{Error, ProblemKind};
 use serde::Serialize;
 
 use super::belady::belady_schedule;
-use super::policy::{replay, Lru};
+use super::policy::{replay, Lru, Policy};
+use super::routers::{replay_routed_observed, RankTable, ReplayOptions, RouterSpec};
 use crate::report::{canonical_sha256, VERSION};
 
 /// An offline method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum OfflineMethod {
     /// The fixed-routing MILP (the optimum Belady must reach).
     MilpFixed,
@@ -61,10 +75,13 @@ pub enum OfflineMethod {
     Belady,
     /// LRU (paper 002's same-step order) on the original routing.
     Lru,
+    /// A cache-aware router of paper 002 (Max-Rank, Cumsum, Cache-Prior, pruning) choosing
+    /// each step's experts online, with an LRU cache (the paper's pairing), cold start.
+    Routed(RouterSpec),
 }
 
 impl OfflineMethod {
-    /// Every method.
+    /// Every method that needs no knob (the routers have one).
     pub const ALL: [OfflineMethod; 6] = [
         OfflineMethod::MilpFixed,
         OfflineMethod::MilpFlexible,
@@ -74,19 +91,21 @@ impl OfflineMethod {
         OfflineMethod::Lru,
     ];
 
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
+    /// The name on the command line (a router's is its spec, e.g. `max-rank:m=4,j=1`).
+    pub fn name(self) -> String {
         match self {
-            OfflineMethod::MilpFixed => "milp-fixed",
-            OfflineMethod::MilpFlexible => "milp-flexible",
-            OfflineMethod::ExhaustiveFixed => "exhaustive-fixed",
-            OfflineMethod::ExhaustiveFlexible => "exhaustive-flexible",
-            OfflineMethod::Belady => "belady",
-            OfflineMethod::Lru => "lru",
+            OfflineMethod::MilpFixed => "milp-fixed".into(),
+            OfflineMethod::MilpFlexible => "milp-flexible".into(),
+            OfflineMethod::ExhaustiveFixed => "exhaustive-fixed".into(),
+            OfflineMethod::ExhaustiveFlexible => "exhaustive-flexible".into(),
+            OfflineMethod::Belady => "belady".into(),
+            OfflineMethod::Lru => "lru".into(),
+            OfflineMethod::Routed(spec) => spec.to_string(),
         }
     }
 
-    /// Whether the method uses the instance's routing freedom.
+    /// Whether the method solves the flexible-routing problem exactly (its proved optimum is
+    /// the bound of every router within the instance's freedom).
     pub fn flexible(self) -> bool {
         matches!(
             self,
@@ -95,21 +114,37 @@ impl OfflineMethod {
     }
 }
 
+impl Serialize for OfflineMethod {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.name())
+    }
+}
+
 impl FromStr for OfflineMethod {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        OfflineMethod::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown offline method \"{s}\"; expected one of {}",
-                    OfflineMethod::ALL.map(|m| m.name()).join(", ")
-                )
-            })
+        if let Some(m) = OfflineMethod::ALL.into_iter().find(|m| m.name() == s) {
+            return Ok(m);
+        }
+        match s.parse::<RouterSpec>() {
+            Ok(RouterSpec::Pruning { .. }) => Err(format!(
+                "{s}: pruning runs fewer than K experts per step, which no offline schedule of \
+                 K experts describes; compare its miss rate with `moe-opt route` instead"
+            )),
+            Ok(spec) => Ok(OfflineMethod::Routed(spec)),
+            Err(e) if s.contains(':') || ROUTER_FAMILIES.contains(&s) => Err(e),
+            Err(_) => Err(format!(
+                "unknown offline method \"{s}\"; expected one of {}, or a router such as \
+                 max-rank:m=4,j=1, cumsum:p=0.6,j=1, cache-prior:lambda=0.5,j=1",
+                OfflineMethod::ALL.map(|m| m.name()).join(", ")
+            )),
+        }
     }
 }
+
+/// The router families `compare` accepts as methods.
+const ROUTER_FAMILIES: [&str; 5] = ["top-k", "pruning", "max-rank", "cumsum", "cache-prior"];
 
 /// An offline instance from layer `layer` of a trace, validated (errors name the field, with
 /// `<input>` as the file).
@@ -156,6 +191,15 @@ pub struct MethodReport {
     pub rerouted_steps: Option<u64>,
     /// Mean router mass kept (chosen / original top-K), when the layer has logits.
     pub mass_kept_mean: Option<f64>,
+    /// Whether every step's choice lies within the instance's freedom (routers only: the
+    /// flexible optimum bounds a router only then).
+    pub within_freedom: Option<bool>,
+    /// J of [`freedom_used`]: the longest prefix of the original ranking every step kept.
+    pub used_top_j: Option<usize>,
+    /// M of [`freedom_used`]: the deepest 1-based original rank chosen (null when unknown).
+    pub used_max_rank: Option<usize>,
+    /// tau of [`freedom_used`]: the least router mass kept at a step (null without logits).
+    pub used_min_mass: Option<f64>,
     /// Wall-clock seconds of the method.
     pub runtime_s: f64,
 }
@@ -189,10 +233,35 @@ pub fn run(
         gap: None,
         rerouted_steps: None,
         mass_kept_mean: None,
+        within_freedom: None,
+        used_top_j: None,
+        used_max_rank: None,
+        used_min_mass: None,
         runtime_s: 0.0,
     };
     let mut schedule = None;
+    // The freedom the evaluator checks: any K experts for a router (whether it kept to the
+    // instance's freedom is reported, not required).
+    let mut judge = None;
     match method {
+        OfflineMethod::Routed(RouterSpec::Pruning { .. }) => {
+            return Err(Error::Invalid {
+                path: "<command line>".into(),
+                field: "methods".into(),
+                reason: "pruning runs fewer than K experts per step: no offline schedule".into(),
+            })
+        }
+        OfflineMethod::Routed(spec) => {
+            schedule = Some(routed_schedule(instance, &spec)?);
+            judge = Some(CacheInstance {
+                freedom: Freedom {
+                    top_j: 0,
+                    max_rank: None,
+                    min_mass: None,
+                },
+                ..instance.clone()
+            });
+        }
         OfflineMethod::Lru => {
             let stats = replay(Lru::new(instance.capacity, requests.universe), &requests);
             report.loads = Some(stats.loads);
@@ -224,17 +293,66 @@ pub fn run(
         }
     }
     if let Some(s) = &schedule {
-        let ev = evaluate(instance, s, flexible)
-            .map_err(|e| Error::Solver(format!("{}'s schedule is invalid: {e}", method.name())))?;
+        let ev = match &judge {
+            Some(any) => evaluate(any, s, true),
+            None => evaluate(instance, s, flexible),
+        }
+        .map_err(|e| Error::Solver(format!("{}'s schedule is invalid: {e}", method.name())))?;
         report.loads = Some(ev.loads);
         report.rerouted_steps = Some(ev.rerouted_steps);
         report.mass_kept_mean = ev.mass_kept_mean;
+        if judge.is_some() {
+            report.within_freedom = Some(evaluate(instance, s, true).is_ok());
+        }
+        let used = freedom_used(instance, s);
+        report.used_top_j = Some(used.top_j);
+        report.used_max_rank = used.max_rank;
+        report.used_min_mass = used.min_mass;
     }
     report.miss_rate = report
         .loads
         .map(|l| l as f64 / (instance.steps() * instance.top_k()) as f64);
     report.runtime_s = began.elapsed().as_secs_f64();
     Ok(MethodRun { report, schedule })
+}
+
+/// A router's schedule on the instance's layer: per step its chosen experts and the LRU
+/// cache after the loads (paper 002 Sec. 4.2's order: experts handed over by router weight).
+pub fn routed_schedule(instance: &CacheInstance, spec: &RouterSpec) -> Result<Schedule, Error> {
+    let layer = Trace {
+        layers: 1,
+        tokens: instance
+            .trace
+            .tokens
+            .iter()
+            .map(|t| Token {
+                layers: vec![t.layers[instance.layer].clone()],
+                ..t.clone()
+            })
+            .collect(),
+        ..instance.trace.clone()
+    };
+    let mut steps = Vec::with_capacity(instance.steps());
+    let options = ReplayOptions {
+        per_layer_stats: false,
+        ..ReplayOptions::default()
+    };
+    replay_routed_observed(
+        &RankTable::new(&layer),
+        spec,
+        instance.capacity,
+        &options,
+        Lru::new,
+        |_, chosen, cache: &Lru| {
+            let mut resident = cache.resident();
+            resident.sort_unstable();
+            steps.push(ScheduleStep {
+                chosen: chosen.to_vec(),
+                resident,
+            });
+        },
+    )?;
+    Ok(Schedule { steps })
 }
 
 /// Identity and size of an offline instance.
@@ -295,7 +413,7 @@ impl OfflineInfo {
 fn method_line(out: &mut String, r: &MethodReport, extra: &str) {
     let _ = writeln!(
         out,
-        "  {:<20} loads {:>8}  miss rate {:>7}  {:<12} rerouted {:>6}  mass kept {:>6}  {:.3} s{extra}",
+        "  {:<28} loads {:>8}  miss rate {:>7}  {:<12} rerouted {:>6}  mass kept {:>6}  {:.3} s{extra}",
         r.method.name(),
         r.loads.map_or("-".into(), |l| l.to_string()),
         r.miss_rate.map_or("-".into(), |m| format!("{m:.4}")),
@@ -351,7 +469,8 @@ pub struct CompareLine {
     pub report: MethodReport,
     /// loads / the proved fixed-routing optimum (null without one, or when it is 0).
     pub ratio_to_fixed_optimum: Option<f64>,
-    /// loads / the proved flexible-routing optimum (null without one, or when it is 0).
+    /// loads / the proved flexible-routing optimum (null without one, when it is 0, or for a
+    /// router that left the instance's freedom, which that optimum does not bound).
     pub ratio_to_flexible_optimum: Option<f64>,
 }
 
@@ -386,9 +505,13 @@ impl CompareReport {
                 r.map_or(String::new(), |r| format!("  /{name} {r:.4}"))
             };
             let extra = format!(
-                "{}{}",
+                "{}{}{}",
                 ratio("fixed", line.ratio_to_fixed_optimum),
-                ratio("flex", line.ratio_to_flexible_optimum)
+                ratio("flex", line.ratio_to_flexible_optimum),
+                match line.report.within_freedom {
+                    Some(false) => "  (outside the freedom)",
+                    _ => "",
+                }
             );
             method_line(&mut out, &line.report, &extra);
         }
@@ -426,7 +549,10 @@ pub fn compare(
             .into_iter()
             .map(|r| CompareLine {
                 ratio_to_fixed_optimum: ratio(r.loads, fixed),
-                ratio_to_flexible_optimum: ratio(r.loads, flex),
+                ratio_to_flexible_optimum: match r.within_freedom {
+                    Some(false) => None,
+                    _ => ratio(r.loads, flex),
+                },
                 report: r,
             })
             .collect(),

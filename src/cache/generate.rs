@@ -203,6 +203,22 @@ pub const SWITCH_LOCALITY: Locality = Locality {
     popularity_skew: 0.03,
 };
 
+impl Locality {
+    /// Token-to-token drift rho alone (no topic), with the popularity skew 0.5 of the
+    /// calibrated fine-grained presets: a one-knob locality for tests and benchmarks.
+    pub fn drift(rho: f64) -> Self {
+        Locality {
+            persistence: rho,
+            topic_weight: 0.0,
+            popularity_skew: 0.5,
+        }
+    }
+}
+
+/// The three calibrated localities (OLMoE, Kimi, Switch: fine-grained to coarse), which the
+/// claim families cycle through.
+pub const CALIBRATED: [Locality; 3] = [OLMOE_LOCALITY, KIMI_LOCALITY, SWITCH_LOCALITY];
+
 impl GeneratorConfig {
     /// The preset's configuration.
     pub fn preset(preset: Preset) -> Self {
@@ -298,6 +314,33 @@ impl GeneratorConfig {
             persistence: loc.persistence,
             topic_weight: loc.topic_weight,
             popularity_skew: loc.popularity_skew,
+            logit_scale: 1.0,
+        }
+    }
+
+    /// One decode sequence of `tokens` tokens for any (E, K, layers) with the given locality:
+    /// the shape of the claim families, tests and benchmarks (d = 32, no shared experts,
+    /// logit scale 1, as the presets).
+    pub fn synthetic(
+        experts: usize,
+        top_k: usize,
+        layers: usize,
+        tokens: usize,
+        locality: Locality,
+    ) -> Self {
+        GeneratorConfig {
+            model: format!("synthetic E={experts} K={top_k}"),
+            experts,
+            top_k,
+            shared_experts: 0,
+            layers,
+            sequences: 1,
+            tokens_per_sequence: tokens,
+            phase: Phase::Decode,
+            hidden_dim: 32,
+            persistence: locality.persistence,
+            topic_weight: locality.topic_weight,
+            popularity_skew: locality.popularity_skew,
             logit_scale: 1.0,
         }
     }

@@ -14,10 +14,8 @@
 
 use std::fmt::Write;
 
-use formulations::cache::model::{ranking, Phase, Routing, Token, Trace};
-use formulations::{Error, ProblemKind};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use formulations::cache::model::Trace;
+use formulations::Error;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -537,65 +535,6 @@ impl RouteReport {
     }
 }
 
-/// A small seeded trace with logits and temporal locality, for tests and the bench until the
-/// trace generator lands: per layer a hidden logit vector follows an AR(1) process
-/// `z_t = rho z_{t-1} + sqrt(1 - rho^2) eps_t`, eps standard normal (Box-Muller), so rho near 1
-/// keeps consecutive tokens' experts alike. One sequence of decode tokens, ranked, no weights.
-pub fn random_logit_trace(
-    experts: usize,
-    top_k: usize,
-    layers: usize,
-    tokens: usize,
-    rho: f64,
-    seed: u64,
-) -> Trace {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut normal = move || {
-        let u: f64 = 1.0 - rng.random::<f64>();
-        let v: f64 = rng.random();
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    };
-    let mut state: Vec<Vec<f64>> = (0..layers)
-        .map(|_| (0..experts).map(|_| normal()).collect())
-        .collect();
-    let fresh = (1.0 - rho * rho).max(0.0).sqrt();
-    let mut out = Vec::with_capacity(tokens);
-    for t in 0..tokens {
-        let mut routings = Vec::with_capacity(layers);
-        for z in state.iter_mut() {
-            if t > 0 {
-                for x in z.iter_mut() {
-                    *x = rho * *x + fresh * normal();
-                }
-            }
-            let logits: Vec<f32> = z.iter().map(|&x| x as f32).collect();
-            let experts = ranking(&logits)[..top_k].to_vec();
-            routings.push(Routing {
-                experts,
-                weights: None,
-                logits: Some(logits),
-            });
-        }
-        out.push(Token {
-            seq: 0,
-            token: t as u32,
-            phase: Phase::Decode,
-            layers: routings,
-        });
-    }
-    Trace {
-        problem: ProblemKind::CacheTrace,
-        name: format!("random-logits-e{experts}-k{top_k}-rho{rho}-seed{seed}"),
-        model: "random-logits".into(),
-        experts,
-        top_k,
-        shared_experts: 0,
-        layers,
-        ranked: true,
-        tokens: out,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -635,13 +574,5 @@ mod tests {
         assert_eq!(unit_grid(50)[1], 1.0 / 49.0);
         assert_eq!(default_capacities(8, 2), vec![2, 4, 6]);
         assert_eq!(default_capacities(4, 2), vec![2, 3]);
-    }
-
-    #[test]
-    fn random_trace_is_valid_and_seeded() {
-        let a = random_logit_trace(8, 2, 2, 20, 0.9, 7);
-        formulations::cache::validate::validate(&a).unwrap();
-        assert_eq!(a, random_logit_trace(8, 2, 2, 20, 0.9, 7));
-        assert_ne!(a, random_logit_trace(8, 2, 2, 20, 0.9, 8));
     }
 }

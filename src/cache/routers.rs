@@ -819,7 +819,21 @@ pub fn replay_routed<P: Policy>(
     spec: &RouterSpec,
     capacity: usize,
     options: &ReplayOptions,
+    make_policy: impl FnMut(usize, usize) -> P,
+) -> Result<RoutedReplay, Error> {
+    replay_routed_observed(table, spec, capacity, options, make_policy, |_, _, _| {})
+}
+
+/// [`replay_routed`], calling `observe(layer, chosen, cache)` after each step with the chosen
+/// expert ids (0..E, in the order handed to the cache) and the cache after its loads: how
+/// [`super::bounds`] records a router's schedule.
+pub fn replay_routed_observed<P: Policy>(
+    table: &RankTable,
+    spec: &RouterSpec,
+    capacity: usize,
+    options: &ReplayOptions,
     mut make_policy: impl FnMut(usize, usize) -> P,
+    mut observe: impl FnMut(usize, &[u32], &P),
 ) -> Result<RoutedReplay, Error> {
     table.supports(spec).map_err(layout_error)?;
     let (e, k, layers) = (table.experts, table.top_k, table.layers);
@@ -867,6 +881,7 @@ pub fn replay_routed<P: Policy>(
                 values: row.probs,
             });
             sims[s].step(&ids, scores);
+            observe(l, &chosen, sims[s].policy());
         }
     }
     let stats: Vec<(CacheStats, usize)> = sims

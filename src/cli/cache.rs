@@ -154,6 +154,22 @@ impl RouteArgs {
     }
 }
 
+/// Undoes the comma split of a list whose items may carry several knobs: a piece `name=value`
+/// with no `:` continues the item before it, so `max-rank:m=4,j=1,lru` is two items.
+fn rejoin_knobs(pieces: &[String]) -> Vec<String> {
+    let mut items: Vec<String> = Vec::new();
+    for piece in pieces {
+        match items.last_mut() {
+            Some(last) if piece.contains('=') && !piece.contains(':') && last.contains(':') => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => items.push(piece.clone()),
+        }
+    }
+    items
+}
+
 /// `moe-opt pareto`.
 #[derive(Debug, Args)]
 pub(super) struct ParetoArgs {
@@ -162,7 +178,8 @@ pub(super) struct ParetoArgs {
     /// Comma-separated capacities (default E/4, E/2, 3E/4).
     #[arg(long, value_delimiter = ',')]
     capacities: Vec<usize>,
-    /// Comma-separated routers (default: every family's knob grid).
+    /// Comma-separated routers, e.g. `max-rank:m=4,j=1,cumsum:p=0.6,j=1` (a `name=value`
+    /// piece continues the router before it; default: every family's knob grid).
     #[arg(long, value_delimiter = ',')]
     routers: Vec<String>,
     /// per-layer or pool.
@@ -181,8 +198,7 @@ pub(super) struct ParetoArgs {
 impl ParetoArgs {
     pub(super) fn run(self) -> Result<(), CliError> {
         let trace = self.trace.load()?;
-        let routers = self
-            .routers
+        let routers = rejoin_knobs(&self.routers)
             .iter()
             .map(|r| r.parse())
             .collect::<Result<Vec<_>, String>>()
@@ -312,7 +328,7 @@ pub(super) fn offline_compare(
 ) -> Result<(), CliError> {
     let instance = formulations::cache::offline::load(file)?;
     let methods: Vec<OfflineMethod> = match methods {
-        Some(names) => names
+        Some(names) => rejoin_knobs(names)
             .iter()
             .map(|n| n.parse())
             .collect::<Result<_, _>>()
@@ -531,4 +547,21 @@ pub(super) fn import(
     eprint!("{}", imported.report.text());
     eprintln!("wrote {}", output.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rejoin_knobs;
+
+    #[test]
+    fn knob_pieces_rejoin_their_router() {
+        let pieces: Vec<String> = "max-rank:m=4,j=1,lru,cumsum:p=0.5,j=0,top-k"
+            .split(',')
+            .map(String::from)
+            .collect();
+        assert_eq!(
+            rejoin_knobs(&pieces),
+            ["max-rank:m=4,j=1", "lru", "cumsum:p=0.5,j=0", "top-k"]
+        );
+    }
 }

@@ -31,13 +31,11 @@
 //! not timed). Attention outside the MoE layers, sampling and the CPU router's own time are
 //! not modelled (Fig. 9 places them on otherwise idle resources).
 
-use formulations::cache::model::{softmax, Phase, Routing, Token, Trace};
+use formulations::cache::model::{softmax, Phase, Trace};
 use formulations::cache::validate::validate as validate_trace;
 use formulations::smoe::evaluate::{rank, TokenSets};
 use formulations::smoe::{split_optimum_uniform, Costs};
-use formulations::{Error, ProblemKind};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use formulations::Error;
 use serde::{Deserialize, Serialize};
 
 use super::router::{route_batch, RouterConfig};
@@ -376,64 +374,5 @@ fn split(misses: &[u32], costs: &Costs, choice: SplitChoice) -> (Vec<u32>, Vec<u
         }
         SplitChoice::Load => (misses.to_vec(), Vec::new()),
         SplitChoice::Cpu => (Vec::new(), misses.to_vec()),
-    }
-}
-
-/// A seeded stand-in trace with logits, until the shared generator lands: per layer a fixed
-/// expert bias b_e ~ N(0, 1.5^2) plus a drifting state s_e <- 0.8 s_e + 0.6 N(0, 1) (temporal
-/// locality), logits z = b + s; the selected experts are the top-k of z, weights their softmax
-/// probabilities. One sequence of decode tokens.
-pub fn random_logit_trace(
-    experts: usize,
-    top_k: usize,
-    layers: usize,
-    tokens: usize,
-    seed: u64,
-) -> Trace {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut normal = move || {
-        let u: f64 = 1.0 - rng.random::<f64>();
-        let v: f64 = rng.random();
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    };
-    let bias: Vec<Vec<f64>> = (0..layers)
-        .map(|_| (0..experts).map(|_| 1.5 * normal()).collect())
-        .collect();
-    let mut state: Vec<Vec<f64>> = vec![vec![0.0; experts]; layers];
-    let tokens = (0..tokens)
-        .map(|t| Token {
-            seq: 0,
-            token: t as u32,
-            phase: Phase::Decode,
-            layers: (0..layers)
-                .map(|l| {
-                    let z: Vec<f32> = (0..experts)
-                        .map(|e| {
-                            state[l][e] = 0.8 * state[l][e] + 0.6 * normal();
-                            (bias[l][e] + state[l][e]) as f32
-                        })
-                        .collect();
-                    let order = formulations::cache::model::ranking(&z);
-                    let p = softmax(&z);
-                    let chosen = order[..top_k].to_vec();
-                    Routing {
-                        weights: Some(chosen.iter().map(|&e| p[e as usize] as f32).collect()),
-                        experts: chosen,
-                        logits: Some(z),
-                    }
-                })
-                .collect(),
-        })
-        .collect();
-    Trace {
-        problem: ProblemKind::CacheTrace,
-        name: format!("random-logits-e{experts}-k{top_k}-l{layers}-seed{seed}"),
-        model: "random-logits".into(),
-        experts,
-        top_k,
-        shared_experts: 0,
-        layers,
-        ranked: true,
-        tokens,
     }
 }

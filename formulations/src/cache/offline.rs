@@ -406,6 +406,69 @@ pub fn evaluate(
     })
 }
 
+/// The tightest freedom of the form "top-J kept, the rest within rank M, mass kept >= tau"
+/// that admits every step of `schedule`'s chosen sets: J the least over steps of the longest
+/// prefix of the original ranking chosen, M the largest 1-based rank chosen (at least K; absent
+/// when a chosen expert lies outside the original selection of a layer without logits, whose
+/// ranks are unknown), tau the least mass kept (absent without logits). The flexible-routing
+/// optimum under this freedom bounds from below every router whose choices it admits, the
+/// router that produced `schedule` included. `schedule` must have one step per token.
+pub fn freedom_used(instance: &CacheInstance, schedule: &Schedule) -> Freedom {
+    let k = instance.top_k();
+    let any = CacheInstance {
+        freedom: Freedom {
+            top_j: 0,
+            max_rank: None,
+            min_mass: None,
+        },
+        ..instance.clone()
+    };
+    let has_logits = instance
+        .trace
+        .tokens
+        .iter()
+        .all(|t| t.layers[instance.layer].logits.is_some());
+    let mut used = Freedom {
+        top_j: k,
+        max_rank: Some(k),
+        min_mass: has_logits.then_some(1.0),
+    };
+    for (t, step) in schedule.steps.iter().enumerate() {
+        // With J = 0 and no M, `optional` is the whole original ranking (ranks beyond K in id
+        // order when the layer has no logits).
+        let ranking = any.allowed(t, true).optional;
+        let prefix = ranking
+            .iter()
+            .take_while(|e| step.chosen.contains(e))
+            .count();
+        used.top_j = used.top_j.min(prefix.min(k));
+        let deepest = step
+            .chosen
+            .iter()
+            .map(|e| {
+                ranking
+                    .iter()
+                    .position(|x| x == e)
+                    .map_or(usize::MAX, |r| r + 1)
+            })
+            .max()
+            .unwrap_or(0);
+        used.max_rank = match used.max_rank {
+            Some(m) if has_logits || deepest <= k => Some(m.max(deepest)),
+            _ => None,
+        };
+        if let (Some(tau), Some(z)) = (
+            used.min_mass,
+            &instance.trace.tokens[t].layers[instance.layer].logits,
+        ) {
+            let p = softmax(z);
+            let of = |s: &[u32]| s.iter().map(|&x| p[x as usize]).sum::<f64>();
+            used.min_mass = Some(tau.min(of(&step.chosen) / of(instance.original(t))));
+        }
+    }
+    used
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -503,6 +566,36 @@ pub(crate) mod tests {
         let mut x = i;
         x.trace.tokens[0].layers[0].experts = vec![0, 0];
         assert_eq!(field(&x), "trace.tokens[0].layers[0].experts[1]");
+    }
+
+    #[test]
+    fn freedom_used_is_the_tightest_admitting_freedom() {
+        // Token 0 ranks 0 > 1 > 2 > 3 (logits 3, 2, 1, 0), token 1 ranks 3 > 2 > 1 > 0. Step 0
+        // chooses {0, 2}: prefix 1, deepest rank 3; step 1 keeps {3, 2}: prefix 2, rank 2. So
+        // J = 1, M = 3; mass kept at step 0 = (e^3 + e^1) / (e^3 + e^2) = 0.82999..., step 1: 1.
+        let t = trace_from_logits(4, 2, &[vec![3.0, 2.0, 1.0, 0.0], vec![0.0, 1.0, 2.0, 3.0]]);
+        let i = instance(t, 3, Freedom::fixed(2));
+        let step = |chosen: Vec<u32>| ScheduleStep {
+            resident: vec![0, 2, 3],
+            chosen,
+        };
+        let s = Schedule {
+            steps: vec![step(vec![0, 2]), step(vec![3, 2])],
+        };
+        let used = freedom_used(&i, &s);
+        assert_eq!((used.top_j, used.max_rank), (1, Some(3)));
+        let e = std::f64::consts::E;
+        let tau = (e.powi(3) + e) / (e.powi(3) + e.powi(2));
+        assert!((used.min_mass.unwrap() - tau).abs() < 1e-6);
+        // The original routing uses no freedom.
+        let s = Schedule {
+            steps: vec![step(vec![0, 1]), step(vec![3, 2])],
+        };
+        let used = freedom_used(&i, &s);
+        assert_eq!(
+            (used.top_j, used.max_rank, used.min_mass),
+            (2, Some(2), Some(1.0))
+        );
     }
 
     #[test]
