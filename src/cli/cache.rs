@@ -189,8 +189,8 @@ pub(super) struct ParetoArgs {
     #[arg(long)]
     json: bool,
     /// Also write the points (CSV: a row per router and capacity) and, next to it with
-    /// `-belady` before the extension, Belady's miss rate per capacity under the original
-    /// routing.
+    /// `-baselines` before the extension, LRU's and Belady's miss rates per capacity under the
+    /// original routing.
     #[arg(long)]
     csv: Option<PathBuf>,
 }
