@@ -19,40 +19,53 @@ use formulations::cache::offline::{Schedule, ScheduleStep};
 
 use super::policy::{Policy, Request, Simulation};
 
-const NEVER: usize = usize::MAX;
+const NEVER: u32 = u32::MAX;
+
+/// The eviction key of a resident id: next request step in the high half, the complemented id
+/// in the low half, so the largest key is the farthest next use, ties to the lowest id.
+fn key(next: u32, id: u32) -> u64 {
+    (u64::from(next) << 32) | u64::from(!id)
+}
 
 /// Belady / MIN over a known request stream.
 #[derive(Debug, Clone)]
 pub struct Belady {
     capacity: usize,
     /// For every position of the stream's `ids`, the step of the id's next request.
-    next: Vec<usize>,
+    next: Vec<u32>,
     offsets: Vec<usize>,
-    /// Next request step of each resident id (meaningless for absent ids).
-    next_use: Vec<usize>,
-    present: Vec<bool>,
+    /// The resident ids, and beside them (same index) their eviction keys: a miss scans one
+    /// contiguous array.
     resident: Vec<u32>,
+    keys: Vec<u64>,
+    /// Index in `resident` of each id; `u32::MAX` when absent.
+    slot: Vec<u32>,
 }
 
 impl Belady {
-    /// A cold cache of `capacity` ids that will be replayed on `requests`.
+    /// A cold cache of `capacity` ids that will be replayed on `requests` (fewer than 2^32 - 1
+    /// steps).
     pub fn new(capacity: usize, requests: &Requests) -> Self {
+        assert!(
+            requests.len() < NEVER as usize,
+            "stream too long for Belady"
+        );
         let mut next = vec![NEVER; requests.ids.len()];
         let mut seen = vec![NEVER; requests.universe];
         for t in (0..requests.len()).rev() {
             let (lo, hi) = (requests.offsets[t], requests.offsets[t + 1]);
             for (slot, &id) in next[lo..hi].iter_mut().zip(&requests.ids[lo..hi]) {
                 *slot = seen[id as usize];
-                seen[id as usize] = t;
+                seen[id as usize] = t as u32;
             }
         }
         Belady {
             capacity,
             next,
             offsets: requests.offsets.clone(),
-            next_use: vec![NEVER; requests.universe],
-            present: vec![false; requests.universe],
             resident: Vec::with_capacity(capacity + 1),
+            keys: Vec::with_capacity(capacity + 1),
+            slot: vec![NEVER; requests.universe],
         }
     }
 }
@@ -67,46 +80,48 @@ impl Policy for Belady {
     }
 
     fn contains(&self, id: u32) -> bool {
-        self.present[id as usize]
+        self.slot[id as usize] != NEVER
     }
 
     fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>) {
-        let t = request.time;
-        let start = self.offsets[t];
-        debug_assert_eq!(self.offsets[t + 1] - start, request.ids.len());
+        let t = request.time as u32;
+        let start = self.offsets[request.time];
+        debug_assert_eq!(self.offsets[request.time + 1] - start, request.ids.len());
         // Requested ids are pinned: their next use is now, the nearest possible.
         for &id in request.ids {
-            if self.present[id as usize] {
-                self.next_use[id as usize] = t;
+            let s = self.slot[id as usize];
+            if s != NEVER {
+                self.keys[s as usize] = key(t, id);
             }
         }
         for &id in request.ids {
-            if self.present[id as usize] {
+            if self.slot[id as usize] != NEVER {
                 continue;
             }
             if self.resident.len() == self.capacity {
-                let mut best = 0;
-                for (i, &r) in self.resident.iter().enumerate().skip(1) {
-                    let (a, b) = (
-                        self.next_use[r as usize],
-                        self.next_use[self.resident[best] as usize],
-                    );
-                    if a > b || (a == b && r < self.resident[best]) {
-                        best = i;
+                let (mut best, mut farthest) = (0, self.keys[0]);
+                for (i, &k) in self.keys.iter().enumerate().skip(1) {
+                    if k > farthest {
+                        (best, farthest) = (i, k);
                     }
                 }
+                debug_assert!(farthest >> 32 > u64::from(t), "a pinned id evicted");
                 let victim = self.resident.swap_remove(best);
-                debug_assert!(self.next_use[victim as usize] > t, "a pinned id evicted");
-                self.present[victim as usize] = false;
+                self.keys.swap_remove(best);
+                if let Some(&moved) = self.resident.get(best) {
+                    self.slot[moved as usize] = best as u32;
+                }
+                self.slot[victim as usize] = NEVER;
                 evicted.push(victim);
             }
-            self.present[id as usize] = true;
-            self.next_use[id as usize] = t;
+            self.slot[id as usize] = self.resident.len() as u32;
             self.resident.push(id);
+            self.keys.push(key(t, id));
             loaded.push(id);
         }
         for (i, &id) in request.ids.iter().enumerate() {
-            self.next_use[id as usize] = self.next[start + i];
+            let s = self.slot[id as usize] as usize;
+            self.keys[s] = key(self.next[start + i], id);
         }
     }
 

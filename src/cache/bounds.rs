@@ -319,26 +319,13 @@ pub fn run(
 /// A router's schedule on the instance's layer: per step its chosen experts and the LRU
 /// cache after the loads (paper 002 Sec. 4.2's order: experts handed over by router weight).
 pub fn routed_schedule(instance: &CacheInstance, spec: &RouterSpec) -> Result<Schedule, Error> {
-    let layer = Trace {
-        layers: 1,
-        tokens: instance
-            .trace
-            .tokens
-            .iter()
-            .map(|t| Token {
-                layers: vec![t.layers[instance.layer].clone()],
-                ..t.clone()
-            })
-            .collect(),
-        ..instance.trace.clone()
-    };
     let mut steps = Vec::with_capacity(instance.steps());
     let options = ReplayOptions {
         per_layer_stats: false,
         ..ReplayOptions::default()
     };
     replay_routed_observed(
-        &RankTable::new(&layer),
+        &RankTable::new(&layer_trace(instance)),
         spec,
         instance.capacity,
         &options,
@@ -353,6 +340,23 @@ pub fn routed_schedule(instance: &CacheInstance, spec: &RouterSpec) -> Result<Sc
         },
     )?;
     Ok(Schedule { steps })
+}
+
+/// The instance's cached layer as a one-layer trace (what the routers replay).
+pub fn layer_trace(instance: &CacheInstance) -> Trace {
+    Trace {
+        layers: 1,
+        tokens: instance
+            .trace
+            .tokens
+            .iter()
+            .map(|t| Token {
+                layers: vec![t.layers[instance.layer].clone()],
+                ..t.clone()
+            })
+            .collect(),
+        ..instance.trace.clone()
+    }
 }
 
 /// Identity and size of an offline instance.

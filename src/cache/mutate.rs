@@ -12,8 +12,9 @@
 //!
 //! ## Shrinking
 //! [`size`] = 64 x tokens x layers x experts + capacity. Candidates (strictly smaller, valid):
-//! keep only the cached layer, drop one token, drop the highest expert id when no token
-//! selects it, lower the capacity by one.
+//! keep only the cached layer; drop a block of tokens (halves, quarters and eighths of a
+//! trace longer than 64 tokens; down to single tokens at 64 or fewer); drop the highest
+//! expert id when no token selects it; lower the capacity by one.
 
 use formulations::cache::exhaustive::fits_exhaustive;
 use formulations::cache::model::{ranking, softmax, Routing};
@@ -99,6 +100,13 @@ pub fn perturb(instance: &CacheInstance, rng: &mut ChaCha8Rng) -> CacheInstance 
     instance.clone()
 }
 
+/// Most token blocks removed in turn at one block size (single tokens up to this length).
+const MAX_BLOCKS: usize = 64;
+/// The same for traces longer than [`MAX_BLOCKS`]: halves, quarters and eighths only, since
+/// every candidate is a copy of the trace (a 2000-token counterexample would otherwise take
+/// minutes to shrink).
+const LONG_BLOCKS: usize = 8;
+
 /// Strictly smaller valid instances, most reducing first.
 pub fn shrink_candidates(instance: &CacheInstance) -> Vec<CacheInstance> {
     let mut out = Vec::new();
@@ -111,12 +119,24 @@ pub fn shrink_candidates(instance: &CacheInstance) -> Vec<CacheInstance> {
         c.layer = 0;
         out.push(c);
     }
-    if instance.steps() > 1 {
-        for t in 0..instance.steps() {
-            let mut c = instance.clone();
-            c.trace.tokens.remove(t);
-            out.push(c);
+    // Blocks of tokens, halves first: a long counterexample shrinks in logarithmically many
+    // steps, and no level has more than MAX_BLOCKS candidates (single tokens only below that).
+    let steps = instance.steps();
+    let mut block = steps / 2;
+    while block >= 1 {
+        let limit = if steps > MAX_BLOCKS {
+            LONG_BLOCKS
+        } else {
+            MAX_BLOCKS
+        };
+        if steps.div_ceil(block) <= limit {
+            for start in (0..steps).step_by(block) {
+                let mut c = instance.clone();
+                c.trace.tokens.drain(start..(start + block).min(steps));
+                out.push(c);
+            }
         }
+        block = if block == 1 { 0 } else { block.div_ceil(2) };
     }
     let last = instance.experts() as u32 - 1;
     let selected = instance.trace.routings().any(|r| r.experts.contains(&last));
@@ -189,5 +209,18 @@ mod tests {
             }
             assert!(cands.windows(2).all(|w| size(&w[0]) <= size(&w[1])));
         }
+    }
+
+    #[test]
+    fn long_traces_shrink_by_blocks() {
+        // 2000 tokens: blocks of 1000, 500 and 250 tokens (2 + 4 + 8 = 14 candidates; 125
+        // would give 16 blocks, over the limit of 8 for long traces), plus at most the
+        // capacity and expert moves. The first candidate drops half the tokens.
+        let i = crate::cache::claims::family_half(0);
+        assert_eq!(i.steps(), 2000);
+        let cands = shrink_candidates(&i);
+        let token_moves = cands.iter().filter(|c| c.steps() < 2000).count();
+        assert_eq!(token_moves, 14);
+        assert_eq!(cands[0].steps(), 1000);
     }
 }
