@@ -409,16 +409,19 @@ fn check_flexible_below_belady(instance: &CacheInstance, options: &CheckOptions)
     }
 }
 
-fn check_halves_lru(instance: &CacheInstance, options: &CheckOptions) -> Check {
+fn check_halves_lru(instance: &CacheInstance, _options: &CheckOptions) -> Check {
     // The claim is about C = E/2 (at least K), whatever capacity a search move gave.
     let half = (instance.experts() / 2).max(instance.top_k());
-    if instance.capacity != half {
-        let at_half = CacheInstance {
+    let at_half;
+    let instance = if instance.capacity == half {
+        instance
+    } else {
+        at_half = CacheInstance {
             capacity: half,
             ..instance.clone()
         };
-        return check_halves_lru(&at_half, options);
-    }
+        &at_half
+    };
     if let Some(c) = too_short(instance) {
         return *c;
     }
