@@ -7,7 +7,7 @@ use moe_opt::cache::generate::{generate as generate_trace, GeneratorConfig, Loca
 use moe_opt::cache::policy::Lru;
 use moe_opt::smoe::claims::route;
 use moe_opt::smoe::generate::{generate, Preset};
-use moe_opt::smoe::pipeline::{simulate, PipelineConfig, PipelineCosts, SplitChoice};
+use moe_opt::smoe::pipeline::{simulate, PipelineConfig, PipelineCosts, Predictor, SplitChoice};
 use moe_opt::smoe::router::{LowScore, RouterConfig};
 use moe_opt::smoe::split::{alg2, Alg2Rule};
 
@@ -23,6 +23,7 @@ fn smoe(c: &mut Criterion) {
         router: RouterConfig::new(0.25),
         split: SplitChoice::Alg2,
         prefetch: 4,
+        predictor: Predictor::Oracle,
         costs: PipelineCosts {
             load_s: 6e-3,
             cpu_s: 2e-3,

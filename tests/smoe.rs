@@ -10,7 +10,7 @@ use moe_opt::cache::policy::Lru;
 use moe_opt::claims::{CheckOptions, Outcome};
 use moe_opt::smoe::claims::registry;
 use moe_opt::smoe::commands::{self, RoutingMethod, SplitMethod};
-use moe_opt::smoe::pipeline::{simulate, PipelineConfig, PipelineCosts, SplitChoice};
+use moe_opt::smoe::pipeline::{simulate, PipelineConfig, PipelineCosts, Predictor, SplitChoice};
 use moe_opt::smoe::router::RouterConfig;
 
 fn routing(z: &[f32], k: usize) -> Routing {
@@ -53,6 +53,7 @@ fn config(alpha: f64, split: SplitChoice, prefetch: usize) -> PipelineConfig {
         router: RouterConfig::new(alpha),
         split,
         prefetch,
+        predictor: Predictor::Oracle,
         costs: PipelineCosts {
             load_s: 3.0,
             cpu_s: 1.0,
@@ -109,6 +110,37 @@ fn prefetching_the_next_layer_overlaps_its_load() {
     assert_eq!((with.prefetched, with.prefetch_used), (1, 1));
     let without = simulate(&t, Lru::new(2, 8), &config(0.0, SplitChoice::Alg2, 0)).unwrap();
     assert!((without.tpot_s - 7.2).abs() < 1e-12, "{}", without.tpot_s);
+    // The previous-token predictor has nothing to go on at a sequence's first token: the
+    // same times as without prefetching.
+    let previous = PipelineConfig {
+        predictor: Predictor::PreviousToken,
+        ..config(0.0, SplitChoice::Alg2, 1)
+    };
+    let first = simulate(&t, Lru::new(2, 8), &previous).unwrap();
+    assert!((first.tpot_s - 7.2).abs() < 1e-12, "{}", first.tpot_s);
+    assert_eq!(first.prefetched, 0);
+}
+
+#[test]
+fn the_previous_token_predictor_prefetches_from_the_second_token_on() {
+    // 40 tokens of 4 layers, at most 2 prefetches per layer boundary: the previous-token
+    // predictor can prefetch only at tokens 1.., so at most 39 x 3 x 2 experts.
+    let t = generate(
+        &GeneratorConfig::synthetic(16, 2, 4, 40, Locality::drift(0.5)),
+        3,
+    )
+    .unwrap();
+    let run = |predictor| {
+        let c = PipelineConfig {
+            predictor,
+            ..config(0.0, SplitChoice::Alg2, 2)
+        };
+        simulate(&t, Lru::new(16, 64), &c).unwrap()
+    };
+    let (oracle, previous) = (run(Predictor::Oracle), run(Predictor::PreviousToken));
+    assert!(previous.prefetched > 0 && previous.prefetched <= 39 * 3 * 2);
+    assert!(previous.prefetch_used <= previous.prefetched);
+    assert_ne!(oracle, previous);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use crate::cache::routers::ReplayOptions;
 use crate::export::{write_csv, Table};
 use crate::report::VERSION;
 use crate::smoe::commands as sc;
-use crate::smoe::pipeline::{PipelineConfig, PipelineCosts, SplitChoice};
+use crate::smoe::pipeline::{PipelineConfig, PipelineCosts, Predictor, SplitChoice};
 use crate::smoe::router::RouterConfig;
 
 /// Where a trace comes from: a cache-trace JSON, or a token log (JSON Lines, maybe gzip).
@@ -446,6 +446,10 @@ pub(super) struct TpotArgs {
     /// Most experts prefetched for the next layer.
     #[arg(long, default_value_t = 4)]
     prefetch: usize,
+    /// What the prefetcher predicts: oracle (the next layer's true top-score set) or
+    /// previous-token (that layer's top-score set at the previous token).
+    #[arg(long, default_value = "oracle")]
+    predictor: Predictor,
     /// C_load: one expert over PCIe, seconds.
     #[arg(long, default_value_t = 6e-3)]
     load_s: f64,
@@ -482,6 +486,7 @@ impl TpotArgs {
             router: RouterConfig::new(self.alpha),
             split,
             prefetch: self.prefetch,
+            predictor: self.predictor,
             costs: PipelineCosts {
                 load_s: self.load_s,
                 cpu_s: self.cpu_s,

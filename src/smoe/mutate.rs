@@ -8,7 +8,9 @@
 //! uniform step in [-0.1, 0.1]; one expert added to or removed from G; C_load or C_CPU (or one
 //! expert's, for per-expert costs) times f; k plus or minus 1; a token added (a copy of one with
 //! a score perturbed) or removed. A move that breaks validity or the size limit is redrawn (up
-//! to 32 times; then the layer is returned unchanged).
+//! to 32 times; then the layer is returned unchanged), and so does a move that takes a layer
+//! with [`plausible_costs`] outside them (per-expert times of 10 µs to 1 s, C_load and C_CPU
+//! within a factor 100 of each other).
 //!
 //! ## Shrinking
 //! [`size`] = 1000 (E + k + tokens + |G|) + the number of non-round numbers (more than 2
@@ -162,11 +164,41 @@ pub fn perturb(instance: &Instance, rng: &mut ChaCha8Rng) -> Instance {
                 }
             }
         }
-        if c != *instance && validate(&c).is_ok() && (!keep_small || fits_exact(&c)) {
+        if c != *instance
+            && validate(&c).is_ok()
+            && (!keep_small || fits_exact(&c))
+            && (!plausible_costs(instance) || plausible_costs(&c))
+        {
             return c;
         }
     }
     instance.clone()
+}
+
+/// Per-expert times a search may reach, seconds: 10 µs (a small expert over a fast link) to
+/// 1 s (a large one on a slow CPU).
+pub const COST_RANGE_S: (f64, f64) = (1e-5, 1.0);
+/// Largest C_load / C_CPU (or inverse) a search may reach for one expert: beyond it one side
+/// is free, which no hardware of the paper's setting comes near (S3: C_CPU ~ C_load / 3).
+pub const MAX_COST_SKEW: f64 = 100.0;
+
+/// Whether every C_load and C_CPU lies in [`COST_RANGE_S`] and within [`MAX_COST_SKEW`] of
+/// each other, expert by expert: without this the search drives one cost towards 0 and the
+/// other up, and ratios against objective (4) grow without bound on layers no device has.
+pub fn plausible_costs(instance: &Instance) -> bool {
+    let pairs: Vec<(f64, f64)> = match &instance.costs {
+        Costs::Uniform { load_s, cpu_s, .. } => vec![(*load_s, *cpu_s)],
+        Costs::PerExpert { load_s, cpu_s, .. } => {
+            load_s.iter().copied().zip(cpu_s.iter().copied()).collect()
+        }
+    };
+    let (lo, hi) = COST_RANGE_S;
+    pairs.iter().all(|&(load, cpu)| {
+        (lo..=hi).contains(&load)
+            && (lo..=hi).contains(&cpu)
+            && load / cpu <= MAX_COST_SKEW
+            && cpu / load <= MAX_COST_SKEW
+    })
 }
 
 fn drop_expert(instance: &Instance, e: usize) -> Instance {
@@ -259,10 +291,12 @@ mod tests {
         for seed in 0..5 {
             let mut i = family_tiny(seed);
             assert!(fits_exact(&i));
+            assert!(plausible_costs(&i));
             for _ in 0..200 {
                 i = perturb(&i, &mut rng);
                 assert!(validate(&i).is_ok());
                 assert!(fits_exact(&i));
+                assert!(plausible_costs(&i), "{:?}", i.costs);
             }
         }
     }

@@ -21,10 +21,16 @@
 //!    loads insert and may evict); CPU-computed experts are not cached.
 //! 9. Prefetch (Sec. IV-C): the predicted top-score experts of layer l + 1 of the same token
 //!    that are not resident, best first, at most `prefetch` of them, are requested from the
-//!    policy (inserted now) and queued on PCIe after this layer's loads. The predictor is an
-//!    oracle: the true top-score set (score >= (1 + alpha) S_{k+1}) of the next layer, an
-//!    upper bound on the paper's predictor (82% accurate, Fig. 17). The last layer prefetches
-//!    nothing (Fig. 9 pipelines two layers of one token).
+//!    policy (inserted now) and queued on PCIe after this layer's loads. The paper predicts
+//!    from the current hidden state through the next layer's gate (Fig. 7; 82% accurate, Fig.
+//!    17); a trace has no hidden states, so [`Predictor`] offers two readings around it: the
+//!    oracle (the true top-score set, score >= (1 + alpha) S_{k+1}, of the next layer:
+//!    perfect accuracy; the default) and the previous token's top-score set of that layer (no
+//!    model access). Perfect accuracy is not the fastest TPOT: every prefetch occupies PCIe,
+//!    and when PCIe is the bottleneck the oracle's many correct prefetches can delay the
+//!    demand loads more than the fewer ones of the previous-token predictor (seen on a
+//!    generated DeepSeek trace, `moe-opt tpot --predictor`). The last layer prefetches nothing
+//!    (Fig. 9 pipelines two layers of one token).
 //!
 //! The TPOT proxy is the mean, over decode tokens, of the time from the start of the token's
 //! first layer to the end of its last one (prefill and encoder tokens warm the cache but are
@@ -71,6 +77,32 @@ pub enum SplitChoice {
     Cpu,
 }
 
+/// Which experts of layer l + 1 the prefetcher predicts (module doc, step 9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Predictor {
+    /// The true top-score set of the next layer (perfect accuracy).
+    #[default]
+    Oracle,
+    /// The next layer's top-score set at the previous token of the same sequence (nothing at
+    /// a sequence's first token).
+    PreviousToken,
+}
+
+impl std::str::FromStr for Predictor {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "oracle" => Ok(Predictor::Oracle),
+            "previous-token" => Ok(Predictor::PreviousToken),
+            _ => Err(format!(
+                "unknown predictor `{s}` (oracle or previous-token)"
+            )),
+        }
+    }
+}
+
 /// Knobs of one pipeline run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PipelineConfig {
@@ -80,6 +112,9 @@ pub struct PipelineConfig {
     pub split: SplitChoice,
     /// Most experts prefetched for the next layer (0: no prefetching).
     pub prefetch: usize,
+    /// What the prefetcher predicts.
+    #[serde(default)]
+    pub predictor: Predictor,
     /// Costs.
     pub costs: PipelineCosts,
 }
@@ -215,7 +250,8 @@ pub fn simulate<P: Policy>(
                 .collect()
         })
         .collect();
-    for (token, token_probs) in trace.tokens.iter().zip(&probs) {
+    for (i, (token, token_probs)) in trace.tokens.iter().zip(&probs).enumerate() {
+        let previous = (i > 0 && trace.tokens[i - 1].seq == token.seq).then(|| &probs[i - 1]);
         let start = now;
         let (pcie_before, cpu_before) = (pcie_busy, cpu_busy);
         for l in 0..trace.layers {
@@ -278,8 +314,11 @@ pub fn simulate<P: Policy>(
             for &e in o.iter() {
                 prefetched_now[(base + e) as usize] = false;
             }
-            if prefetch > 0 && l + 1 < trace.layers {
-                let next = &token_probs[l + 1];
+            let next = match config.predictor {
+                Predictor::Oracle => token_probs.get(l + 1),
+                Predictor::PreviousToken => previous.and_then(|p| p.get(l + 1)),
+            };
+            if let (true, Some(next)) = (prefetch > 0, next) {
                 let nbase = ((l + 1) * e_n) as u32;
                 let predicted: Vec<u32> = TokenSets::new(next, k, config.router.alpha)
                     .top_score
