@@ -1,0 +1,257 @@
+//! The command line on expert caches over token streams (papers 002 and 004): the offline
+//! bounds beside the routers (`offline`, `compare --methods` with routers), the Pareto sweep's
+//! tables (`pareto --csv`) and eq. (5)'s alpha selection (`tpot --alphas --csv`), end to end.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+fn moe_opt() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin("moe-opt"))
+}
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("moe-opt-cache-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs a command that must succeed and returns its stdout.
+fn ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A generated Mixtral-shaped trace (E = 8, K = 2, 32 layers, 256 tokens).
+fn mixtral(dir: &Path) -> PathBuf {
+    let file = dir.join("mixtral.json");
+    ok(moe_opt()
+        .args([
+            "generate",
+            "cache-trace",
+            "--preset",
+            "mixtral-8x7b",
+            "--seed",
+            "1",
+            "-o",
+        ])
+        .arg(&file));
+    file
+}
+
+/// The CSV's rows as maps from column name to value.
+fn rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            header
+                .iter()
+                .cloned()
+                .zip(r.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn compare_puts_the_routers_beside_belady_and_both_exact_bounds() {
+    let dir = scratch("compare");
+    let trace = mixtral(&dir);
+    let instance = dir.join("layer.json");
+    ok(moe_opt()
+        .arg("offline")
+        .arg(&trace)
+        .args(["--layer", "3", "--capacity", "4", "--tokens", "60"])
+        .args(["--top-j", "1", "--max-rank", "4", "-o"])
+        .arg(&instance));
+    let csv = dir.join("compare.csv");
+    // Routers with two knobs keep their commas inside the comma-separated list.
+    ok(moe_opt()
+        .arg("compare")
+        .arg(&instance)
+        .args([
+            "--methods",
+            "milp-fixed,milp-flexible,belady,lru,max-rank:m=4,j=1,cache-prior:lambda=1,j=1",
+            "--csv",
+        ])
+        .arg(&csv));
+    let rows = rows(&csv);
+    let names: Vec<&str> = rows.iter().map(|r| r["method"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "milp-fixed",
+            "milp-flexible",
+            "belady",
+            "lru",
+            "max-rank:m=4,j=1",
+            "cache-prior:lambda=1,j=1"
+        ]
+    );
+    let loads = |i: usize| rows[i]["loads"].parse::<u64>().unwrap();
+    assert_eq!(rows[0]["proved_optimal"], "true");
+    assert_eq!(rows[1]["proved_optimal"], "true");
+    // Belady is the fixed-routing optimum; LRU does no better; the flexible optimum bounds
+    // both and every router that stays within J = 1, M = 4.
+    assert_eq!(loads(2), loads(0));
+    assert!(loads(3) >= loads(2));
+    assert!(loads(1) <= loads(0));
+    assert_eq!(
+        rows[4]["within_freedom"], "true",
+        "Max-Rank(M, J) stays within"
+    );
+    assert!(loads(4) >= loads(1));
+    assert_eq!(rows[4]["used_top_j"], "1");
+    // Cache-Prior has no rank limit: its ratio to the flexible optimum is given only when
+    // it stayed within the freedom.
+    let prior = &rows[5];
+    assert_eq!(
+        prior["ratio_to_flexible_optimum"].is_empty(),
+        prior["within_freedom"] == "false"
+    );
+    // Pruning runs fewer than K experts: refused as bad input.
+    let out = moe_opt()
+        .arg("compare")
+        .arg(&instance)
+        .args(["--methods", "pruning:h=1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("fewer than K"));
+}
+
+#[test]
+fn pareto_tables_name_each_router_whole_and_carry_the_baselines() {
+    let dir = scratch("pareto");
+    let trace = mixtral(&dir);
+    let csv = dir.join("points.csv");
+    ok(moe_opt()
+        .arg("pareto")
+        .arg(&trace)
+        .args([
+            "--capacities",
+            "2,4",
+            "--routers",
+            "max-rank:m=4,j=1,cumsum:p=0.5,j=1",
+        ])
+        .args(["--csv"])
+        .arg(&csv));
+    let points = rows(&csv);
+    let routers: Vec<(&str, &str)> = points
+        .iter()
+        .map(|r| (r["router"].as_str(), r["capacity"].as_str()))
+        .collect();
+    assert_eq!(
+        routers,
+        [
+            ("max-rank:m=4,j=1", "2"),
+            ("max-rank:m=4,j=1", "4"),
+            ("cumsum:p=0.5,j=1", "2"),
+            ("cumsum:p=0.5,j=1", "4"),
+        ]
+    );
+    let baselines = rows(&dir.join("points-baselines.csv"));
+    let at = |policy: &str, c: &str| -> f64 {
+        baselines
+            .iter()
+            .find(|r| r["policy"] == policy && r["capacity"] == c)
+            .unwrap()["miss_rate"]
+            .parse()
+            .unwrap()
+    };
+    // At C = K every policy loads each step's experts alike; at C = E/2 Belady beats LRU.
+    assert_eq!(at("lru", "2"), at("belady", "2"));
+    assert!(at("belady", "4") < at("lru", "4"));
+}
+
+#[test]
+fn tpot_fits_t_alpha_and_names_a_bad_predictor() {
+    let dir = scratch("tpot");
+    let trace = mixtral(&dir);
+    let csv = dir.join("tpot.csv");
+    ok(moe_opt()
+        .arg("tpot")
+        .arg(&trace)
+        .args([
+            "--capacity",
+            "64",
+            "--alphas",
+            "0,0.2,0.4",
+            "--budget-s",
+            "1",
+        ])
+        .args(["--predictor", "previous-token", "--csv"])
+        .arg(&csv));
+    let rows = rows(&csv);
+    assert_eq!(rows.len(), 3);
+    // alpha = 0 is the original top-k: all the router mass is kept.
+    assert_eq!(rows[0]["alpha"], "0.0");
+    assert_eq!(rows[0]["mass_kept"], "1.0");
+    let out = moe_opt()
+        .arg("tpot")
+        .arg(&trace)
+        .args(["--capacity", "64", "--predictor", "bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("oracle or previous-token"));
+}
+
+/// A real token log of ../shared/data (README there), or None when the folder is absent.
+fn token_log(name: &str) -> Option<PathBuf> {
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/token-traces");
+    [beside, PathBuf::from("/work/shared/data/token-traces")]
+        .into_iter()
+        .map(|d| d.join(name))
+        .find(|p| p.exists())
+        .or_else(|| {
+            eprintln!("skipped: {name} is absent");
+            None
+        })
+}
+
+#[test]
+fn a_real_log_replays_under_every_weight_free_policy() {
+    let Some(log) = token_log("olmoe_1b7b_0924_warp_decode.jsonl.gz") else {
+        return;
+    };
+    let dir = scratch("replay");
+    let csv = dir.join("replay.csv");
+    ok(moe_opt()
+        .arg("replay")
+        .arg(&log)
+        .args(["--capacity", "32", "--csv"])
+        .arg(&csv));
+    let totals: Vec<_> = rows(&csv)
+        .into_iter()
+        .filter(|r| r["layer"] == "total")
+        .collect();
+    let loads = |policy: &str| -> u64 {
+        let r = totals.iter().find(|r| r["policy"] == policy).unwrap();
+        // 299 decode tokens x K = 8 x 16 layers (the log's README).
+        assert_eq!(r["requests"], "38272", "{policy}");
+        r["loads"].parse().unwrap()
+    };
+    let belady = loads("belady");
+    for policy in ["lru", "lfu", "fifo", "zipmoe-freq"] {
+        assert!(loads(policy) >= belady, "{policy} beats Belady");
+    }
+    // SMoE's score window needs router scores, which a log of selected experts lacks.
+    let out = moe_opt()
+        .arg("replay")
+        .arg(&log)
+        .args(["--capacity", "32", "--policies", "smoe-window:n=4"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no logits"));
+}
