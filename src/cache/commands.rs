@@ -18,8 +18,8 @@ use super::stats::{
 };
 use crate::report::{canonical_sha256, VERSION};
 
-/// Identity and shape of a trace.
-#[derive(Debug, Clone, Serialize)]
+/// Identity and shape of a trace (every report on a trace carries one).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TraceInfo {
     /// The trace's `name`.
     pub name: String,

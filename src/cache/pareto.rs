@@ -19,12 +19,13 @@ use formulations::Error;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::commands::TraceInfo;
 use super::policies::Scope;
 use super::policy::{Lru, Policy};
 use super::routers::{
     replay_routed, DeltaEstimate, RankTable, ReplayOptions, RoutedReplay, RouterSpec,
 };
-use crate::report::{canonical_sha256, VERSION};
+use crate::report::VERSION;
 
 /// Which Max-Rank values the grid takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -291,40 +292,6 @@ where
                 .map(|run| SweepPoint::new(spec, &run))
         })
         .collect()
-}
-
-/// What a sweep ran on.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TraceInfo {
-    /// The trace's `name`.
-    pub name: String,
-    /// SHA-256 of its canonical JSON.
-    pub sha256: String,
-    /// Its `model`.
-    pub model: String,
-    /// E.
-    pub experts: usize,
-    /// K.
-    pub top_k: usize,
-    /// Layers.
-    pub layers: usize,
-    /// Tokens.
-    pub tokens: usize,
-}
-
-impl TraceInfo {
-    /// Describes a trace.
-    pub fn new(trace: &Trace) -> Self {
-        TraceInfo {
-            name: trace.name.clone(),
-            sha256: canonical_sha256(trace),
-            model: trace.model.clone(),
-            experts: trace.experts,
-            top_k: trace.top_k,
-            layers: trace.layers,
-            tokens: trace.tokens.len(),
-        }
-    }
 }
 
 /// Options of [`sweep_report`].

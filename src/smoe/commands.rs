@@ -29,6 +29,7 @@ use super::generate::{try_generate, Preset};
 use super::pipeline::{simulate, PipelineConfig, PipelineStats};
 use super::router::LowScore;
 use super::split::{alg2, Alg2Rule};
+use crate::cache::commands::TraceInfo;
 use crate::cache::policy::Lru;
 use crate::report::{canonical_sha256, VERSION};
 
@@ -441,36 +442,6 @@ pub fn write_lp(instance: &Instance, model: LpModel) -> Result<String, Error> {
                 .to_lp()
         }
     })
-}
-
-/// Identity of a trace.
-#[derive(Debug, Clone, Serialize)]
-pub struct TraceInfo {
-    /// The trace's `name`.
-    pub name: String,
-    /// SHA-256 of its canonical JSON.
-    pub sha256: String,
-    /// E.
-    pub experts: usize,
-    /// K.
-    pub top_k: usize,
-    /// Layers.
-    pub layers: usize,
-    /// Tokens.
-    pub tokens: usize,
-}
-
-impl TraceInfo {
-    fn new(t: &Trace) -> Self {
-        TraceInfo {
-            name: t.name.clone(),
-            sha256: canonical_sha256(t),
-            experts: t.experts,
-            top_k: t.top_k,
-            layers: t.layers,
-            tokens: t.tokens.len(),
-        }
-    }
 }
 
 /// Output of `tpot`.
