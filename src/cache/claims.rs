@@ -29,7 +29,7 @@
 //!    the relative excess of the best Cache-Prior loads over Belady's. Like claim 3, a stream
 //!    of fewer than 20 E requests is inconclusive.
 //! 5. `router-gap-max-rank`, `router-gap-cumsum`, `router-gap-cache-prior` (issue 5: "the gap
-//!    of every router to the flexible-routing bound"): the router (Max-Rank M = K + 2, J = 1;
+//!    of every router to the flexible-routing bound"): the router (Max-Rank M = 4 = K + 2, J = 1;
 //!    Cumsum p = 0.9, J = 1; Cache-Prior lambda = 0.5, J = 1) replayed with LRU, against the
 //!    flexible-routing optimum at the freedom the router used
 //!    ([`formulations::cache::offline::freedom_used`]: the kept prefix J and the deepest rank
