@@ -4,30 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-fn moe_opt() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("moe-opt"))
-}
+mod common;
 
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("moe-opt-problems-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Runs a command that must succeed and returns its stdout.
-fn ok(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::{moe_opt, ok, scratch};
 
 fn generate(dir: &Path, problem: &str, preset: Option<&str>, seed: u64) -> PathBuf {
     let file = dir.join(format!("{problem}-{seed}.json"));
