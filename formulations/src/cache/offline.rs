@@ -130,6 +130,21 @@ impl CacheInstance {
         self.trace.layer_requests(self.layer)
     }
 
+    /// The original ranking of step t over all E experts: the selection, then the others by
+    /// decreasing logit (ties to the lower id), or in id order when the layer has no logits.
+    pub fn ranking(&self, t: usize) -> Vec<u32> {
+        let routing = &self.trace.tokens[t].layers[self.layer];
+        let mut ranking = routing.experts.clone();
+        let mut rest: Vec<u32> = (0..self.experts() as u32)
+            .filter(|e| !routing.experts.contains(e))
+            .collect();
+        if let Some(z) = &routing.logits {
+            rest.sort_by(|&a, &b| z[b as usize].total_cmp(&z[a as usize]).then(a.cmp(&b)));
+        }
+        ranking.extend(rest);
+        ranking
+    }
+
     /// The allowed sets of step t: fixed routing when `flexible` is false, else [`Freedom`].
     pub fn allowed(&self, t: usize, flexible: bool) -> Allowed {
         let routing = &self.trace.tokens[t].layers[self.layer];
@@ -143,20 +158,9 @@ impl CacheInstance {
         }
         let j = self.freedom.top_j;
         let m = self.freedom.max_rank.unwrap_or(self.experts()).max(k);
-        let mut ranking = routing.experts.clone();
-        if let Some(z) = &routing.logits {
-            let mut rest: Vec<u32> = (0..self.experts() as u32)
-                .filter(|e| !routing.experts.contains(e))
-                .collect();
-            rest.sort_by(|&a, &b| z[b as usize].total_cmp(&z[a as usize]).then(a.cmp(&b)));
-            ranking.extend(rest);
-        } else {
-            // Without logits only ranks below K are known; validation allows this only
-            // when M <= K or M is absent (then every expert is allowed, in id order).
-            if m > k {
-                ranking.extend((0..self.experts() as u32).filter(|e| !routing.experts.contains(e)));
-            }
-        }
+        // Without logits only ranks below K are known; validation allows M > K only with
+        // logits or with M absent (then every expert is allowed, the rest in id order).
+        let mut ranking = self.ranking(t);
         ranking.truncate(m);
         let mass = self.freedom.min_mass.map(|tau| {
             let p = softmax(
@@ -415,14 +419,6 @@ pub fn evaluate(
 /// router that produced `schedule` included. `schedule` must have one step per token.
 pub fn freedom_used(instance: &CacheInstance, schedule: &Schedule) -> Freedom {
     let k = instance.top_k();
-    let any = CacheInstance {
-        freedom: Freedom {
-            top_j: 0,
-            max_rank: None,
-            min_mass: None,
-        },
-        ..instance.clone()
-    };
     let has_logits = instance
         .trace
         .tokens
@@ -434,9 +430,7 @@ pub fn freedom_used(instance: &CacheInstance, schedule: &Schedule) -> Freedom {
         min_mass: has_logits.then_some(1.0),
     };
     for (t, step) in schedule.steps.iter().enumerate() {
-        // With J = 0 and no M, `optional` is the whole original ranking (ranks beyond K in id
-        // order when the layer has no logits).
-        let ranking = any.allowed(t, true).optional;
+        let ranking = instance.ranking(t);
         let prefix = ranking
             .iter()
             .take_while(|e| step.chosen.contains(e))
