@@ -27,18 +27,13 @@ mod problems;
 
 use std::path::{Path, PathBuf};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use formulations::milp::{MilpStatus, SolveOptions};
-use formulations::slimcaching::{self as sc, Instance, LatencyModel, SlimCachingMilp};
-use formulations::ProblemKind;
+use clap::{Args, Parser, Subcommand};
+use formulations::milp::SolveOptions;
 
-use crate::claims::CheckOptions;
-use crate::claims::ClaimInfo;
-use crate::report::{CompareReport, InstanceInfo, MethodReport, SolveReport, VERSION};
-use crate::slimcaching::algorithms::EXHAUSTIVE_LIMIT;
-use crate::slimcaching::generate::{generate, try_generate, GeneratorConfig, Preset};
-use crate::slimcaching::import::{from_activation_counts, ImportConfig};
-use crate::slimcaching::methods::{self, Method, MethodRun, Reference, RunOptions};
+use crate::claims::{CheckOptions, ClaimInfo};
+use crate::registry::{Entry, ImportArgs, Made, Registry, Rendered};
+use crate::render::table;
+use crate::report::{RunOptions, VERSION};
 use crate::verify::{ClaimGroup, ClaimRow, VerifyOptions};
 
 /// Exact optimisation and the papers' algorithms for MoE expert placement, caching and scheduling.
@@ -53,13 +48,15 @@ pub struct Cli {
 enum Command {
     /// Generate a seeded instance from a preset or a generator configuration.
     Generate {
-        /// The problem.
-        problem: Problem,
-        /// Generator preset (slimcaching: tiny, small, paper; prism: tiny, small,
-        /// testbed-mixtral, testbed-deepseek; zipmoe: see `moe-opt generate zipmoe --preset ?`;
-        /// zipmoe-pool has no presets: --config).
-        #[arg(long, default_value = "small")]
-        preset: String,
+        /// The problem (`moe-opt problems` lists them).
+        problem: String,
+        /// Generator preset (default: the problem's smallest; `--preset help` lists them;
+        /// zipmoe-pool has none: --config).
+        #[arg(long)]
+        preset: Option<String>,
+        /// List the problem's presets and exit.
+        #[arg(long)]
+        list_presets: bool,
         /// Generator configuration (JSON, the format printed by --print-config); overrides
         /// --preset.
         #[arg(long)]
@@ -71,13 +68,13 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Output file (JSON).
-        #[arg(short, long, required_unless_present = "print_config")]
+        #[arg(short, long, visible_alias = "out", required_unless_present_any = ["print_config", "list_presets"])]
         output: Option<PathBuf>,
     },
     /// Build an instance from a real activation-count file (../shared/data/activation-counts).
     Import {
-        /// The problem.
-        problem: Problem,
+        /// The problem (`moe-opt problems` lists them).
+        problem: String,
         /// The activation-count file (gzip JSON, format moe-activation-counts/v1).
         #[arg(long, required_unless_present = "log")]
         counts: Option<PathBuf>,
@@ -110,15 +107,15 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
         /// Output file (JSON).
-        #[arg(short, long)]
+        #[arg(short, long, visible_alias = "out")]
         output: PathBuf,
     },
-    /// Solve an instance with one method and report its placement and latency.
+    /// Solve an instance with one method and report its solution (`moe-opt problems` lists
+    /// every problem's methods).
     Solve {
         /// Instance file (JSON).
         file: PathBuf,
-        /// Method (milp, exhaustive, greedy, lazy-greedy, successive-dp, successive-maxconv,
-        /// lfu, random, u-shaped).
+        /// Method (the problem's; `milp` is the exact MILP of every problem that has one).
         #[arg(long, default_value = "milp")]
         method: String,
         #[command(flatten)]
@@ -135,7 +132,8 @@ enum Command {
         /// Instance file (JSON).
         file: PathBuf,
         /// Comma-separated methods (default: all; exhaustive only where its size limit allows).
-        /// A cache-offline instance also takes routers, e.g. `lru,max-rank:m=4,j=1`.
+        /// A cache-offline instance also takes routers, e.g. `lru,max-rank:m=4,j=1` (a
+        /// `name=value` piece continues the method before it).
         #[arg(long, value_delimiter = ',')]
         methods: Option<Vec<String>>,
         #[command(flatten)]
@@ -153,8 +151,14 @@ enum Command {
         /// Instance file (JSON).
         file: PathBuf,
         /// Output file (.lp).
-        #[arg(short, long)]
+        #[arg(short, long, visible_alias = "out")]
         output: PathBuf,
+    },
+    /// List the problems with their methods and presets.
+    Problems {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// List the registered claims of the papers.
     Claims {
@@ -193,7 +197,12 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         restarts: usize,
         /// Output folder: journal.jsonl, claims.csv, instances.csv, counterexamples/.
-        #[arg(long, default_value = "verify-out")]
+        #[arg(
+            short = 'o',
+            long,
+            visible_alias = "output",
+            default_value = "verify-out"
+        )]
         out: PathBuf,
         /// Continue an interrupted run from OUT/journal.jsonl.
         #[arg(long)]
@@ -305,7 +314,12 @@ enum Command {
         /// The spec (TOML).
         spec: PathBuf,
         /// Output folder.
-        #[arg(long, default_value = "sweep-out")]
+        #[arg(
+            short = 'o',
+            long,
+            visible_alias = "output",
+            default_value = "sweep-out"
+        )]
         out: PathBuf,
         /// Parallel workers (default: the machine's cores).
         #[arg(long)]
@@ -323,7 +337,7 @@ enum Command {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
         /// Merged output folder.
-        #[arg(long)]
+        #[arg(short = 'o', long, visible_alias = "output")]
         out: PathBuf,
     },
     /// Replay a token stream through expert caches under its original routing (papers 002,
@@ -340,31 +354,16 @@ enum Command {
     /// SMoE's decode pipeline over a trace (paper 004, Fig. 9): the TPOT proxy, or with
     /// --alphas the alpha selection of eq. (5).
     Tpot(cache::TpotArgs),
-    /// Generate small instances, solve each exactly and with every algorithm, print the tables.
+    /// Every problem on small generated instances: the exact optimum against every method, then
+    /// the claims' verdicts on a short run.
     Demo {
-        /// Instances per preset (tiny and small).
-        #[arg(long, default_value_t = 3)]
+        /// Instances per problem.
+        #[arg(long, default_value_t = 1)]
         instances: u64,
         /// First seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Problem {
-    /// Expert caching on edge servers (paper 000).
-    Slimcaching,
-    /// Expert placement on heterogeneous GPU servers (paper 001).
-    Prism,
-    /// A layer's expert-reconstruction schedule (paper 003).
-    Zipmoe,
-    /// ZipMoE's cache-pool planning (paper 003, App. C and D).
-    ZipmoePool,
-    /// A token stream of router decisions (papers 002 and 004).
-    CacheTrace,
-    /// An SMoE layer: expert-cache routing and the CPU-vs-PCIe split (paper 004).
-    Smoe,
 }
 
 #[derive(Debug, Args)]
@@ -474,99 +473,40 @@ impl From<formulations::Error> for CliError {
     }
 }
 
-/// Runs a parsed command line, printing to stdout.
+/// Runs a parsed command line on moe-opt's problems, printing to stdout.
 pub fn run(cli: Cli) -> Result<(), CliError> {
+    run_with(&Registry::builtin(), cli)
+}
+
+/// Runs a parsed command line on the problems of `registry` (moe-opt's, or with a user's own).
+pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Generate {
             problem,
             preset,
+            list_presets,
             config,
             print_config,
             seed,
             output,
-        } if problem != Problem::Slimcaching => {
-            let (config, output) = (config.as_deref(), output.as_deref());
-            match problem {
-                Problem::Prism => problems::generate(
-                    config,
-                    || {
-                        Ok(crate::prism::generate::GeneratorConfig::preset(
-                            preset.parse()?,
-                        ))
-                    },
-                    print_config,
-                    output,
-                    |c| crate::prism::generate::try_generate(c, seed),
-                ),
-                Problem::Zipmoe => problems::generate(
-                    config,
-                    || {
-                        Ok(crate::zipmoe::generate::GeneratorConfig::preset(
-                            preset.parse()?,
-                        ))
-                    },
-                    print_config,
-                    output,
-                    |c| crate::zipmoe::generate::try_generate(c, seed),
-                ),
-                Problem::CacheTrace => problems::generate(
-                    config,
-                    || {
-                        Ok(crate::cache::generate::GeneratorConfig::preset(
-                            preset.parse()?,
-                        ))
-                    },
-                    print_config,
-                    output,
-                    |c| crate::cache::generate::generate(c, seed),
-                ),
-                Problem::Smoe => problems::generate(
-                    config,
-                    || Ok(preset.clone()),
-                    print_config,
-                    output,
-                    |p: &String| {
-                        crate::smoe::generate::try_generate(
-                            p.parse()
-                                .map_err(|e: String| formulations::Error::Invalid {
-                                    path: "<command line>".into(),
-                                    field: "preset".into(),
-                                    reason: e,
-                                })?,
-                            seed,
-                        )
-                    },
-                ),
-                _ => problems::generate(
-                    config,
-                    || Ok(crate::zipmoe::planning::commands::GenerateOptions::default()),
-                    print_config,
-                    output,
-                    |c| crate::zipmoe::planning::commands::generate(c, seed),
-                ),
-            }
-        }
-        Command::Generate {
-            preset,
-            config,
-            print_config,
-            seed,
-            output,
-            ..
         } => {
-            let config = match config {
-                Some(path) => formulations::error::read_json(&path)?,
-                None => GeneratorConfig::preset(preset.parse().map_err(CliError::input)?),
-            };
+            let entry = registry.find(&problem)?;
+            if list_presets || matches!(preset.as_deref(), Some("help" | "?")) {
+                out!("{}", presets_text(entry));
+                return Ok(());
+            }
             if print_config {
-                outln!("{}", to_json(&config));
+                outln!(
+                    "{}",
+                    to_json(&entry.config(preset.as_deref(), config.as_deref())?)
+                );
                 return Ok(());
             }
             let Some(output) = output else {
                 return Err(CliError::input("--output is required"));
             };
-            let instance = try_generate(&config, seed)?;
-            write_instance(&output, &instance)
+            let made = entry.generate(preset.as_deref(), config.as_deref(), seed)?;
+            write_made(&output, &made)
         }
         Command::Import {
             problem,
@@ -580,76 +520,20 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             local_experts,
             seed,
             output,
-        } if problem != Problem::Slimcaching => {
-            if problem == Problem::CacheTrace {
-                return cache::import(counts.as_deref(), log.as_deref(), experts, &output);
-            }
-            if problem == Problem::Smoe {
-                return Err(CliError::input(
-                    "smoe layers are generated (moe-opt generate smoe); token streams for SMoE's \
-                     pipeline are imported as cache-trace",
-                ));
-            }
-            let counts = required_counts(counts, log.as_deref())?;
-            if servers.is_some()
-                || users.is_some()
-                || storage_bytes.is_some()
-                || local_experts.is_some()
-            {
-                return Err(CliError::input(
-                    "--servers, --users, --storage-bytes and --local-experts are SlimCaching's; \
-                     give the other problems' settings in --config",
-                ));
-            }
-            let config = config.as_deref();
-            match problem {
-                Problem::Prism => {
-                    let mut c: crate::prism::import::ImportConfig =
-                        problems::import_config(config)?;
-                    c.seed = seed.unwrap_or(c.seed);
-                    let instance = crate::prism::import::from_activation_counts(&counts, &c)?;
-                    write_json(&output, &instance)?;
-                }
-                Problem::Zipmoe => {
-                    let mut c: crate::zipmoe::generate::ImportConfig =
-                        problems::import_config(config)?;
-                    c.seed = seed.unwrap_or(c.seed);
-                    let report = crate::zipmoe::commands::import(&counts, &c)?;
-                    write_json(&output, &report.instance)?;
-                }
-                _ => {
-                    let c = problems::import_config(config)?;
-                    let instance = crate::zipmoe::planning::commands::import(&counts, &c)?;
-                    write_json(&output, &instance)?;
-                }
-            }
-            eprintln!("wrote {}", output.display());
-            Ok(())
-        }
-        Command::Import {
-            counts,
-            config,
-            servers,
-            users,
-            storage_bytes,
-            local_experts,
-            seed,
-            output,
-            log,
-            ..
         } => {
-            let counts = required_counts(counts, log.as_deref())?;
-            let mut config: ImportConfig = match config {
-                Some(path) => formulations::error::read_json(&path)?,
-                None => ImportConfig::default(),
+            let args = ImportArgs {
+                counts,
+                log,
+                experts,
+                config,
+                servers,
+                users,
+                storage_bytes,
+                local_experts,
+                seed,
             };
-            config.servers = servers.unwrap_or(config.servers);
-            config.users = users.unwrap_or(config.users);
-            config.storage_bytes = storage_bytes.unwrap_or(config.storage_bytes);
-            config.local_experts_per_user = local_experts.unwrap_or(config.local_experts_per_user);
-            config.seed = seed.unwrap_or(config.seed);
-            let instance = from_activation_counts(&counts, &config)?;
-            write_instance(&output, &instance)
+            let made = registry.find(&problem)?.import(&args)?;
+            write_made(&output, &made)
         }
         Command::Solve {
             file,
@@ -659,52 +543,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             csv,
         } => {
             let run = options.run_options()?;
-            match formulations::problem::detect(&file)? {
-                ProblemKind::Slimcaching => {}
-                ProblemKind::Prism => {
-                    return problems::prism_solve(&file, &method, &run, json, csv.as_deref())
-                }
-                ProblemKind::Zipmoe => {
-                    return problems::zipmoe_solve(&file, &method, &run, json, csv.as_deref())
-                }
-                ProblemKind::CacheOffline => {
-                    return cache::offline_solve(&file, &method, &run.solve, json)
-                }
-                ProblemKind::Smoe => return cache::smoe_solve(&file, &method, &run.solve, json),
-                kind => return Err(not_solvable(&file, kind)),
-            }
-            let method: Method = method.parse().map_err(CliError::input)?;
-            let instance = sc::load(&file)?;
-            let model = LatencyModel::new(&instance);
-            let run = methods::run(method, &model, &options.run_options()?)?;
-            let report = SolveReport::new(&instance, &model, &run);
-            if let Some(path) = csv {
-                let rows = report
-                    .placement
-                    .iter()
-                    .flatten()
-                    .enumerate()
-                    .flat_map(|(n, experts)| {
-                        experts.iter().map(move |e| {
-                            serde_json::json!({"server": n, "model": e.model,
-                                "layer": e.layer, "expert": e.expert})
-                        })
-                    })
-                    .collect();
-                let context = vec![
-                    ("moe_opt_version", VERSION.into()),
-                    ("instance_name", report.instance.name.clone().into()),
-                    ("instance_sha256", report.instance.sha256.clone().into()),
-                    ("method", report.result.method.name().into()),
-                ];
-                crate::export::write_csv(&path, &crate::export::Table::new(context, rows))?;
-            }
-            if json {
-                outln!("{}", to_json(&report));
-            } else {
-                out!("{}", solve_text(&report));
-            }
-            Ok(())
+            let rendered = registry.of_file(&file)?.solve(&file, &method, &run)?;
+            emit(rendered, json, csv.as_deref())
         }
         Command::Compare {
             file,
@@ -714,79 +554,36 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             csv,
         } => {
             let run = options.run_options()?;
-            let names = names.as_deref();
-            match formulations::problem::detect(&file)? {
-                ProblemKind::Slimcaching => {}
-                ProblemKind::Prism => {
-                    return problems::prism_compare(&file, names, &run, json, csv.as_deref())
-                }
-                ProblemKind::Zipmoe => {
-                    return problems::zipmoe_compare(&file, names, &run, json, csv.as_deref())
-                }
-                ProblemKind::CacheOffline => {
-                    return cache::offline_compare(&file, names, &run.solve, json, csv.as_deref())
-                }
-                ProblemKind::Smoe => {
-                    return cache::smoe_compare(&file, &run.solve, json, csv.as_deref())
-                }
-                kind => return Err(not_solvable(&file, kind)),
-            }
-            let instance = sc::load(&file)?;
-            let chosen = match names {
-                Some(names) => names
-                    .iter()
-                    .map(|n| n.parse::<Method>().map_err(CliError::input))
-                    .collect::<Result<Vec<_>, _>>()?,
-                None => default_methods(&instance),
-            };
-            let report = compare(&instance, &chosen, &options.run_options()?)?;
-            if let Some(path) = csv {
-                let (kind, value) = match report.reference {
-                    Reference::Optimum(v) => ("optimum", Some(v)),
-                    Reference::Bound(v) => ("bound", Some(v)),
-                    Reference::None => ("none", None),
-                };
-                let context = vec![
-                    ("moe_opt_version", VERSION.into()),
-                    ("instance_name", report.instance.name.clone().into()),
-                    ("instance_sha256", report.instance.sha256.clone().into()),
-                    ("reference_kind", kind.into()),
-                    ("reference_s", value.into()),
-                ];
-                let rows = report.methods.iter().map(to_value).collect();
-                crate::export::write_csv(&path, &crate::export::Table::new(context, rows))?;
-            }
-            if json {
-                outln!("{}", to_json(&report));
-            } else {
-                out!("{}", compare_text(&report));
-            }
-            Ok(())
+            let names = names.map(|n| rejoin_knobs(&n));
+            let rendered = registry
+                .of_file(&file)?
+                .compare(&file, names.as_deref(), &run)?;
+            emit(rendered, json, csv.as_deref())
         }
         Command::WriteLp { file, output } => {
-            match formulations::problem::detect(&file)? {
-                ProblemKind::Slimcaching => {}
-                ProblemKind::Prism => {
-                    let report = crate::prism::commands::write_lp(&file, &output)?;
-                    eprint!("{}", report.text());
-                    return Ok(());
-                }
-                ProblemKind::Zipmoe => return problems::zipmoe_write_lp(&file, &output),
-                ProblemKind::CacheOffline => return cache::offline_write_lp(&file, &output),
-                ProblemKind::Smoe => return cache::smoe_write_lp(&file, &output),
-                kind => return Err(not_solvable(&file, kind)),
+            let (lp, size) = registry.of_file(&file)?.write_lp(&file)?;
+            write_file(&output, lp.as_bytes())?;
+            eprintln!("wrote {} ({size})", output.display());
+            Ok(())
+        }
+        Command::Problems { json } => {
+            let list: Vec<serde_json::Value> = registry
+                .entries()
+                .map(|e| {
+                    serde_json::json!({
+                        "problem": e.tag(),
+                        "about": e.about(),
+                        "methods": e.methods().into_iter().map(|(n, d)| serde_json::json!({"name": n, "description": d})).collect::<Vec<_>>(),
+                        "presets": e.presets().into_iter().map(|(n, d)| serde_json::json!({"name": n, "description": d})).collect::<Vec<_>>(),
+                        "claims": e.claims().iter().flat_map(|g| g.infos()).map(|i| i.id).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            if json {
+                outln!("{}", to_json(&list));
+            } else {
+                out!("{}", problems_text(registry));
             }
-            let instance = sc::load(&file)?;
-            let model = LatencyModel::new(&instance);
-            let milp = SlimCachingMilp::p1(&model);
-            write_file(&output, milp.milp.to_lp().as_bytes())?;
-            eprintln!(
-                "wrote {} ({} variables, {} integer, {} rows)",
-                output.display(),
-                milp.milp.num_vars(),
-                milp.milp.num_integers(),
-                milp.milp.num_rows()
-            );
             Ok(())
         }
         Command::Replay(args) => args.run(),
@@ -794,7 +591,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Pareto(args) => args.run(),
         Command::Offline(args) => args.run(),
         Command::Tpot(args) => args.run(),
-        Command::Demo { instances, seed } => demo(instances, seed),
+        Command::Demo { instances, seed } => demo(registry, instances, seed),
         Command::Eplb {
             weights,
             replicas,
@@ -880,7 +677,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             resume,
             shard,
         } => {
-            let (parsed, base) = crate::sweep::load_spec(&spec)?;
+            let (parsed, base) = crate::sweep::load_spec(&spec, registry)?;
             let options = crate::sweep::SweepOptions {
                 jobs: jobs
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
@@ -888,7 +685,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 resume,
                 shard,
             };
-            let done = crate::sweep::run(&parsed, &base, &options)?;
+            let done = crate::sweep::run(&parsed, &base, &options, registry)?;
             let total = crate::sweep::cells(&parsed).len();
             outln!(
                 "{} of {total} cells finished{}; results in {}",
@@ -926,7 +723,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Claims { json } => {
-            let infos = all_claims();
+            let infos = all_claims(registry);
             if json {
                 outln!("{}", to_json(&infos));
             } else {
@@ -965,12 +762,13 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 claim.as_deref().is_none_or(|id| i.id == id)
                     && paper.as_deref().is_none_or(|p| i.paper == p)
             };
-            let chosen: Vec<Box<dyn ClaimGroup>> = claim_groups()
+            let chosen: Vec<Box<dyn ClaimGroup>> = registry
+                .claim_groups()
                 .iter()
                 .filter_map(|g| g.select(&keep))
                 .collect();
             if chosen.is_empty() {
-                let ids: Vec<&str> = all_claims().iter().map(|i| i.id).collect();
+                let ids: Vec<&str> = all_claims(registry).iter().map(|i| i.id).collect();
                 return Err(CliError::input(format!(
                     "no claim matches; known claims: {}",
                     ids.join(", ")
@@ -1012,85 +810,106 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-/// A cache-pool planning instance given to solve / compare / write-lp.
-/// The `--counts` file of an import other than cache-trace's (`--log` is cache-trace's).
-fn required_counts(counts: Option<PathBuf>, log: Option<&Path>) -> Result<PathBuf, CliError> {
-    match (counts, log) {
-        (Some(c), None) => Ok(c),
-        _ => Err(CliError::input(
-            "this problem imports an activation-count file (--counts); --log is cache-trace's",
-        )),
+/// Prints a report as JSON or text, and writes its table with `--csv`.
+fn emit(rendered: Rendered, json: bool, csv: Option<&Path>) -> Result<(), CliError> {
+    if let Some(path) = csv {
+        let Some(table) = &rendered.table else {
+            return Err(CliError::input(
+                "--csv: this problem's report of this command has no table; use --json",
+            ));
+        };
+        crate::export::write_csv(path, table)?;
     }
+    if json {
+        outln!("{}", to_json(&rendered.json));
+    } else {
+        out!("{}", rendered.text);
+    }
+    Ok(())
 }
 
-/// Why `solve`, `compare` and `write-lp` do not take a file of this kind, and what does.
-fn not_solvable(file: &Path, kind: ProblemKind) -> CliError {
-    let f = file.display();
-    CliError::input(match kind {
-        ProblemKind::CacheTrace => format!(
-            "{f}: a token stream (cache-trace): replay it (`moe-opt replay {f} --capacity C`), \
-             or build an offline instance from one of its layers (`moe-opt offline {f}`)"
-        ),
-        _ => format!("{f}: a ZipMoE cache-pool planning instance: plan it with `moe-opt plan {f}`"),
-    })
+/// Writes a generated or imported instance and says so on stderr.
+fn write_made(output: &Path, made: &Made) -> Result<(), CliError> {
+    write_json(output, &made.instance)?;
+    if made.summary.is_empty() {
+        eprintln!("wrote {}", output.display());
+    } else if made.summary.contains('\n') {
+        eprintln!("{}\nwrote {}", made.summary, output.display());
+    } else {
+        eprintln!("wrote {} ({})", output.display(), made.summary);
+    }
+    Ok(())
 }
 
-fn to_value<T: serde::Serialize>(v: &T) -> serde_json::Value {
-    serde_json::to_value(v).expect("reports serialise")
+/// Undoes the comma split of a list whose items may carry several knobs: a piece `name=value`
+/// with no `:` continues the item before it, so `max-rank:m=4,j=1,lru` is two items.
+pub(crate) fn rejoin_knobs(pieces: &[String]) -> Vec<String> {
+    let mut items: Vec<String> = Vec::new();
+    for piece in pieces {
+        match items.last_mut() {
+            Some(last) if piece.contains('=') && !piece.contains(':') && last.contains(':') => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => items.push(piece.clone()),
+        }
+    }
+    items
 }
 
-/// Every problem's claims, one group per instance type, in paper order.
-fn claim_groups() -> Vec<Box<dyn ClaimGroup>> {
-    vec![
-        Box::new(crate::slimcaching::claims::registry()),
-        Box::new(crate::prism::claims::registry()),
-        Box::new(crate::cache::claims::registry()),
-        Box::new(crate::zipmoe::claims::registry()),
-        Box::new(crate::zipmoe::planning::claims::registry()),
-        Box::new(crate::smoe::claims::registry()),
-    ]
+/// `generate PROBLEM --list-presets`.
+fn presets_text(entry: &dyn Entry) -> String {
+    let presets = entry.presets();
+    if presets.is_empty() {
+        return format!(
+            "{} has no presets: give --config (--print-config shows the default)\n",
+            entry.tag()
+        );
+    }
+    let rows: Vec<Vec<String>> = presets
+        .into_iter()
+        .map(|(n, d)| vec![n, d.to_string()])
+        .collect();
+    table(&["preset", "what"], &rows, 2)
+}
+
+/// `moe-opt problems`.
+fn problems_text(registry: &Registry) -> String {
+    let mut text = String::new();
+    for e in registry.entries() {
+        text.push_str(&format!("{}: {}\n", e.tag(), e.about()));
+        let methods = e.methods();
+        if !methods.is_empty() {
+            let rows: Vec<Vec<String>> = methods
+                .into_iter()
+                .map(|(n, d)| vec![n, d.to_string()])
+                .collect();
+            text.push_str(&table(&["method", "what"], &rows, 2));
+        }
+        let presets: Vec<String> = e.presets().into_iter().map(|(n, _)| n).collect();
+        if !presets.is_empty() {
+            text.push_str(&format!("  presets: {}\n", presets.join(", ")));
+        }
+        text.push('\n');
+    }
+    text
 }
 
 /// Every registered claim, in paper order.
-fn all_claims() -> Vec<ClaimInfo> {
-    claim_groups().iter().flat_map(|g| g.infos()).collect()
-}
-
-/// Every method, with exhaustive search only where its size limit allows.
-fn default_methods(instance: &Instance) -> Vec<Method> {
-    let pairs = instance.servers.len() * InstanceInfo::new(instance).experts;
-    Method::ALL
-        .into_iter()
-        .filter(|m| *m != Method::Exhaustive || pairs <= EXHAUSTIVE_LIMIT)
+fn all_claims(registry: &Registry) -> Vec<ClaimInfo> {
+    registry
+        .claim_groups()
+        .iter()
+        .flat_map(|g| g.infos())
         .collect()
 }
 
-/// Runs the methods and rates each against the best reference found (a proved optimum if any).
-pub fn compare(
-    instance: &Instance,
-    chosen: &[Method],
-    options: &RunOptions,
-) -> Result<CompareReport, CliError> {
-    let model = LatencyModel::new(instance);
-    let runs: Vec<MethodRun> = chosen
-        .iter()
-        .map(|&m| methods::run(m, &model, options))
-        .collect::<Result<_, _>>()?;
-    let reference = Reference::from_runs(&runs);
-    Ok(CompareReport {
-        moe_opt_version: VERSION,
-        instance: InstanceInfo::new(instance),
-        reference,
-        methods: runs
-            .iter()
-            .map(|r| MethodReport::new(r, reference))
-            .collect(),
-    })
-}
-
-fn demo(instances: u64, first_seed: u64) -> Result<(), CliError> {
+/// The demo: for every problem with a demo instance, `compare` with its default methods on
+/// small generated instances; then a short `verify` of every claim, summarised.
+fn demo(registry: &Registry, instances: u64, first_seed: u64) -> Result<(), CliError> {
     outln!(
-        "moe-opt {VERSION} demo: SlimCaching (paper 000), exact optimum vs the paper's algorithms\n"
+        "moe-opt {VERSION} demo: every problem's exact optimum against its methods, then the \
+         papers' claims\n"
     );
     let options = RunOptions {
         solve: SolveOptions {
@@ -1099,56 +918,46 @@ fn demo(instances: u64, first_seed: u64) -> Result<(), CliError> {
         },
         seed: 0,
     };
-    let mut all = Vec::new();
-    for preset in [Preset::Tiny, Preset::Small] {
+    let dir = std::env::temp_dir().join(format!("moe-opt-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|source| formulations::Error::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    for entry in registry.entries() {
         for seed in first_seed..first_seed + instances {
-            let instance = generate(&GeneratorConfig::preset(preset), seed);
-            let report = compare(&instance, &default_methods(&instance), &options)?;
-            out!("{}", compare_text(&report));
+            let Some(made) = entry.demo_instance(seed) else {
+                continue;
+            };
+            let file = dir.join(format!("{}-{seed}.json", entry.tag()));
+            write_json(&file, &made?.instance)?;
+            outln!("== {} ({}), seed {seed}", entry.tag(), entry.about());
+            out!("{}", entry.compare(&file, None, &options)?.text);
             outln!();
-            all.push(report);
         }
     }
-    out!("{}", demo_summary(&all));
+    let groups = registry.claim_groups();
+    let verify = VerifyOptions {
+        instances: 5,
+        seed: first_seed,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        search_iterations: 0,
+        search_restarts: 0,
+        shrink_steps: 50,
+        check: CheckOptions {
+            solve: SolveOptions {
+                time_limit_s: Some(5.0),
+                ..SolveOptions::default()
+            },
+        },
+        out: dir.join("verify"),
+        resume: false,
+    };
+    let groups: Vec<&dyn ClaimGroup> = groups.iter().map(|g| g.as_ref()).collect();
+    let rows = crate::verify::run(&groups, &verify)?;
+    outln!("== the papers' claims on 5 generated instances each (no worst-case search)");
+    out!("{}", verify_text(&rows, &verify.out));
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
-}
-
-/// Per method over the demo's instances: how many had a proved optimum, mean and worst ratio.
-fn demo_summary(reports: &[CompareReport]) -> String {
-    let mut rows = Vec::new();
-    for method in Method::ALL {
-        let ratios: Vec<f64> = reports
-            .iter()
-            .filter(|r| matches!(r.reference, Reference::Optimum(_)))
-            .flat_map(|r| r.methods.iter().filter(|m| m.method == method))
-            .filter_map(|m| m.ratio)
-            .collect();
-        if ratios.is_empty() {
-            continue;
-        }
-        let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
-        let worst = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        rows.push(vec![
-            method.name().to_string(),
-            method.description().to_string(),
-            ratios.len().to_string(),
-            format!("{mean:.4}"),
-            format!("{worst:.4}"),
-        ]);
-    }
-    let proved = reports
-        .iter()
-        .filter(|r| matches!(r.reference, Reference::Optimum(_)))
-        .count();
-    format!(
-        "Summary: F(X) / F(OPT) over the {proved} of {} instances with a proved optimum\n{}",
-        reports.len(),
-        table(
-            &["method", "what", "instances", "mean ratio", "worst ratio"],
-            &rows,
-            2
-        )
-    )
 }
 
 fn range(lo: Option<f64>, hi: Option<f64>) -> String {
@@ -1212,159 +1021,8 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
     text
 }
 
-fn summary(info: &InstanceInfo) -> String {
-    format!(
-        "{}: {} servers, {} users, {} models, {} experts, K <= {}",
-        info.name, info.servers, info.users, info.models, info.experts, info.max_top_k
-    )
-}
-
-fn ms(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{:.4}", v * 1e3))
-}
-
-fn status_text(m: &MethodReport) -> String {
-    match (&m.exact, m.feasible) {
-        (Some(e), _) => match (e.status, e.gap) {
-            (MilpStatus::Optimal, _) => "optimal".into(),
-            (s, Some(g)) => format!("{s} (gap {:.2}%)", g * 100.0),
-            (s, None) => s.to_string(),
-        },
-        (None, Some(true)) if m.method == Method::Exhaustive => "optimal".into(),
-        (None, Some(true)) => "feasible".into(),
-        (None, Some(false)) => "INFEASIBLE".into(),
-        (None, None) => "-".into(),
-    }
-}
-
-fn compare_text(r: &CompareReport) -> String {
-    let reference = match r.reference {
-        Reference::Optimum(v) => format!("proved optimum F* = {:.4} ms", v * 1e3),
-        Reference::Bound(v) => format!(
-            "no proved optimum; ratios are lower bounds against the MILP bound {:.4} ms",
-            v * 1e3
-        ),
-        Reference::None => "no optimum or bound (ratios unavailable)".into(),
-    };
-    let rows: Vec<Vec<String>> = r
-        .methods
-        .iter()
-        .map(|m| {
-            let ratio = match (m.ratio, r.reference) {
-                (Some(x), Reference::Bound(_)) => format!(">={x:.4}"),
-                (Some(x), _) => format!("{x:.4}"),
-                (None, _) => "-".into(),
-            };
-            vec![
-                m.method.name().to_string(),
-                ms(m.objective_s),
-                ms(m.avg_latency_s),
-                ratio,
-                status_text(m),
-                format!("{:.3}", m.runtime_s),
-                m.evaluations.map_or("-".into(), |e| e.to_string()),
-            ]
-        })
-        .collect();
-    format!(
-        "{}\n  T^max = {} ms; {}\n{}",
-        summary(&r.instance),
-        ms(r.methods.iter().find_map(|m| m.max_latency_s)),
-        reference,
-        table(
-            &[
-                "method",
-                "F (ms)",
-                "avg latency (ms)",
-                "F/F*",
-                "status",
-                "runtime (s)",
-                "gain evals"
-            ],
-            &rows,
-            1
-        )
-    )
-}
-
-fn solve_text(r: &SolveReport) -> String {
-    let m = &r.result;
-    let mut out = format!(
-        "{}\n  method {}: F = {} ms, average latency {} ms (T^max {} ms), {}, {:.3} s\n",
-        summary(&r.instance),
-        m.method,
-        ms(m.objective_s),
-        ms(m.avg_latency_s),
-        ms(m.max_latency_s),
-        status_text(m),
-        m.runtime_s
-    );
-    if let Some(e) = &m.exact {
-        out.push_str(&format!(
-            "  MILP: status {}, objective {} ms, best bound {} ms, gap {}, {:.3} s in HiGHS\n",
-            e.status,
-            ms(e.objective_s),
-            ms(e.best_bound_s),
-            e.gap.map_or("-".into(), |g| format!("{:.3e}", g)),
-            e.solve_time_s
-        ));
-    }
-    if let (Some(placement), Some(used)) = (&r.placement, &r.storage_used_bytes) {
-        for (n, experts) in placement.iter().enumerate() {
-            out.push_str(&format!(
-                "  server {n}: {} experts, {} of {} bytes\n",
-                experts.len(),
-                used[n],
-                r.storage_bytes[n]
-            ));
-        }
-    }
-    out
-}
-
-/// A plain text table: the first `left` columns left-aligned, the others right-aligned.
-fn table(headers: &[&str], rows: &[Vec<String>], left: usize) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| -> String {
-        let parts: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i < left {
-                    format!("{c:<w$}", w = widths[i])
-                } else {
-                    format!("{c:>w$}", w = widths[i])
-                }
-            })
-            .collect();
-        format!("  {}\n", parts.join("  ").trim_end())
-    };
-    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
-    out.push_str(&line(widths.iter().map(|w| "-".repeat(*w)).collect()));
-    for row in rows {
-        out.push_str(&line(row.clone()));
-    }
-    out
-}
-
 fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string_pretty(value).expect("reports always serialise")
-}
-
-/// Writes an instance file and says so on stderr.
-fn write_instance(path: &Path, instance: &Instance) -> Result<(), CliError> {
-    write_json(path, instance)?;
-    eprintln!(
-        "wrote {} ({})",
-        path.display(),
-        summary(&InstanceInfo::new(instance))
-    );
-    Ok(())
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), CliError> {

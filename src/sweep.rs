@@ -63,19 +63,22 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use formulations::{Error, ProblemKind};
+use formulations::Error;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::named::Named;
+use crate::problem::{run_all, MethodRun, Problem};
+use crate::registry::Registry;
 use crate::report::{canonical_sha256, RunOptions};
 
 /// A sweep specification (TOML).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpec {
-    /// The problem whose generator and methods are swept.
-    pub problem: ProblemKind,
+    /// The problem whose generator and methods are swept (its tag).
+    pub problem: String,
     /// Generator preset of the base configuration (default `small`).
     #[serde(default)]
     pub preset: Option<String>,
@@ -241,7 +244,7 @@ pub struct SweepOptions {
 }
 
 /// Reads a spec file and its base configuration; errors name the file and field.
-pub fn load_spec(path: &Path) -> Result<(SweepSpec, Value), Error> {
+pub fn load_spec(path: &Path, registry: &Registry) -> Result<(SweepSpec, Value), Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -289,7 +292,7 @@ pub fn load_spec(path: &Path) -> Result<(SweepSpec, Value), Error> {
             let file = path.parent().unwrap_or(Path::new(".")).join(file);
             formulations::error::read_json::<Value>(&file)?
         }
-        None => problem_of(spec.problem)
+        None => problem_of(registry, &spec.problem)
             .map_err(|r| invalid("problem", r))?
             .base_config(spec.preset.as_deref().unwrap_or("small"))
             .map_err(|r| invalid("preset", r))?,
@@ -297,7 +300,7 @@ pub fn load_spec(path: &Path) -> Result<(SweepSpec, Value), Error> {
     // Every cell's configuration must be valid: checked before anything runs.
     for cell in cells(&spec) {
         let config = cell_config(&spec, &base, &cell).map_err(|(f, r)| invalid(&f, r))?;
-        problem_of(spec.problem)
+        problem_of(registry, &spec.problem)
             .map_err(|r| invalid("problem", r))?
             .check_config(&config, &spec.methods)
             .map_err(|r| {
@@ -369,8 +372,7 @@ fn cell_config(spec: &SweepSpec, base: &Value, cell: &Cell) -> Result<Value, (St
                         format!(
                             "{:?} is not a field of the generator configuration \
                              (see `moe-opt generate {} --print-config`)",
-                            axis.path,
-                            spec.problem.name()
+                            axis.path, spec.problem
                         ),
                     )
                 })?;
@@ -389,8 +391,8 @@ fn cell_config(spec: &SweepSpec, base: &Value, cell: &Cell) -> Result<Value, (St
     Ok(config)
 }
 
-/// What a sweep needs of a problem.
-trait SweepProblem: Sync {
+/// What a sweep needs of a problem: its registry entry gives one ([`Entry::sweep`]).
+pub trait SweepProblem: Sync {
     /// The base configuration of a preset, as JSON.
     fn base_config(&self, preset: &str) -> Result<Value, String>;
     /// Checks that a configuration parses and the methods exist.
@@ -405,18 +407,123 @@ trait SweepProblem: Sync {
     ) -> Result<(String, Vec<Row>), Error>;
 }
 
-fn problem_of(kind: ProblemKind) -> Result<&'static dyn SweepProblem, String> {
-    match kind {
-        ProblemKind::Slimcaching => Ok(&SlimSweep),
-        ProblemKind::Prism => Ok(&PrismSweep),
-        ProblemKind::Zipmoe => Ok(&ZipMoeSweep),
-        other => Err(format!("sweeps of {} are not supported yet", other.name())),
+/// A [`Problem`] whose generator a sweep drives: its configuration, a second quantity for the
+/// table beside the objective (module doc's table) and feasibility.
+pub trait Sweepable: Problem {
+    /// The generator configuration (what `generate --print-config` prints).
+    type Config: Serialize + serde::de::DeserializeOwned;
+    /// Name and unit of [`Sweepable::secondary`].
+    const SECONDARY: &'static str;
+    /// The configuration of a preset.
+    fn preset_config(preset: &str) -> Result<Self::Config, String>;
+    /// Checks a configuration's values.
+    fn check(config: &Self::Config) -> Result<(), Error>;
+    /// The instance at a seed.
+    fn generate(config: &Self::Config, seed: u64) -> Result<Self::Instance, Error>;
+    /// The solution respects the problem's constraints.
+    fn feasible(evaluation: &Self::Evaluation) -> bool;
+    /// The second quantity of a run (seeded by the run options' seed where it samples).
+    fn secondary(instance: &Self::Instance, run: &MethodRun<Self>, seed: u64) -> Option<f64>;
+}
+
+/// The sweep adapter of any [`Sweepable`] problem.
+pub struct SweepAdapter<P>(std::marker::PhantomData<P>);
+
+impl<P> SweepAdapter<P> {
+    /// The adapter.
+    pub fn new() -> Self {
+        SweepAdapter(std::marker::PhantomData)
     }
 }
 
-/// A generator configuration of type `C` from a cell's JSON.
-fn parse_config<C: serde::de::DeserializeOwned>(config: &Value) -> Result<C, Error> {
-    serde_json::from_value(config.clone()).map_err(|e| cell_invalid("config", e.to_string()))
+impl<P> Default for SweepAdapter<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Sweepable> SweepProblem for SweepAdapter<P> {
+    fn base_config(&self, preset: &str) -> Result<Value, String> {
+        Ok(serde_json::to_value(P::preset_config(preset)?).expect("configurations serialise"))
+    }
+
+    fn check_config(&self, config: &Value, methods: &[String]) -> Result<(), String> {
+        let config: P::Config =
+            serde_json::from_value(config.clone()).map_err(|e| e.to_string())?;
+        P::check(&config).map_err(|e| e.to_string())?;
+        for m in methods {
+            P::Method::parse_name(m)?;
+        }
+        Ok(())
+    }
+
+    /// Exact methods refused by their size limits (`Error::TooLarge`) leave a `too_large` row.
+    fn run_cell(
+        &self,
+        config: &Value,
+        seed: u64,
+        methods: &[String],
+        options: &RunOptions,
+    ) -> Result<(String, Vec<Row>), Error> {
+        let config: P::Config = serde_json::from_value(config.clone())
+            .map_err(|e| cell_invalid("config", e.to_string()))?;
+        let instance = P::generate(&config, seed)?;
+        let sha = canonical_sha256(&instance);
+        let model = P::model(&instance);
+        let chosen = methods
+            .iter()
+            .map(|m| P::Method::parse_name(m).map_err(|r| cell_invalid("methods", r)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let runs = run_all::<P>(&model, &chosen, options)?;
+        let reference = runs.reference;
+        // A placement holding everything everywhere costs -0.0 (a sum of negated zeros): the
+        // table says 0. (x + 0.0 is +0.0 for x = -0.0 and x otherwise.)
+        let reference_value = reference.value().map(|v| v + 0.0);
+        let mut done = runs.runs.iter();
+        let rows = chosen
+            .iter()
+            .map(|&m| {
+                if runs.skipped.iter().any(|(s, _)| *s == m) {
+                    return too_large_row(seed, &sha, m.name(), P::OBJECTIVE, P::SECONDARY);
+                }
+                let r = done.next().expect("a run per method not skipped");
+                let e = r.evaluation.as_ref();
+                let objective = r.objective().map(|o| o + 0.0);
+                Row {
+                    cell: 0,
+                    seed,
+                    instance_sha256: sha.clone(),
+                    method: m.name().into(),
+                    objective,
+                    objective_name: P::OBJECTIVE.into(),
+                    ratio: r.objective().and_then(|o| reference.ratio(o)),
+                    reference_kind: reference.kind().into(),
+                    reference: reference_value,
+                    feasible: e.map(P::feasible),
+                    solver_status: r.exact.as_ref().map(|x| x.status.name().to_string()),
+                    gap: r.exact.as_ref().and_then(|x| x.gap),
+                    secondary: P::secondary(&instance, r, options.seed),
+                    secondary_name: P::SECONDARY.into(),
+                    runtime_s: Some(r.runtime_s),
+                }
+            })
+            .collect();
+        Ok((sha, rows))
+    }
+}
+
+/// The sweep adapter of the problem tagged `tag`.
+fn problem_of(registry: &Registry, tag: &str) -> Result<Box<dyn SweepProblem>, String> {
+    registry
+        .find(tag)
+        .map_err(|_| {
+            format!(
+                "unknown problem `{tag}`; expected one of: {}",
+                registry.tags().join(", ")
+            )
+        })?
+        .sweep()
+        .ok_or_else(|| format!("sweeps of {tag} are not supported yet"))
 }
 
 fn cell_invalid(field: &str, reason: String) -> Error {
@@ -425,18 +532,6 @@ fn cell_invalid(field: &str, reason: String) -> Error {
         field: field.into(),
         reason,
     }
-}
-
-/// `(reference_kind, reference)` of a Prism or ZipMoE reference (`{kind, value}` in JSON).
-fn reference_columns<R: Serialize>(reference: &R) -> (String, Option<f64>) {
-    let v = serde_json::to_value(reference).expect("references serialise");
-    (
-        v.get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("none")
-            .to_string(),
-        v.get("value").and_then(Value::as_f64),
-    )
 }
 
 /// The row of a method an exact method's size limit refused (`Error::TooLarge`): no objective,
@@ -459,275 +554,6 @@ fn too_large_row(seed: u64, sha: &str, method: &str, objective: &str, secondary:
         secondary_name: secondary.into(),
         runtime_s: None,
     }
-}
-
-/// Prism (paper 001): the objective is the proxy cost (2), expected remote invocations with
-/// one token at every server (minimised: ratios to the optimum are >= 1); the secondary is the
-/// simulated mean latency over all requests (Section IV-C's simulator on the instance's
-/// workload, seeded by the cell's seed, the same requests for every method), seconds.
-struct PrismSweep;
-
-impl SweepProblem for PrismSweep {
-    fn base_config(&self, preset: &str) -> Result<Value, String> {
-        use crate::prism::generate::GeneratorConfig;
-        let config = GeneratorConfig::preset(preset.parse()?);
-        Ok(serde_json::to_value(config).expect("configurations serialise"))
-    }
-
-    fn check_config(&self, config: &Value, methods: &[String]) -> Result<(), String> {
-        use crate::prism::generate::GeneratorConfig;
-        use crate::prism::methods::Method;
-        let config: GeneratorConfig =
-            serde_json::from_value(config.clone()).map_err(|e| e.to_string())?;
-        config.check().map_err(|e| e.to_string())?;
-        for m in methods {
-            m.parse::<Method>()?;
-        }
-        Ok(())
-    }
-
-    fn run_cell(
-        &self,
-        config: &Value,
-        seed: u64,
-        methods: &[String],
-        options: &RunOptions,
-    ) -> Result<(String, Vec<Row>), Error> {
-        use crate::prism::commands::{latency_of, sampled_batch};
-        use crate::prism::generate::{try_generate, GeneratorConfig};
-        use crate::prism::methods::{self, Method, Reference};
-        const OBJECTIVE: &str = "expected_remote_invocations";
-        const SECONDARY: &str = "sim_mean_latency_s";
-        let config: GeneratorConfig = parse_config(config)?;
-        let instance = try_generate(&config, seed)?;
-        let sha = canonical_sha256(&instance);
-        let mut runs = Vec::new();
-        for name in methods {
-            let m: Method = name.parse().map_err(|r| cell_invalid("methods", r))?;
-            match methods::run(m, &instance, options) {
-                Ok(r) => runs.push(Ok(r)),
-                Err(Error::TooLarge(_)) => runs.push(Err(m)),
-                Err(e) => return Err(e),
-            }
-        }
-        let finished: Vec<_> = runs
-            .iter()
-            .filter_map(|r| r.as_ref().ok())
-            .cloned()
-            .collect();
-        let reference = Reference::from_runs(&finished);
-        let (reference_kind, reference_value) = reference_columns(&reference);
-        // A placement holding everything everywhere costs -0.0 (a sum of negated zeros): the
-        // table says 0. (x + 0.0 is +0.0 for x = -0.0 and x otherwise.)
-        let reference_value = reference_value.map(|v| v + 0.0);
-        let batch = sampled_batch(&instance, options.seed);
-        let rows = runs
-            .iter()
-            .map(|r| match r {
-                Err(m) => too_large_row(seed, &sha, m.name(), OBJECTIVE, SECONDARY),
-                Ok(r) => {
-                    let e = r.evaluation.as_ref();
-                    let latency = r
-                        .placement
-                        .as_ref()
-                        .and_then(|p| latency_of(&instance, p, batch.as_deref(), options.seed));
-                    Row {
-                        cell: 0,
-                        seed,
-                        instance_sha256: sha.clone(),
-                        method: r.method.name().into(),
-                        objective: e.map(|e| e.proxy_cost + 0.0),
-                        objective_name: OBJECTIVE.into(),
-                        ratio: e.and_then(|e| reference.ratio(e.proxy_cost)),
-                        reference_kind: reference_kind.clone(),
-                        reference: reference_value,
-                        feasible: e.map(|e| e.feasible),
-                        solver_status: r.exact.as_ref().map(|x| enum_name(&x.status)),
-                        gap: r.exact.as_ref().and_then(|x| x.gap),
-                        secondary: latency.and_then(|l| l.sim_overall_mean_s),
-                        secondary_name: SECONDARY.into(),
-                        runtime_s: Some(r.runtime_s),
-                    }
-                }
-            })
-            .collect();
-        Ok((sha, rows))
-    }
-}
-
-/// ZipMoE (paper 003), one layer's reconstruction schedule: the objective is the makespan
-/// (minimised: ratios to the optimum are >= 1), the secondary Lemma B.3's lower bound
-/// max{I, C/L, P, Z} of the cell's instance (the same on every row of a cell), seconds.
-/// Exact methods refused by their size limits give `too_large` rows.
-struct ZipMoeSweep;
-
-impl SweepProblem for ZipMoeSweep {
-    fn base_config(&self, preset: &str) -> Result<Value, String> {
-        use crate::zipmoe::generate::GeneratorConfig;
-        let config = GeneratorConfig::preset(preset.parse()?);
-        Ok(serde_json::to_value(config).expect("configurations serialise"))
-    }
-
-    fn check_config(&self, config: &Value, methods: &[String]) -> Result<(), String> {
-        use crate::zipmoe::generate::GeneratorConfig;
-        use crate::zipmoe::methods::Method;
-        let config: GeneratorConfig =
-            serde_json::from_value(config.clone()).map_err(|e| e.to_string())?;
-        config.check().map_err(|e| e.to_string())?;
-        for m in methods {
-            m.parse::<Method>()?;
-        }
-        Ok(())
-    }
-
-    fn run_cell(
-        &self,
-        config: &Value,
-        seed: u64,
-        methods: &[String],
-        options: &RunOptions,
-    ) -> Result<(String, Vec<Row>), Error> {
-        use crate::zipmoe::generate::{try_generate, GeneratorConfig};
-        use crate::zipmoe::methods::{self, Method, Reference};
-        const OBJECTIVE: &str = "makespan_s";
-        const SECONDARY: &str = "lower_bound_s";
-        let config: GeneratorConfig = parse_config(config)?;
-        let instance = try_generate(&config, seed)?;
-        let sha = canonical_sha256(&instance);
-        let bound = formulations::zipmoe::lower_bound(&instance).value_s;
-        let mut runs = Vec::new();
-        for name in methods {
-            let m: Method = name.parse().map_err(|r| cell_invalid("methods", r))?;
-            match methods::run(m, &instance, options) {
-                Ok(r) => runs.push(Ok(r)),
-                Err(Error::TooLarge(_)) => runs.push(Err(m)),
-                Err(e) => return Err(e),
-            }
-        }
-        let finished: Vec<_> = runs
-            .iter()
-            .filter_map(|r| r.as_ref().ok())
-            .cloned()
-            .collect();
-        let reference = Reference::from_runs(&finished);
-        let (reference_kind, reference_value) = reference_columns(&reference);
-        let rows = runs
-            .iter()
-            .map(|r| match r {
-                Err(m) => too_large_row(seed, &sha, m.name(), OBJECTIVE, SECONDARY),
-                Ok(r) => {
-                    let makespan = r.makespan();
-                    Row {
-                        cell: 0,
-                        seed,
-                        instance_sha256: sha.clone(),
-                        method: r.method.name().into(),
-                        objective: makespan,
-                        objective_name: OBJECTIVE.into(),
-                        ratio: makespan.and_then(|m| reference.ratio(m)),
-                        reference_kind: reference_kind.clone(),
-                        reference: reference_value,
-                        // The evaluator's schedules respect every precedence and resource.
-                        feasible: makespan.map(|_| true),
-                        solver_status: r.exact.as_ref().map(|x| enum_name(&x.status)),
-                        gap: r.exact.as_ref().and_then(|x| x.gap),
-                        secondary: Some(bound),
-                        secondary_name: SECONDARY.into(),
-                        runtime_s: Some(r.runtime_s),
-                    }
-                }
-            })
-            .collect();
-        Ok((sha, rows))
-    }
-}
-
-struct SlimSweep;
-
-impl SweepProblem for SlimSweep {
-    fn base_config(&self, preset: &str) -> Result<Value, String> {
-        use crate::slimcaching::generate::GeneratorConfig;
-        let config = GeneratorConfig::preset(preset.parse()?);
-        Ok(serde_json::to_value(config).expect("configurations serialise"))
-    }
-
-    fn check_config(&self, config: &Value, methods: &[String]) -> Result<(), String> {
-        use crate::slimcaching::generate::GeneratorConfig;
-        use crate::slimcaching::methods::Method;
-        let config: GeneratorConfig =
-            serde_json::from_value(config.clone()).map_err(|e| e.to_string())?;
-        config.check().map_err(|e| e.to_string())?;
-        for m in methods {
-            m.parse::<Method>()?;
-        }
-        Ok(())
-    }
-
-    fn run_cell(
-        &self,
-        config: &Value,
-        seed: u64,
-        methods: &[String],
-        options: &RunOptions,
-    ) -> Result<(String, Vec<Row>), Error> {
-        use crate::slimcaching::generate::{try_generate, GeneratorConfig};
-        use crate::slimcaching::methods::{self, Method, Reference};
-        use formulations::slimcaching::LatencyModel;
-        let invalid = |field: &str, reason: String| Error::Invalid {
-            path: "<sweep cell>".into(),
-            field: field.into(),
-            reason,
-        };
-        let config: GeneratorConfig =
-            serde_json::from_value(config.clone()).map_err(|e| invalid("config", e.to_string()))?;
-        let instance = try_generate(&config, seed)?;
-        let sha = canonical_sha256(&instance);
-        let model = LatencyModel::new(&instance);
-        let runs = methods
-            .iter()
-            .map(|m| {
-                let m: Method = m.parse().map_err(|r| invalid("methods", r))?;
-                methods::run(m, &model, options)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let reference = Reference::from_runs(&runs);
-        let (reference_kind, reference_value) = match reference {
-            Reference::Optimum(v) => ("optimum", Some(v)),
-            Reference::Bound(v) => ("bound", Some(v)),
-            Reference::None => ("none", None),
-        };
-        let rows = runs
-            .iter()
-            .map(|r| {
-                let e = r.evaluation.as_ref();
-                Row {
-                    cell: 0,
-                    seed,
-                    instance_sha256: sha.clone(),
-                    method: r.method.name().into(),
-                    objective: e.map(|e| e.objective),
-                    objective_name: "latency_reduction_s".into(),
-                    ratio: e.and_then(|e| reference.ratio(e.objective)),
-                    reference_kind: reference_kind.into(),
-                    reference: reference_value,
-                    feasible: e.map(|e| e.feasible),
-                    solver_status: r.exact.as_ref().map(|x| enum_name(&x.status)),
-                    gap: r.exact.as_ref().and_then(|x| x.gap),
-                    secondary: e.map(|e| e.avg_latency_s),
-                    secondary_name: "avg_latency_s".into(),
-                    runtime_s: Some(r.runtime_s),
-                }
-            })
-            .collect();
-        Ok((sha, rows))
-    }
-}
-
-fn enum_name<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|j| j.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -784,6 +610,7 @@ pub fn run(
     spec: &SweepSpec,
     base: &Value,
     options: &SweepOptions,
+    registry: &Registry,
 ) -> Result<Vec<CellResult>, Error> {
     let out = &options.out;
     std::fs::create_dir_all(out).map_err(io_err(out))?;
@@ -833,7 +660,7 @@ pub fn run(
         .filter(|c| options.shard.is_none_or(|s| c.index % s.count == s.index))
         .filter(|c| !done.contains_key(&c.index))
         .collect();
-    let problem = problem_of(spec.problem).map_err(|reason| Error::Invalid {
+    let problem = problem_of(registry, &spec.problem).map_err(|reason| Error::Invalid {
         path: "<sweep spec>".into(),
         field: "problem".into(),
         reason,

@@ -1,23 +1,23 @@
 //! `moe-opt verify`: checks registered claims on many instances, in parallel, with a journal
 //! that makes runs resumable and outputs that depend only on the seed.
 //!
-//! Claims of any problem take part: a problem's instance type implements [`Problem`] and its
+//! Claims of any problem take part: a problem's instance type implements [`Searchable`] and its
 //! registry (a `Vec<Claim<I>>`) is a [`ClaimGroup`]; one run may mix groups (every paper's
 //! claims, or a paper with two instance types), sharing one journal and one pair of tables
-//! whose size columns are the union of the groups' [`Problem::DIMS`].
+//! whose size columns are the union of the groups' [`Searchable::DIMS`].
 //!
 //! A run has three phases per claim:
 //! 1. **generated**: the claim's family at seeds derived from `--seed` and the instance index;
 //! 2. **searched**: for every claim whose checks report a margin ([`Check::margin`], the
 //!    claim's signed slack: < 0 exactly on a fail), a hill climb
 //!    ([`verification::search::local_search`]) over the instance's numbers
-//!    ([`Problem::perturb`]) driving the margin down, from the generated
+//!    ([`Searchable::perturb`]) driving the margin down, from the generated
 //!    instance with the lowest margin (ties: the lowest family seed); neighbours without a
 //!    margin (inconclusive) are rejected. The best instance found is saved under
 //!    `OUT/searched/`, checked and recorded like the others. Claims without any margin (the
 //!    existence claim `prop2-neither`) are not searched;
 //! 3. **counterexample**: when some instance fails, the smallest failing one is shrunk
-//!    ([`verification::search::shrink`] with [`Problem::shrink_candidates`])
+//!    ([`verification::search::shrink`] with [`Searchable::shrink_candidates`])
 //!    and saved under `OUT/counterexamples/`, re-checkable with `verify --instance FILE
 //!    --claim ID`.
 //!
@@ -44,14 +44,14 @@ use crate::report::canonical_sha256;
 
 /// An instance type whose claims `moe-opt verify` can check: how to read it back, describe its
 /// size, perturb it for the worst-case search and shrink it to a smallest counterexample.
-pub trait Problem: Clone + Send + Sync + Serialize + DeserializeOwned + 'static {
+pub trait Searchable: Clone + Send + Sync + Serialize + DeserializeOwned + 'static {
     /// Names of the size columns of journal records and instances.csv, in order.
     const DIMS: &'static [&'static str];
     /// Order of simplicity: the smallest failing instance is shrunk and saved.
     type Size: Ord;
     /// Reads and validates an instance file.
     fn load(path: &Path) -> Result<Self, formulations::Error>;
-    /// The sizes named by [`Problem::DIMS`], in that order.
+    /// The sizes named by [`Searchable::DIMS`], in that order.
     fn dims(&self) -> Vec<u64>;
     /// How simple the instance is (smaller is simpler).
     fn size(&self) -> Self::Size;
@@ -61,13 +61,13 @@ pub trait Problem: Clone + Send + Sync + Serialize + DeserializeOwned + 'static 
     fn shrink_candidates(&self) -> Vec<Self>;
 }
 
-/// Implements [`Problem`] for an instance type from its problem's `mutate` module, which has
+/// Implements [`Searchable`] for an instance type from its problem's `mutate` module, which has
 /// `perturb`, `shrink_candidates`, `size` (a `u64`) and `dims` (named sizes, in the order of
 /// `DIMS`; a test of each problem checks the names).
 #[macro_export]
-macro_rules! problem_from_mutate {
+macro_rules! searchable_from_mutate {
     ($instance:ty, $load:path, [$($dim:literal),+ $(,)?]) => {
-        impl $crate::verify::Problem for $instance {
+        impl $crate::verify::Searchable for $instance {
             const DIMS: &'static [&'static str] = &[$($dim),+];
             type Size = u64;
 
@@ -117,7 +117,7 @@ pub struct Record {
     pub family_seed: u64,
     /// SHA-256 of the instance's canonical JSON.
     pub instance_sha256: String,
-    /// The instance's sizes, named by its problem ([`Problem::DIMS`]: SlimCaching's are
+    /// The instance's sizes, named by its problem ([`Searchable::DIMS`]: SlimCaching's are
     /// servers, users, experts and max_top_k).
     #[serde(flatten)]
     pub dims: BTreeMap<String, u64>,
@@ -207,7 +207,7 @@ pub fn family_seed(seed: u64, index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn record<I: Problem>(
+fn record<I: Searchable>(
     claim: &ClaimInfo,
     source: Source,
     index: u64,
@@ -267,7 +267,7 @@ pub trait ClaimGroup: Sync {
     ) -> Result<Option<(String, String)>, formulations::Error>;
 }
 
-impl<I: Problem> ClaimGroup for Vec<Claim<I>> {
+impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
     fn infos(&self) -> Vec<ClaimInfo> {
         self.iter().map(|c| c.info).collect()
     }
@@ -816,17 +816,17 @@ mod tests {
         let prism = (crate::prism::claims::registry()[0].family)(0);
         assert_eq!(
             names(crate::prism::mutate::dims(&prism)),
-            <formulations::prism::Instance as Problem>::DIMS
+            <formulations::prism::Instance as Searchable>::DIMS
         );
         let zip = (crate::zipmoe::claims::registry()[0].family)(0);
         assert_eq!(
             names(crate::zipmoe::mutate::dims(&zip)),
-            <formulations::zipmoe::Instance as Problem>::DIMS
+            <formulations::zipmoe::Instance as Searchable>::DIMS
         );
         let pool = (crate::zipmoe::planning::claims::registry()[0].family)(0);
         assert_eq!(
             names(crate::zipmoe::planning::mutate::dims(&pool)),
-            <formulations::zipmoe::pool::PoolInstance as Problem>::DIMS
+            <formulations::zipmoe::pool::PoolInstance as Searchable>::DIMS
         );
     }
 

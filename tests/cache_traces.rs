@@ -316,7 +316,7 @@ fn generate_report_ties_to_the_trace_and_renders() {
 #[test]
 #[ignore = "prints the Table 1 presets' statistics for the report"]
 fn print_table1_presets() {
-    for preset in Preset::ALL {
+    for &preset in Preset::ALL {
         let s = trace_stats(&generate(&GeneratorConfig::preset(preset), 0).unwrap());
         println!(
             "{preset}: E {} K {} L {} tokens {}: overlap {:.4}, LRU miss rate at C = {}: {:.4}",

@@ -8,7 +8,7 @@ use std::path::Path;
 use moe_opt::claims::{CheckOptions, Outcome};
 use moe_opt::prism::algorithms::MigrationStats;
 use moe_opt::prism::claims::{lemma1_rows, registry};
-use moe_opt::prism::commands::{compare_instance, migrate_instance, MigrateConfig};
+use moe_opt::prism::commands::{compare, migrate_instance, MigrateConfig};
 use moe_opt::prism::generate::{try_generate, GeneratorConfig, Preset};
 use moe_opt::prism::methods::{Method, RunOptions};
 
@@ -22,7 +22,7 @@ fn methods_on_the_deepseek_testbed() {
         Method::Smartmoe,
         Method::Eplb,
     ];
-    let report = compare_instance(&instance, &methods, &RunOptions::default()).unwrap();
+    let report = compare(&instance, &methods, &RunOptions::default()).unwrap();
     println!("{}", report.text());
     for line in &report.methods {
         assert!(

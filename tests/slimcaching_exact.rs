@@ -67,7 +67,8 @@ fn every_method_on_small_instances_is_feasible_and_at_most_the_proved_optimum() 
         let instance = generate(&config, seed);
         let model = LatencyModel::new(&instance);
         let runs: Vec<_> = Method::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|m| *m != Method::Exhaustive)
             .map(|m| methods::run(m, &model, &options).expect("method runs"))
             .collect();

@@ -45,6 +45,18 @@ pub enum Error {
     Solver(String),
 }
 
+impl Error {
+    /// A bad value of a command-line flag (`field` names the flag): reported like a field of
+    /// a file called `<command line>`.
+    pub fn command_line(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Invalid {
+            path: "<command line>".into(),
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
 /// A validation failure before it is tied to a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValidationError {

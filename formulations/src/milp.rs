@@ -101,6 +101,19 @@ pub enum MilpStatus {
     Unbounded,
 }
 
+impl MilpStatus {
+    /// The status as written in JSON and CSV (`optimal`, `gap_limit`, `time_limit`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            MilpStatus::Optimal => "optimal",
+            MilpStatus::GapLimit => "gap_limit",
+            MilpStatus::TimeLimit => "time_limit",
+            MilpStatus::Infeasible => "infeasible",
+            MilpStatus::Unbounded => "unbounded",
+        }
+    }
+}
+
 impl std::fmt::Display for MilpStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {

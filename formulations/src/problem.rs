@@ -52,14 +52,24 @@ impl ProblemKind {
 #[derive(Deserialize)]
 struct Tagged {
     #[serde(default)]
-    problem: Option<ProblemKind>,
+    problem: Option<serde_json::Value>,
 }
 
-/// The problem of an instance file: its `problem` field, SlimCaching when there is none.
-/// Errors name the file: unreadable, not JSON, or an unknown tag.
-pub fn detect(path: &Path) -> Result<ProblemKind, Error> {
+/// The `problem` tag of an instance file, `None` when it has none (a SlimCaching file). The
+/// tag is read as text, so a problem outside [`ProblemKind`] (one registered by a user) has
+/// its files recognised too. Errors name the file: unreadable, not JSON, or a tag that is not
+/// a string.
+pub fn detect_tag(path: &Path) -> Result<Option<String>, Error> {
     let tagged: Tagged = read_json(path)?;
-    Ok(tagged.problem.unwrap_or(ProblemKind::Slimcaching))
+    match tagged.problem {
+        None => Ok(None),
+        Some(serde_json::Value::String(tag)) => Ok(Some(tag)),
+        Some(other) => Err(Error::Invalid {
+            path: path.to_path_buf(),
+            field: "problem".into(),
+            reason: format!("the problem tag must be a string, got {other}"),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -67,19 +77,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_file_without_a_tag_is_slimcaching_and_an_unknown_tag_is_named() {
+    fn a_file_without_a_tag_has_none_and_any_string_tag_is_read() {
         let dir = std::env::temp_dir().join(format!("moe-opt-problem-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let plain = dir.join("plain.json");
         std::fs::write(&plain, r#"{"name": "x", "servers": []}"#).unwrap();
-        assert_eq!(detect(&plain).unwrap(), ProblemKind::Slimcaching);
+        assert_eq!(detect_tag(&plain).unwrap(), None);
         let tagged = dir.join("tagged.json");
         std::fs::write(&tagged, r#"{"problem": "prism", "name": "x"}"#).unwrap();
-        assert_eq!(detect(&tagged).unwrap(), ProblemKind::Prism);
+        assert_eq!(detect_tag(&tagged).unwrap().as_deref(), Some("prism"));
         let unknown = dir.join("unknown.json");
         std::fs::write(&unknown, r#"{"problem": "knapsack"}"#).unwrap();
-        let e = detect(&unknown).unwrap_err().to_string();
-        assert!(e.contains("unknown.json") && e.contains("knapsack"), "{e}");
+        assert_eq!(detect_tag(&unknown).unwrap().as_deref(), Some("knapsack"));
+        let number = dir.join("number.json");
+        std::fs::write(&number, r#"{"problem": 3}"#).unwrap();
+        let e = detect_tag(&number).unwrap_err().to_string();
+        assert!(e.contains("number.json") && e.contains("problem"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

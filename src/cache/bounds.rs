@@ -104,6 +104,21 @@ impl OfflineMethod {
         }
     }
 
+    /// What the method is.
+    pub fn description(self) -> &'static str {
+        match self {
+            OfflineMethod::MilpFixed => "the fixed-routing MILP (the optimum Belady must reach)",
+            OfflineMethod::MilpFlexible => "the flexible-routing MILP (the routers' bound)",
+            OfflineMethod::ExhaustiveFixed => "exhaustive search, fixed routing (tiny instances)",
+            OfflineMethod::ExhaustiveFlexible => {
+                "exhaustive search, flexible routing (tiny instances)"
+            }
+            OfflineMethod::Belady => "Belady's MIN on the original routing",
+            OfflineMethod::Lru => "LRU on the original routing",
+            OfflineMethod::Routed(_) => "a cache-aware router with an LRU cache",
+        }
+    }
+
     /// Whether the method solves the flexible-routing problem exactly (its proved optimum is
     /// the bound of every router within the instance's freedom).
     pub fn flexible(self) -> bool {

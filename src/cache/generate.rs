@@ -47,9 +47,7 @@
 //! (fine-grained DeepSeek and Qwen: olmoe's; coarse Mixtral and Phi: switch's), a reading the
 //! issue leaves open since no token log of those models is available here.
 
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use formulations::cache::model::{ranking, softmax, Phase, Routing, Token, Trace};
 use formulations::{Error, ProblemKind};
@@ -124,50 +122,19 @@ pub enum Preset {
     Switch,
 }
 
-impl Preset {
-    /// Every preset.
-    pub const ALL: [Preset; 7] = [
-        Preset::Mixtral8x7b,
-        Preset::Phi35Moe,
-        Preset::DeepseekV2Lite,
-        Preset::Qwen15Moe,
-        Preset::Olmoe,
-        Preset::Kimi,
-        Preset::Switch,
-    ];
-
-    /// The preset's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Preset::Mixtral8x7b => "mixtral-8x7b",
-            Preset::Phi35Moe => "phi-3.5-moe",
-            Preset::DeepseekV2Lite => "deepseek-v2-lite",
-            Preset::Qwen15Moe => "qwen1.5-moe",
-            Preset::Olmoe => "olmoe",
-            Preset::Kimi => "kimi",
-            Preset::Switch => "switch",
-        }
-    }
-}
-
-impl fmt::Display for Preset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Preset {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Preset::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
-                format!("unknown preset `{s}` (use one of {})", names.join(", "))
-            })
-    }
-}
+crate::named!(
+    Preset,
+    "preset",
+    [
+        Mixtral8x7b = "mixtral-8x7b": "Mixtral-8x7B: 8 experts, top-2, 32 layers",
+        Phi35Moe = "phi-3.5-moe": "Phi-3.5-MoE: 16 experts, top-2, 32 layers",
+        DeepseekV2Lite = "deepseek-v2-lite": "DeepSeek-V2-Lite: 64 + 2 shared experts, top-6, 26 MoE layers",
+        Qwen15Moe = "qwen1.5-moe": "Qwen1.5-MoE-A2.7B: 60 + 4 shared experts, top-4, 24 layers",
+        Olmoe = "olmoe": "OLMoE-1B-7B: 64 experts, top-8, 16 layers (calibrated on the real log)",
+        Kimi = "kimi": "Kimi-Linear-48B-A3B: 256 experts, top-8, 26 MoE layers (calibrated on the real log)",
+        Switch = "switch": "switch-base-8 encoder: 8 experts, top-1, 6 MoE layers (calibrated on the real log)",
+    ]
+);
 
 /// Locality knobs (rho, omega, beta) found by calibration against a real log.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -23,6 +23,7 @@ pub mod belady;
 pub mod bounds;
 pub mod claims;
 pub mod commands;
+pub mod entry;
 pub mod generate;
 pub mod import;
 pub mod mutate;

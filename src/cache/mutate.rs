@@ -166,7 +166,7 @@ pub fn shrink_candidates(instance: &CacheInstance) -> Vec<CacheInstance> {
 }
 
 // Instances of this problem in `moe-opt verify`.
-crate::problem_from_mutate!(
+crate::searchable_from_mutate!(
     CacheInstance,
     formulations::cache::offline::load,
     ["tokens", "experts", "top_k", "capacity"]

@@ -6,11 +6,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use formulations::cache::offline::Freedom;
-use formulations::milp::SolveOptions;
 
 use super::problems::emit;
 use super::{write_json, CliError};
-use crate::cache::bounds::{self, OfflineMethod};
+use crate::cache::bounds;
 use crate::cache::commands::{self as cc, PolicyChoice};
 use crate::cache::import::{load_any, ImportOptions};
 use crate::cache::pareto::{self, SweepOptions};
@@ -154,22 +153,6 @@ impl RouteArgs {
     }
 }
 
-/// Undoes the comma split of a list whose items may carry several knobs: a piece `name=value`
-/// with no `:` continues the item before it, so `max-rank:m=4,j=1,lru` is two items.
-fn rejoin_knobs(pieces: &[String]) -> Vec<String> {
-    let mut items: Vec<String> = Vec::new();
-    for piece in pieces {
-        match items.last_mut() {
-            Some(last) if piece.contains('=') && !piece.contains(':') && last.contains(':') => {
-                last.push(',');
-                last.push_str(piece);
-            }
-            _ => items.push(piece.clone()),
-        }
-    }
-    items
-}
-
 /// `moe-opt pareto`.
 #[derive(Debug, Args)]
 pub(super) struct ParetoArgs {
@@ -198,7 +181,7 @@ pub(super) struct ParetoArgs {
 impl ParetoArgs {
     pub(super) fn run(self) -> Result<(), CliError> {
         let trace = self.trace.load()?;
-        let routers = rejoin_knobs(&self.routers)
+        let routers = crate::cli::rejoin_knobs(&self.routers)
             .iter()
             .map(|r| r.parse())
             .collect::<Result<Vec<_>, String>>()
@@ -303,121 +286,6 @@ impl OfflineArgs {
         eprintln!("wrote {}", self.output.display());
         Ok(())
     }
-}
-
-/// `solve` of a cache-offline instance.
-pub(super) fn offline_solve(
-    file: &Path,
-    method: &str,
-    solve: &SolveOptions,
-    json: bool,
-) -> Result<(), CliError> {
-    let instance = formulations::cache::offline::load(file)?;
-    let method: OfflineMethod = method.parse().map_err(CliError::input)?;
-    let report = bounds::solve(&instance, method, solve)?;
-    emit(&report, json, |r| r.text())
-}
-
-/// `compare` of a cache-offline instance.
-pub(super) fn offline_compare(
-    file: &Path,
-    methods: Option<&[String]>,
-    solve: &SolveOptions,
-    json: bool,
-    csv: Option<&Path>,
-) -> Result<(), CliError> {
-    let instance = formulations::cache::offline::load(file)?;
-    let methods: Vec<OfflineMethod> = match methods {
-        Some(names) => rejoin_knobs(names)
-            .iter()
-            .map(|n| n.parse())
-            .collect::<Result<_, _>>()
-            .map_err(CliError::input)?,
-        None => OfflineMethod::ALL.to_vec(),
-    };
-    let report = match bounds::compare(&instance, &methods, solve) {
-        // By default the exhaustive searches run only where their size limit allows.
-        Err(formulations::Error::TooLarge(_)) if methods.len() == OfflineMethod::ALL.len() => {
-            let exact: Vec<OfflineMethod> = methods
-                .into_iter()
-                .filter(|m| !m.name().starts_with("exhaustive"))
-                .collect();
-            bounds::compare(&instance, &exact, solve)?
-        }
-        other => other?,
-    };
-    if let Some(path) = csv {
-        let context = vec![
-            ("moe_opt_version", VERSION.into()),
-            ("instance_name", instance.name.clone().into()),
-            ("instance_sha256", report.instance.sha256.clone().into()),
-        ];
-        let rows = report
-            .methods
-            .iter()
-            .map(|m| serde_json::to_value(m).expect("serialisable"))
-            .collect();
-        write_csv(path, &Table::new(context, rows))?;
-    }
-    emit(&report, json, |r| r.text())
-}
-
-/// `write-lp` of a cache-offline instance: the flexible-routing model (the fixed one is the
-/// same with every step's set fixed).
-pub(super) fn offline_write_lp(file: &Path, output: &Path) -> Result<(), CliError> {
-    let instance = formulations::cache::offline::load(file)?;
-    let lp = bounds::write_lp(&instance, true)?;
-    super::write_file(output, lp.as_bytes())?;
-    eprintln!("wrote {}", output.display());
-    Ok(())
-}
-
-/// `solve` of an SMoE layer: one routing method and one split method.
-pub(super) fn smoe_solve(
-    file: &Path,
-    method: &str,
-    solve: &SolveOptions,
-    json: bool,
-) -> Result<(), CliError> {
-    let instance = formulations::smoe::load(file)?;
-    let (routing, split) = method.split_once('+').unwrap_or((method, "alg2"));
-    let report = sc::solve(
-        &instance,
-        routing.parse().map_err(CliError::input)?,
-        split.parse().map_err(CliError::input)?,
-        solve,
-    )?;
-    emit(&report, json, |r| r.text())
-}
-
-/// `compare` of an SMoE layer.
-pub(super) fn smoe_compare(
-    file: &Path,
-    solve: &SolveOptions,
-    json: bool,
-    csv: Option<&Path>,
-) -> Result<(), CliError> {
-    let instance = formulations::smoe::load(file)?;
-    let report = sc::compare(&instance, solve)?;
-    if let Some(path) = csv {
-        let context = vec![("moe_opt_version", VERSION.into())];
-        let rows = report
-            .methods
-            .iter()
-            .map(|m| serde_json::to_value(m).expect("serialisable"))
-            .collect();
-        write_csv(path, &Table::new(context, rows))?;
-    }
-    emit(&report, json, |r| r.text())
-}
-
-/// `write-lp` of an SMoE layer: the routing MILP of objective (1).
-pub(super) fn smoe_write_lp(file: &Path, output: &Path) -> Result<(), CliError> {
-    let instance = formulations::smoe::load(file)?;
-    let lp = sc::write_lp(&instance, sc::LpModel::Routing)?;
-    super::write_file(output, lp.as_bytes())?;
-    eprintln!("wrote {}", output.display());
-    Ok(())
 }
 
 /// `moe-opt tpot`.
@@ -527,36 +395,9 @@ impl TpotArgs {
     }
 }
 
-/// `import cache-trace`: a token log into a trace file; an activation-count file is refused
-/// (no token order), with the way to use it instead.
-pub(super) fn import(
-    counts: Option<&Path>,
-    log: Option<&Path>,
-    experts: Option<usize>,
-    output: &Path,
-) -> Result<(), CliError> {
-    let Some(log) = log else {
-        let counts = counts.map(|c| c.display().to_string()).unwrap_or_default();
-        return Err(CliError::input(format!(
-            "{counts}: activation counts have no token order, so they cannot be replayed as a \
-             cache-trace; give a token log (--log), or use the counts as LFU's warm start \
-             (moe-opt replay TRACE --warm-start {counts})"
-        )));
-    };
-    let options = ImportOptions {
-        experts,
-        ..ImportOptions::default()
-    };
-    let imported = cc::import_token_log(log, &options)?;
-    write_json(output, &imported.trace)?;
-    eprint!("{}", imported.report.text());
-    eprintln!("wrote {}", output.display());
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
-    use super::rejoin_knobs;
+    use crate::cli::rejoin_knobs;
 
     #[test]
     fn knob_pieces_rejoin_their_router() {

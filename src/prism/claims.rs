@@ -379,7 +379,7 @@ pub fn check_gap(instance: &Instance, options: &CheckOptions) -> Check {
         Ok(r) => r,
         Err(e) => return check(Outcome::Inconclusive, e.to_string()),
     };
-    let Some(cost) = prism.proxy_cost().filter(|_| prism.feasible()) else {
+    let Some(cost) = prism.objective().filter(|_| feasible(&prism)) else {
         return check(
             Outcome::Inconclusive,
             format!(
@@ -396,7 +396,7 @@ pub fn check_gap(instance: &Instance, options: &CheckOptions) -> Check {
         .exact
         .as_ref()
         .map(|e| format!("{:?}", e.status).to_lowercase());
-    let Some(opt) = milp.proxy_cost().filter(|_| milp.is_proved_optimal()) else {
+    let Some(opt) = milp.objective().filter(|_| milp.is_proved_optimal()) else {
         return Check {
             solver_status: status,
             value: Some(cost),
@@ -426,15 +426,12 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
     let batch = sampled_batch(instance, run_opts.seed);
     let measure = |method: Method| -> Result<Option<(f64, f64)>, String> {
         let run = methods::run(method, instance, &run_opts).map_err(|e| e.to_string())?;
-        let (Some(p), true) = (run.placement.as_ref(), run.feasible()) else {
+        let (Some(p), true) = (run.solution.as_ref(), feasible(&run)) else {
             return Ok(None);
         };
         let lat = latency_of(instance, p, batch.as_deref(), run_opts.seed)
             .ok_or("eq. (1) needs the instance's network and workload")?;
-        Ok(Some((
-            run.proxy_cost().expect("evaluated"),
-            lat.eq1_total_s,
-        )))
+        Ok(Some((run.objective().expect("evaluated"), lat.eq1_total_s)))
     };
     let prism = match measure(Method::Prism) {
         Ok(p) => p,
@@ -591,4 +588,9 @@ mod tests {
             }
         }
     }
+}
+
+/// The run's placement covers every expert and fits every GPU.
+fn feasible(run: &methods::MethodRun) -> bool {
+    run.evaluation.as_ref().is_some_and(|e| e.feasible)
 }

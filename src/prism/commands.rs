@@ -17,9 +17,19 @@ use formulations::prism::{
 use formulations::Error;
 use serde::Serialize;
 
+use formulations::prism::evaluate::Evaluation;
+use serde_json::{json, Value};
+
 use super::algorithms::{self, MigrationConfig, MigrationRun, MigrationStats};
-use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions};
+use super::generate::{try_generate, GeneratorConfig, Preset};
+use super::import::{from_activation_counts, ImportConfig};
+use super::methods::{self, ExactReport, Method, MethodRun, Prism, Reference, RunOptions};
+use crate::export::Table;
+use crate::problem::Problem;
+use crate::registry::{self, Entry, ImportArgs, Made, MethodInfo, Rendered};
 use crate::report::{canonical_sha256, VERSION};
+use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
+use crate::verify::ClaimGroup;
 
 pub use super::eplb::{eplb_command, EplbReport};
 
@@ -158,7 +168,7 @@ impl MethodLine {
             feasible: e.map(|e| e.feasible),
             ratio: e.and_then(|e| reference.ratio(e.proxy_cost)),
             latency: run
-                .placement
+                .solution
                 .as_ref()
                 .and_then(|p| latency_of(instance, p, batch, seed)),
             runtime_s: run.runtime_s,
@@ -171,7 +181,7 @@ impl MethodLine {
         let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
         let lat = self.latency.as_ref();
         let status = self.exact.as_ref().map_or(String::new(), |e| {
-            format!(" [{:?}, gap {}]", e.status, opt(e.gap))
+            format!(" [{}]", crate::render::status(e))
         });
         format!(
             "{:<11} cost {:>9} ratio {:>7} feasible {:<5} eq1 {:>10} remote {:>6} sim-mean {:>9} {:>8.3}s{}{}",
@@ -229,22 +239,25 @@ impl SolveReport {
     }
 }
 
-/// `moe-opt solve FILE --method M`: one method on a Prism instance file.
-pub fn solve(path: &Path, method: Method, options: &RunOptions) -> Result<SolveReport, Error> {
-    let instance = load(path)?;
-    let run = methods::run(method, &instance, options)?;
-    let batch = sampled_batch(&instance, options.seed);
+/// `moe-opt solve FILE --method M`: one method on a Prism instance.
+pub fn solve(
+    instance: &Instance,
+    method: Method,
+    options: &RunOptions,
+) -> Result<SolveReport, Error> {
+    let run = methods::run(method, instance, options)?;
+    let batch = sampled_batch(instance, options.seed);
     Ok(SolveReport {
         moe_opt_version: VERSION,
-        instance: InstanceInfo::new(&instance),
+        instance: InstanceInfo::new(instance),
         result: MethodLine::new(
-            &instance,
+            instance,
             &run,
             Reference::None,
             batch.as_deref(),
             options.seed,
         ),
-        placement: run.placement,
+        placement: run.solution,
     })
 }
 
@@ -265,14 +278,14 @@ impl CompareReport {
     /// For humans.
     pub fn text(&self) -> String {
         let mut out = format!(
-            "{} ({} servers, {} GPUs, {} x {} experts, top-{}); reference: {:?}\n",
+            "{} ({} servers, {} GPUs, {} x {} experts, top-{}); reference: {}\n",
             self.instance.name,
             self.instance.servers,
             self.instance.gpus,
             self.instance.layers,
             self.instance.experts_per_layer,
             self.instance.top_k,
-            self.reference
+            crate::render::reference(self.reference)
         );
         for m in &self.methods {
             let _ = writeln!(out, "{}", m.text());
@@ -281,75 +294,28 @@ impl CompareReport {
     }
 }
 
-/// Runs the methods on an instance (no file).
-pub fn compare_instance(
+/// `moe-opt compare FILE --methods ...`: several methods, each with its ratio to the proved
+/// optimum (MILP or exhaustive) when one of them is run and proves it.
+pub fn compare(
     instance: &Instance,
     methods_to_run: &[Method],
     options: &RunOptions,
 ) -> Result<CompareReport, Error> {
-    let runs = methods_to_run
-        .iter()
-        .map(|&m| methods::run(m, instance, options))
-        .collect::<Result<Vec<_>, _>>()?;
-    let reference = Reference::from_runs(&runs);
+    let runs = crate::problem::run_all::<Prism>(instance, methods_to_run, options)?;
+    if let Some((_, why)) = runs.skipped.first() {
+        return Err(Error::TooLarge(why.clone()));
+    }
+    let reference = runs.reference;
     let batch = sampled_batch(instance, options.seed);
     Ok(CompareReport {
         moe_opt_version: VERSION,
         instance: InstanceInfo::new(instance),
         reference,
         methods: runs
+            .runs
             .iter()
             .map(|r| MethodLine::new(instance, r, reference, batch.as_deref(), options.seed))
             .collect(),
-    })
-}
-
-/// `moe-opt compare FILE --methods ...`: several methods, each with its ratio to the proved
-/// optimum (MILP or exhaustive) when one of them is run and proves it.
-pub fn compare(
-    path: &Path,
-    methods_to_run: &[Method],
-    options: &RunOptions,
-) -> Result<CompareReport, Error> {
-    compare_instance(&load(path)?, methods_to_run, options)
-}
-
-/// Output of `moe-opt write-lp`.
-#[derive(Debug, Clone, Serialize)]
-pub struct WriteLpReport {
-    /// moe-opt version.
-    pub moe_opt_version: &'static str,
-    /// The instance.
-    pub instance: InstanceInfo,
-    /// Where the LP file went.
-    pub lp_file: String,
-    /// Its size.
-    pub lp_bytes: u64,
-}
-
-impl WriteLpReport {
-    /// For humans.
-    pub fn text(&self) -> String {
-        format!(
-            "wrote {} ({} bytes) for {}\n",
-            self.lp_file, self.lp_bytes, self.instance.name
-        )
-    }
-}
-
-/// `moe-opt write-lp FILE OUT`: the MILP of (2) in CPLEX LP format.
-pub fn write_lp(path: &Path, out: &Path) -> Result<WriteLpReport, Error> {
-    let instance = load(path)?;
-    let lp = PrismMilp::build(&instance).milp.to_lp();
-    std::fs::write(out, &lp).map_err(|source| Error::Io {
-        path: out.to_path_buf(),
-        source,
-    })?;
-    Ok(WriteLpReport {
-        moe_opt_version: VERSION,
-        instance: InstanceInfo::new(&instance),
-        lp_file: out.display().to_string(),
-        lp_bytes: lp.len() as u64,
     })
 }
 
@@ -517,7 +483,7 @@ pub fn migrate_instance(
     let method = config.method;
     let planner = |i: &Instance| -> Result<Placement, String> {
         let run = methods::run(method, i, options).map_err(|e| e.to_string())?;
-        run.placement.ok_or_else(|| {
+        run.solution.ok_or_else(|| {
             run.note
                 .unwrap_or_else(|| format!("{method}: no placement"))
         })
@@ -557,4 +523,147 @@ pub fn migrate(
     options: &RunOptions,
 ) -> Result<MigrateReport, Error> {
     migrate_instance(&load(path)?, config, options)
+}
+
+/// Prism in the registry (`eplb` and `migrate` are its own commands).
+pub struct PrismEntry;
+
+impl Entry for PrismEntry {
+    fn tag(&self) -> &'static str {
+        Prism::TAG
+    }
+
+    fn about(&self) -> &'static str {
+        Prism::ABOUT
+    }
+
+    fn methods(&self) -> Vec<MethodInfo> {
+        registry::infos::<Method>()
+    }
+
+    fn presets(&self) -> Vec<MethodInfo> {
+        registry::infos::<Preset>()
+    }
+
+    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
+        let config =
+            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
+        Ok(registry::to_value(&config))
+    }
+
+    fn generate(
+        &self,
+        preset: Option<&str>,
+        file: Option<&Path>,
+        seed: u64,
+    ) -> Result<Made, Error> {
+        let config =
+            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
+        Ok(Made::new(&try_generate(&config, seed)?, String::new()))
+    }
+
+    fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
+        let counts = args.counts(self.tag())?;
+        args.no_overrides()?;
+        let mut config: ImportConfig = args.config()?;
+        config.seed = args.seed.unwrap_or(config.seed);
+        Ok(Made::new(
+            &from_activation_counts(counts, &config)?,
+            String::new(),
+        ))
+    }
+
+    /// `--csv`: a row per (server, GPU, expert) of the placement.
+    fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
+        let method: Method = method
+            .parse()
+            .map_err(|e: String| Error::command_line("--method", e))?;
+        let report = solve(&load(file)?, method, options)?;
+        let mut rows = Vec::new();
+        for (n, gpus) in report
+            .placement
+            .iter()
+            .flat_map(|p| p.gpus.iter().enumerate())
+        {
+            for (g, experts) in gpus.iter().enumerate() {
+                for e in experts {
+                    rows.push(json!({"server": n, "gpu": g, "layer": e.layer, "expert": e.expert}));
+                }
+            }
+        }
+        let context = vec![
+            ("moe_opt_version", VERSION.into()),
+            ("instance_name", report.instance.name.clone().into()),
+            ("instance_sha256", report.instance.sha256.clone().into()),
+            ("method", report.result.method.name().into()),
+        ];
+        Ok(Rendered::new(&report, report.text()).with_table(Table::new(context, rows)))
+    }
+
+    fn compare(
+        &self,
+        file: &Path,
+        methods: Option<&[String]>,
+        options: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        let instance = load(file)?;
+        let chosen = crate::problem::chosen_methods::<Prism>(&instance, methods)?;
+        let report = compare(&instance, &chosen, options)?;
+        let rendered = Rendered::new(&report, report.text());
+        let table = registry::compare_table(&rendered.json);
+        Ok(rendered.with_table(table))
+    }
+
+    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
+        let milp = PrismMilp::build(&load(file)?).milp;
+        let size = format!(
+            "{} variables, {} integer, {} rows",
+            milp.num_vars(),
+            milp.num_integers(),
+            milp.num_rows()
+        );
+        Ok((milp.to_lp(), size))
+    }
+
+    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
+        vec![Box::new(super::claims::registry())]
+    }
+
+    fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
+        Some(Box::new(SweepAdapter::<Prism>::new()))
+    }
+
+    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
+        Some(self.generate(Some("tiny"), None, seed))
+    }
+}
+
+/// Sweeps: the proxy cost (2) (minimised), and the simulated mean latency over all requests
+/// (Section IV-C's simulator on the instance's workload, the same requests for every method)
+/// beside it.
+impl Sweepable for Prism {
+    type Config = GeneratorConfig;
+    const SECONDARY: &'static str = "sim_mean_latency_s";
+
+    fn preset_config(preset: &str) -> Result<GeneratorConfig, String> {
+        Ok(GeneratorConfig::preset(preset.parse()?))
+    }
+
+    fn check(config: &GeneratorConfig) -> Result<(), Error> {
+        config.check()
+    }
+
+    fn generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
+        try_generate(config, seed)
+    }
+
+    fn feasible(evaluation: &Evaluation) -> bool {
+        evaluation.feasible
+    }
+
+    fn secondary(instance: &Instance, run: &MethodRun, seed: u64) -> Option<f64> {
+        let batch = sampled_batch(instance, seed);
+        let placement = run.solution.as_ref()?;
+        latency_of(instance, placement, batch.as_deref(), seed)?.sim_overall_mean_s
+    }
 }

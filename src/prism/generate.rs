@@ -59,9 +59,7 @@
 //! Poisson arrivals every 10 s on average at each server (Table II, BigBench), 200 requests a
 //! server (Fig. 7), 20 tokens a request (the WikiText/TACO output limit of Section IV-A).
 
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use formulations::prism::{validate::validate, Gpu, Instance, MoeModel, Network, Server, Workload};
 use formulations::{Error, ProblemKind};
@@ -93,48 +91,16 @@ pub enum Preset {
     TestbedDeepseek,
 }
 
-impl Preset {
-    /// Every preset, smallest first.
-    pub const ALL: [Preset; 4] = [
-        Preset::Tiny,
-        Preset::Small,
-        Preset::TestbedMixtral,
-        Preset::TestbedDeepseek,
-    ];
-
-    /// The preset's command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Preset::Tiny => "tiny",
-            Preset::Small => "small",
-            Preset::TestbedMixtral => "testbed-mixtral",
-            Preset::TestbedDeepseek => "testbed-deepseek",
-        }
-    }
-}
-
-impl fmt::Display for Preset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Preset {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Preset::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Preset::ALL.iter().map(|p| p.name()).collect();
-                format!(
-                    "unknown preset '{s}' (expected one of {})",
-                    names.join(", ")
-                )
-            })
-    }
-}
+crate::named!(
+    Preset,
+    "preset",
+    [
+        Tiny = "tiny": "the MILP solves it in milliseconds",
+        Small = "small": "the MILP proves optimality within seconds",
+        TestbedMixtral = "testbed-mixtral": "Section IV-A's testbed with Mixtral-8x7B",
+        TestbedDeepseek = "testbed-deepseek": "Section IV-A's testbed with DeepSeek-V2-Lite",
+    ]
+);
 
 pub use crate::generate::Between;
 
@@ -758,7 +724,7 @@ mod tests {
 
     #[test]
     fn same_seed_same_bytes_and_seeds_differ() {
-        for p in Preset::ALL {
+        for &p in Preset::ALL {
             let c = GeneratorConfig::preset(p);
             let a = serde_json::to_string(&try_generate(&c, 3).unwrap()).unwrap();
             let b = serde_json::to_string(&try_generate(&c, 3).unwrap()).unwrap();

@@ -14,17 +14,16 @@
 //! experts or [`EXHAUSTIVE_MAX_COMBINATIONS`] combinations.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
-use std::time::Instant;
+use std::path::Path;
 
-use formulations::milp::MilpStatus;
 use formulations::prism::evaluate::{evaluate, Evaluation};
 use formulations::prism::{milp, Instance, Placement, ServerId};
-use formulations::Error;
+use formulations::{Error, ValidationError};
 use serde::Serialize;
 
 use super::{algorithms, baselines};
-pub use crate::report::RunOptions;
+pub use crate::problem::{ExactReport, Reference, RunOptions};
+use crate::problem::{Problem, Sense, Solved};
 
 /// A way to choose a placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -46,18 +45,21 @@ pub enum Method {
     Eplb,
 }
 
-impl Method {
-    /// Every method, exact ones first.
-    pub const ALL: [Method; 7] = [
-        Method::Milp,
-        Method::Exhaustive,
-        Method::Prism,
-        Method::Uniform,
-        Method::Redundance,
-        Method::Smartmoe,
-        Method::Eplb,
-    ];
+crate::named!(
+    Method,
+    "method",
+    [
+        Milp = "milp": "exact MILP of (2), HiGHS",
+        Exhaustive = "exhaustive": "exhaustive search",
+        Prism = "prism": "Alg. 1 + Alg. 2 (Prism)",
+        Uniform = "uniform": "baseline Uniform (Megatron EP)",
+        Redundance = "redundance": "baseline Redundance",
+        Smartmoe = "smartmoe": "baseline SmartMoE",
+        Eplb = "eplb": "baseline EPLB (heterogeneous)",
+    ]
+);
 
+impl Method {
     /// The baselines of Section IV-A.
     pub const BASELINES: [Method; 4] = [
         Method::Uniform,
@@ -66,115 +68,9 @@ impl Method {
         Method::Eplb,
     ];
 
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Milp => "milp",
-            Method::Exhaustive => "exhaustive",
-            Method::Prism => "prism",
-            Method::Uniform => "uniform",
-            Method::Redundance => "redundance",
-            Method::Smartmoe => "smartmoe",
-            Method::Eplb => "eplb",
-        }
-    }
-
-    /// Where the method comes from.
-    pub fn description(self) -> &'static str {
-        match self {
-            Method::Milp => "exact MILP of (2), HiGHS",
-            Method::Exhaustive => "exhaustive search",
-            Method::Prism => "Alg. 1 + Alg. 2 (Prism)",
-            Method::Uniform => "baseline Uniform (Megatron EP)",
-            Method::Redundance => "baseline Redundance",
-            Method::Smartmoe => "baseline SmartMoE",
-            Method::Eplb => "baseline EPLB (heterogeneous)",
-        }
-    }
-
     /// True for methods whose answer is a proved optimum when they finish.
     pub fn is_exact(self) -> bool {
         matches!(self, Method::Milp | Method::Exhaustive)
-    }
-}
-
-impl std::fmt::Display for Method {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Method {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Method::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
-                format!(
-                    "unknown method `{s}`; expected one of: {}",
-                    names.join(", ")
-                )
-            })
-    }
-}
-
-/// The MILP's own account of a solve, in the units of (2).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExactReport {
-    /// How the solve ended.
-    pub status: MilpStatus,
-    /// The incumbent's objective.
-    pub objective: Option<f64>,
-    /// Best bound on the optimum.
-    pub best_bound: Option<f64>,
-    /// Gap as HiGHS reports it (see `MilpSolution::gap`).
-    pub gap: Option<f64>,
-    /// Seconds in HiGHS.
-    pub solve_time_s: f64,
-}
-
-/// One method's result on one instance.
-#[derive(Debug, Clone)]
-pub struct MethodRun {
-    /// The method.
-    pub method: Method,
-    /// Its placement (absent when the method found none).
-    pub placement: Option<Placement>,
-    /// The evaluator's account of it.
-    pub evaluation: Option<Evaluation>,
-    /// Wall-clock seconds of the method.
-    pub runtime_s: f64,
-    /// For the MILP: status, bound and gap.
-    pub exact: Option<ExactReport>,
-    /// Why there is no placement, or what the method left out (Prism's dropped experts).
-    pub note: Option<String>,
-}
-
-impl MethodRun {
-    /// Proxy cost (2) of the placement, if there is one.
-    pub fn proxy_cost(&self) -> Option<f64> {
-        self.evaluation.as_ref().map(|e| e.proxy_cost)
-    }
-
-    /// True when the placement is feasible (coverage and memory).
-    pub fn feasible(&self) -> bool {
-        self.evaluation.as_ref().is_some_and(|e| e.feasible)
-    }
-
-    /// True when the cost is a proved optimum (exhaustive search, or MILP with status
-    /// optimal).
-    pub fn is_proved_optimal(&self) -> bool {
-        match self.method {
-            Method::Exhaustive => self.placement.is_some(),
-            Method::Milp => self
-                .exact
-                .as_ref()
-                .is_some_and(|e| e.status == MilpStatus::Optimal),
-            _ => false,
-        }
     }
 }
 
@@ -308,106 +204,95 @@ pub fn prism_placement(instance: &Instance) -> Result<(Placement, Option<String>
     Ok((out.gpus.placement, note))
 }
 
+/// Prism: activation-aware expert placement on heterogeneous GPU servers (paper 001).
+pub struct Prism;
+
+/// One method's result on one instance.
+pub type MethodRun = crate::problem::MethodRun<Prism>;
+
+impl Problem for Prism {
+    const TAG: &'static str = "prism";
+    const ABOUT: &'static str =
+        "activation-aware expert placement on heterogeneous GPU servers (paper 001)";
+    const SENSE: Sense = Sense::Minimize;
+    const OBJECTIVE: &'static str = "expected_remote_invocations";
+    type Instance = Instance;
+    type Model = Instance;
+    type Method = Method;
+    type Solution = Placement;
+    type Evaluation = Evaluation;
+    type Detail = ();
+
+    fn load(path: &Path) -> Result<Instance, Error> {
+        formulations::prism::load(path)
+    }
+
+    fn model(instance: &Instance) -> Instance {
+        instance.clone()
+    }
+
+    fn is_exact(method: Method) -> bool {
+        method.is_exact()
+    }
+
+    fn default_methods(instance: &Instance) -> Vec<Method> {
+        let experts = instance.expert_count();
+        <Method as crate::named::Named>::ALL
+            .iter()
+            .copied()
+            .filter(|m| *m != Method::Exhaustive || experts <= EXHAUSTIVE_MAX_EXPERTS)
+            .collect()
+    }
+
+    /// The MILP of (2) is warm-started from Prism's placement when that placement is feasible.
+    fn solve(
+        instance: &Instance,
+        method: Method,
+        options: &RunOptions,
+    ) -> Result<Solved<Self>, Error> {
+        let or_note = |found: Result<Placement, String>| match found {
+            Ok(p) => Solved::found(p),
+            Err(e) => Solved::none(e),
+        };
+        Ok(match method {
+            Method::Milp => {
+                let start = prism_placement(instance)
+                    .ok()
+                    .map(|(p, _)| p)
+                    .filter(|p| evaluate(instance, p).is_ok_and(|e| e.feasible));
+                let solved = milp::solve(instance, &options.solve, start.as_ref())?;
+                Solved::exact(solved.placement, &solved.solution)
+            }
+            Method::Exhaustive => match exhaustive(instance)? {
+                Some((p, _)) => Solved::found(p),
+                None => Solved::none("no placement covers every expert"),
+            },
+            Method::Prism => match prism_placement(instance) {
+                Ok((p, note)) => Solved {
+                    note,
+                    ..Solved::found(p)
+                },
+                Err(e) => Solved::none(e),
+            },
+            Method::Uniform => Solved::found(baselines::uniform(instance, Some(options.seed))),
+            Method::Redundance => Solved::found(baselines::redundance(instance, options.seed)),
+            Method::Smartmoe => Solved::found(baselines::smartmoe(instance)),
+            Method::Eplb => or_note(baselines::eplb_heterogeneous(instance)),
+        })
+    }
+
+    fn evaluate(instance: &Instance, placement: &Placement) -> Result<Evaluation, ValidationError> {
+        evaluate(instance, placement)
+    }
+
+    fn objective(evaluation: &Evaluation) -> f64 {
+        evaluation.proxy_cost
+    }
+}
+
 /// Runs one method and evaluates its placement.
 pub fn run(method: Method, instance: &Instance, options: &RunOptions) -> Result<MethodRun, Error> {
-    let began = Instant::now();
-    let mut exact = None;
-    let mut note = None;
-    let placement = match method {
-        Method::Milp => {
-            let start = prism_placement(instance)
-                .ok()
-                .map(|(p, _)| p)
-                .filter(|p| evaluate(instance, p).is_ok_and(|e| e.feasible));
-            let solved = milp::solve(instance, &options.solve, start.as_ref())?;
-            let s = &solved.solution;
-            exact = Some(ExactReport {
-                status: s.status,
-                objective: s.objective,
-                best_bound: s.best_bound,
-                gap: s.gap,
-                solve_time_s: s.solve_time_s,
-            });
-            solved.placement
-        }
-        Method::Exhaustive => match exhaustive(instance)? {
-            Some((p, _)) => Some(p),
-            None => {
-                note = Some("no placement covers every expert".into());
-                None
-            }
-        },
-        Method::Prism => match prism_placement(instance) {
-            Ok((p, n)) => {
-                note = n;
-                Some(p)
-            }
-            Err(e) => {
-                note = Some(e);
-                None
-            }
-        },
-        Method::Uniform => Some(baselines::uniform(instance, Some(options.seed))),
-        Method::Redundance => Some(baselines::redundance(instance, options.seed)),
-        Method::Smartmoe => Some(baselines::smartmoe(instance)),
-        Method::Eplb => match baselines::eplb_heterogeneous(instance) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                note = Some(e);
-                None
-            }
-        },
-    };
-    let runtime_s = began.elapsed().as_secs_f64();
-    let evaluation = match &placement {
-        Some(p) => Some(evaluate(instance, p).map_err(|e| e.in_file(format!("<{method}>")))?),
-        None => None,
-    };
-    Ok(MethodRun {
-        method,
-        placement,
-        evaluation,
-        runtime_s,
-        exact,
-        note,
-    })
-}
-
-/// What a method's cost is compared with.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
-pub enum Reference {
-    /// A proved optimum of (2).
-    Optimum(f64),
-    /// Only a lower bound on the optimum (MILP stopped early): ratios are upper bounds.
-    Bound(f64),
-    /// Nothing to compare with.
-    None,
-}
-
-impl Reference {
-    /// The reference from a set of runs: the first proved optimum, else the best bound.
-    pub fn from_runs(runs: &[MethodRun]) -> Self {
-        if let Some(opt) = runs
-            .iter()
-            .find(|r| r.is_proved_optimal())
-            .and_then(MethodRun::proxy_cost)
-        {
-            return Reference::Optimum(opt);
-        }
-        runs.iter()
-            .filter_map(|r| r.exact.as_ref()?.best_bound)
-            .max_by(f64::total_cmp)
-            .map_or(Reference::None, Reference::Bound)
-    }
-
-    /// cost / reference, when the reference is positive.
-    pub fn ratio(self, cost: f64) -> Option<f64> {
-        match self {
-            Reference::Optimum(v) | Reference::Bound(v) if v > 0.0 => Some(cost / v),
-            _ => None,
-        }
-    }
+    crate::problem::run::<Prism>(instance, method, options)
 }
 
 #[cfg(test)]
@@ -417,7 +302,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for m in Method::ALL {
+        for &m in Method::ALL {
             assert_eq!(m.name().parse::<Method>().unwrap(), m);
         }
         assert!("nope".parse::<Method>().unwrap_err().contains("prism"));
@@ -437,14 +322,14 @@ mod tests {
         // Prism finds it too; the MILP proves it.
         let options = RunOptions::default();
         let prism = run(Method::Prism, &inst, &options).unwrap();
-        assert!((prism.proxy_cost().unwrap() - 0.4).abs() < 1e-12);
+        assert!((prism.objective().unwrap() - 0.4).abs() < 1e-12);
         let milp = run(Method::Milp, &inst, &options).unwrap();
         assert!(milp.is_proved_optimal());
-        assert!((milp.proxy_cost().unwrap() - 0.4).abs() < 1e-9);
+        assert!((milp.objective().unwrap() - 0.4).abs() < 1e-9);
         // One 1-byte GPU in all cannot cover 2 experts.
         let tight = instance(&[&[1]], vec![vec![vec![0.5, 0.5]]]);
         assert!(exhaustive(&tight).unwrap().is_none());
         let run = run(Method::Prism, &tight, &options).unwrap();
-        assert!(run.placement.is_none() && run.note.unwrap().contains("Alg. 1"));
+        assert!(run.solution.is_none() && run.note.unwrap().contains("Alg. 1"));
     }
 }

@@ -116,9 +116,7 @@
 //! requested models have fewer experts than that, it holds all of them.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use formulations::slimcaching::validate::{validate, MAX_SERVERS, MAX_TOP_K};
 use formulations::slimcaching::{
@@ -159,42 +157,15 @@ pub enum Preset {
     Paper,
 }
 
-impl Preset {
-    /// Every preset, smallest first.
-    pub const ALL: [Preset; 3] = [Preset::Tiny, Preset::Small, Preset::Paper];
-
-    /// The preset's command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Preset::Tiny => "tiny",
-            Preset::Small => "small",
-            Preset::Paper => "paper",
-        }
-    }
-}
-
-impl fmt::Display for Preset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Preset {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Preset::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Preset::ALL.iter().map(|p| p.name()).collect();
-                format!(
-                    "unknown preset '{s}' (expected one of {})",
-                    names.join(", ")
-                )
-            })
-    }
-}
+crate::named!(
+    Preset,
+    "preset",
+    [
+        Tiny = "tiny": "exhaustive search is feasible: N * E <= 16",
+        Small = "small": "the MILP proves optimality within seconds",
+        Paper = "paper": "Section VI-A: N = 4, U = 20, 18 models, about 4,000 experts",
+    ]
+);
 
 pub use crate::generate::Between;
 
@@ -1304,10 +1275,13 @@ mod tests {
 
     #[test]
     fn preset_names_round_trip() {
-        for p in Preset::ALL {
+        for &p in Preset::ALL {
             assert_eq!(p.name().parse::<Preset>(), Ok(p));
         }
-        assert_eq!(Preset::ALL.map(Preset::name), ["tiny", "small", "paper"]);
+        assert_eq!(
+            Preset::ALL.iter().map(|p| p.name()).collect::<Vec<_>>(),
+            ["tiny", "small", "paper"]
+        );
         assert!("huge"
             .parse::<Preset>()
             .unwrap_err()
@@ -1316,7 +1290,7 @@ mod tests {
 
     #[test]
     fn every_preset_validates_for_several_seeds() {
-        for p in Preset::ALL {
+        for &p in Preset::ALL {
             let config = GeneratorConfig::preset(p);
             for seed in SEEDS {
                 let i = generate(&config, seed);
@@ -1329,7 +1303,7 @@ mod tests {
 
     #[test]
     fn same_seed_same_json_other_seed_other_json() {
-        for p in Preset::ALL {
+        for &p in Preset::ALL {
             let config = GeneratorConfig::preset(p);
             let a = serde_json::to_string(&generate(&config, 3)).unwrap();
             let b = serde_json::to_string(&generate(&config, 3)).unwrap();
@@ -1341,7 +1315,7 @@ mod tests {
 
     #[test]
     fn config_round_trips_through_json() {
-        for p in Preset::ALL {
+        for &p in Preset::ALL {
             let config = GeneratorConfig::preset(p);
             let text = serde_json::to_string(&config).unwrap();
             let back: GeneratorConfig = serde_json::from_str(&text).unwrap();

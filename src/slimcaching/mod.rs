@@ -8,6 +8,7 @@
 
 pub mod algorithms;
 pub mod claims;
+pub mod commands;
 pub mod generate;
 pub mod import;
 pub mod methods;

@@ -1052,7 +1052,7 @@ fn drop_local_expert(instance: &Instance, u: usize, i: usize) -> Option<Instance
 }
 
 /// SlimCaching instances in `moe-opt verify`.
-impl crate::verify::Problem for Instance {
+impl crate::verify::Searchable for Instance {
     const DIMS: &'static [&'static str] = &["servers", "users", "experts", "max_top_k"];
     type Size = Size;
 
@@ -1061,7 +1061,7 @@ impl crate::verify::Problem for Instance {
     }
 
     fn dims(&self) -> Vec<u64> {
-        let info = crate::report::InstanceInfo::new(self);
+        let info = crate::slimcaching::commands::InstanceInfo::new(self);
         vec![
             info.servers as u64,
             info.users as u64,

@@ -11,7 +11,6 @@
 //! * [`alpha`]: eq. (5), T(alpha) sampled, fitted, and the smallest alpha meeting a budget.
 
 use std::fmt::Write;
-use std::str::FromStr;
 
 use formulations::cache::Trace;
 use formulations::milp::SolveOptions;
@@ -31,7 +30,12 @@ use super::router::LowScore;
 use super::split::{alg2, Alg2Rule};
 use crate::cache::commands::TraceInfo;
 use crate::cache::policy::Lru;
-use crate::report::{canonical_sha256, VERSION};
+use crate::export::Table;
+use crate::registry::{self, Entry, Made, MethodInfo, Rendered};
+use crate::report::{canonical_sha256, RunOptions, VERSION};
+use crate::verify::ClaimGroup;
+use serde_json::Value;
+use std::path::Path;
 
 /// How a layer is routed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -68,53 +72,27 @@ pub enum SplitMethod {
     Cpu,
 }
 
-macro_rules! named {
-    ($t:ty, [$($v:ident = $n:literal),+ $(,)?]) => {
-        impl $t {
-            /// Every method.
-            pub const ALL: &'static [$t] = &[$(<$t>::$v),+];
-
-            /// The name on the command line.
-            pub fn name(self) -> &'static str {
-                match self { $(<$t>::$v => $n),+ }
-            }
-        }
-
-        impl FromStr for $t {
-            type Err = String;
-
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s {
-                    $($n => Ok(<$t>::$v),)+
-                    _ => Err(format!(
-                        "unknown method {s:?}; known: {}",
-                        [$($n),+].join(", ")
-                    )),
-                }
-            }
-        }
-    };
-}
-
-named!(
+crate::named!(
     RoutingMethod,
+    "routing method",
     [
-        TopK = "top-k",
-        Smoe = "smoe",
-        SmoeLiteral = "smoe-literal",
-        Exhaustive = "exhaustive",
-        Milp = "milp"
+        TopK = "top-k": "the original top-k (no substitution)",
+        Smoe = "smoe": "Alg. 1, the text's reading",
+        SmoeLiteral = "smoe-literal": "Alg. 1 as printed",
+        Exhaustive = "exhaustive": "the exhaustive per-token optimum of (1)",
+        Milp = "milp": "the routing MILP of (1)",
     ]
 );
-named!(
+crate::named!(
     SplitMethod,
+    "split method",
     [
-        Alg2 = "alg2",
-        EarliestFinish = "earliest-finish",
-        Optimal = "optimal",
-        Milp = "milp",
-        Load = "load",
-        Cpu = "cpu"
+        Alg2 = "alg2": "Alg. 2 as printed",
+        EarliestFinish = "earliest-finish": "Alg. 2 comparing finish times",
+        Optimal = "optimal": "the optimum of (4): closed form, exhaustive or the MILP",
+        Milp = "milp": "the split MILP",
+        Load = "load": "load every missed expert",
+        Cpu = "cpu": "every missed expert on the CPU",
     ]
 );
 
@@ -600,4 +578,99 @@ pub fn alpha(
         selection,
         measured_tpot_at_choice_s: measured,
     })
+}
+
+/// SMoE's layer decisions in the registry (the pipeline over a trace is `moe-opt tpot`).
+pub struct SmoeEntry;
+
+impl Entry for SmoeEntry {
+    fn tag(&self) -> &'static str {
+        "smoe"
+    }
+
+    fn about(&self) -> &'static str {
+        "an SMoE layer: expert-cache routing and the CPU-vs-PCIe split (paper 004)"
+    }
+
+    fn methods(&self) -> Vec<MethodInfo> {
+        let mut methods = registry::infos::<RoutingMethod>();
+        methods.extend(
+            registry::infos::<SplitMethod>()
+                .into_iter()
+                .map(|(n, d)| (format!("ROUTING+{n}"), d)),
+        );
+        methods
+    }
+
+    fn presets(&self) -> Vec<MethodInfo> {
+        registry::infos::<Preset>()
+    }
+
+    /// The generator has no knobs beyond its preset: the configuration is the preset's name.
+    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
+        let preset = registry::generator_config(preset, Preset::Tiny, file, |p| p.to_string())?;
+        Ok(Value::from(preset))
+    }
+
+    fn generate(
+        &self,
+        preset: Option<&str>,
+        file: Option<&Path>,
+        seed: u64,
+    ) -> Result<Made, Error> {
+        let name = registry::generator_config(preset, Preset::Tiny, file, |p| p.to_string())?;
+        let preset: Preset = name.parse().map_err(|e| cli_error("preset", e))?;
+        Ok(Made::new(&try_generate(preset, seed)?, String::new()))
+    }
+
+    fn hint(&self, _: &Path) -> String {
+        "smoe layers are generated (moe-opt generate smoe); token streams for SMoE's pipeline \
+         are imported as cache-trace"
+            .into()
+    }
+
+    /// `METHOD` is `ROUTING+SPLIT` (split `alg2` when only the routing is named).
+    fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
+        let instance = formulations::smoe::load(file)?;
+        let (routing, split) = method.split_once('+').unwrap_or((method, "alg2"));
+        let report = solve(
+            &instance,
+            routing.parse().map_err(|e| cli_error("--method", e))?,
+            split.parse().map_err(|e| cli_error("--method", e))?,
+            &options.solve,
+        )?;
+        Ok(Rendered::new(&report, report.text()))
+    }
+
+    /// Every routing method with Alg. 2 and the optimal split (`--methods` is not taken).
+    fn compare(
+        &self,
+        file: &Path,
+        methods: Option<&[String]>,
+        options: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        if methods.is_some() {
+            return Err(cli_error(
+                "--methods",
+                "an smoe compare runs every routing with alg2 and the optimal split; use \
+                 `solve --method ROUTING+SPLIT` for one pair"
+                    .into(),
+            ));
+        }
+        let instance = formulations::smoe::load(file)?;
+        let report = compare(&instance, &options.solve)?;
+        let context = vec![("moe_opt_version", VERSION.into())];
+        let rows = report.methods.iter().map(registry::to_value).collect();
+        Ok(Rendered::new(&report, report.text()).with_table(Table::new(context, rows)))
+    }
+
+    /// The routing MILP of objective (1).
+    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
+        let lp = write_lp(&formulations::smoe::load(file)?, LpModel::Routing)?;
+        Ok((lp, "the routing MILP of (1)".into()))
+    }
+
+    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
+        vec![Box::new(super::claims::registry())]
+    }
 }

@@ -14,9 +14,6 @@
 //!   Sec. VI-B), G of 50% of E; costs are assumptions: C_load = 6 ms and C_CPU = 2 ms (S3's
 //!   "CPU time ... only one-third of load time", Sec. VI-C), GPU 0.1 ms; sigma in [0.8, 1.5].
 
-use std::fmt;
-use std::str::FromStr;
-
 use formulations::smoe::validate::validate;
 use formulations::smoe::{Costs, Instance};
 use formulations::{Error, ProblemKind};
@@ -35,39 +32,15 @@ pub enum Preset {
     Qwen2_57b,
 }
 
-impl Preset {
-    /// Every preset.
-    pub const ALL: [Preset; 3] = [Preset::Tiny, Preset::TinyPerExpert, Preset::Qwen2_57b];
-
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Preset::Tiny => "tiny",
-            Preset::TinyPerExpert => "tiny-per-expert",
-            Preset::Qwen2_57b => "qwen2-57b",
-        }
-    }
-}
-
-impl fmt::Display for Preset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Preset {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        Preset::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
-                format!("unknown preset {s:?}; known: {}", names.join(", "))
-            })
-    }
-}
+crate::named!(
+    Preset,
+    "preset",
+    [
+        Tiny = "tiny": "small layers with uniform costs",
+        TinyPerExpert = "tiny-per-expert": "small layers with per-expert costs",
+        Qwen2_57b = "qwen2-57b": "a Qwen2-57B-A14B-like layer",
+    ]
+);
 
 fn normal(rng: &mut ChaCha8Rng) -> f64 {
     let u: f64 = 1.0 - rng.random::<f64>();
@@ -156,7 +129,7 @@ mod tests {
 
     #[test]
     fn presets_are_valid_and_reproducible() {
-        for p in Preset::ALL {
+        for &p in Preset::ALL {
             for seed in 0..20 {
                 let a = generate(p, seed);
                 assert_eq!(a, generate(p, seed));

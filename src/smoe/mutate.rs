@@ -273,7 +273,7 @@ pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
 }
 
 // Instances of this problem in `moe-opt verify`.
-crate::problem_from_mutate!(
+crate::searchable_from_mutate!(
     Instance,
     formulations::smoe::load,
     ["experts", "top_k", "tokens", "cached"]

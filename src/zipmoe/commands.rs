@@ -5,13 +5,19 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use formulations::zipmoe::{lower_bound, GanttRow, Instance, LowerBound, ZipMoeMilp};
+use formulations::zipmoe::{lower_bound, GanttRow, Instance, LowerBound, Schedule, ZipMoeMilp};
 use formulations::Error;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::generate::{self, GeneratorConfig, ImportConfig, Preset};
-use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions};
+use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions, ZipMoe};
+use crate::export::Table;
+use crate::problem::Problem;
+use crate::registry::{self, Entry, ImportArgs, Made, MethodInfo, Rendered};
 use crate::report::{canonical_sha256, VERSION};
+use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
+use crate::verify::ClaimGroup;
 
 /// Identity and size of a layer.
 #[derive(Debug, Clone, Serialize)]
@@ -149,14 +155,14 @@ pub struct MethodReport {
 
 impl MethodReport {
     fn new(run: &MethodRun, reference: Reference) -> Self {
-        let s = run.schedule.as_ref();
+        let s = run.solution.as_ref();
         MethodReport {
             method: run.method,
             makespan_s: s.map(|s| s.makespan_s),
             ratio: s.and_then(|s| reference.ratio(s.makespan_s)),
             io_end_s: s.map(|s| s.io_end_s),
             charge_s: s.map(|s| s.charge_s),
-            blocks: run.blocks,
+            blocks: run.detail,
             runtime_s: run.runtime_s,
             exact: run.exact.clone(),
         }
@@ -175,7 +181,7 @@ impl MethodReport {
                 s,
                 "  [{}; bound {} s, gap {}]",
                 e.status,
-                f(e.best_bound_s),
+                f(e.best_bound),
                 f(e.gap)
             );
         }
@@ -226,7 +232,7 @@ pub fn solve(
         layer: LayerInfo::new(instance),
         result: MethodReport::new(&run, Reference::None),
         lower_bound: lower_bound(instance),
-        gantt: run.schedule.map(|s| s.rows).unwrap_or_default(),
+        gantt: run.solution.map(|s| s.rows).unwrap_or_default(),
     })
 }
 
@@ -251,7 +257,11 @@ pub struct CompareReport {
 impl CompareReport {
     /// For humans.
     pub fn text(&self) -> String {
-        let mut s = format!("{}\nreference: {:?}\n", self.layer.name, self.reference);
+        let mut s = format!(
+            "{}\nreference: {}\n",
+            self.layer.name,
+            crate::render::reference(self.reference)
+        );
         for m in &self.methods {
             let _ = writeln!(s, "{}", m.line());
         }
@@ -274,26 +284,19 @@ pub fn compare(
     which: &[Method],
     options: &RunOptions,
 ) -> Result<CompareReport, Error> {
-    let mut runs = Vec::new();
-    let mut skipped = Vec::new();
-    for &m in which {
-        match methods::run(m, instance, options) {
-            Ok(r) => runs.push(r),
-            Err(Error::TooLarge(why)) => skipped.push((m, why)),
-            Err(e) => return Err(e),
-        }
-    }
-    let reference = Reference::from_runs(&runs);
+    let runs = crate::problem::run_all::<ZipMoe>(instance, which, options)?;
+    let reference = runs.reference;
     Ok(CompareReport {
         moe_opt_version: VERSION,
         layer: LayerInfo::new(instance),
         reference,
         lower_bound: lower_bound(instance),
         methods: runs
+            .runs
             .iter()
             .map(|r| MethodReport::new(r, reference))
             .collect(),
-        skipped,
+        skipped: runs.skipped,
     })
 }
 
@@ -309,4 +312,135 @@ pub fn gantt_csv(rows: &[GanttRow]) -> String {
         w.serialize(r).expect("rows serialise");
     }
     String::from_utf8(w.into_inner().expect("in-memory writer")).expect("CSV is UTF-8")
+}
+
+/// ZipMoE's layer schedule in the registry (the cache-pool plan is
+/// [`crate::zipmoe::planning::commands::PoolEntry`]).
+pub struct ZipMoeEntry;
+
+impl Entry for ZipMoeEntry {
+    fn tag(&self) -> &'static str {
+        ZipMoe::TAG
+    }
+
+    fn about(&self) -> &'static str {
+        ZipMoe::ABOUT
+    }
+
+    fn methods(&self) -> Vec<MethodInfo> {
+        registry::infos::<Method>()
+    }
+
+    fn presets(&self) -> Vec<MethodInfo> {
+        registry::infos::<Preset>()
+    }
+
+    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
+        let config =
+            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
+        Ok(registry::to_value(&config))
+    }
+
+    fn generate(
+        &self,
+        preset: Option<&str>,
+        file: Option<&Path>,
+        seed: u64,
+    ) -> Result<Made, Error> {
+        let config =
+            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
+        Ok(Made::new(
+            &generate::try_generate(&config, seed)?,
+            String::new(),
+        ))
+    }
+
+    fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
+        let counts = args.counts(self.tag())?;
+        args.no_overrides()?;
+        let mut config: ImportConfig = args.config()?;
+        config.seed = args.seed.unwrap_or(config.seed);
+        Ok(Made::new(&import(counts, &config)?.instance, String::new()))
+    }
+
+    /// `--csv`: the Gantt chart, a row per operation.
+    fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
+        let method: Method = method
+            .parse()
+            .map_err(|e: String| Error::command_line("--method", e))?;
+        let report = solve(&ZipMoe::load(file)?, method, options)?;
+        let rows = report.gantt.iter().map(registry::to_value).collect();
+        let context = vec![
+            ("moe_opt_version", VERSION.into()),
+            ("instance_name", report.layer.name.clone().into()),
+            ("instance_sha256", report.layer.sha256.clone().into()),
+            ("method", report.result.method.name().into()),
+        ];
+        Ok(Rendered::new(&report, report.text()).with_table(Table::new(context, rows)))
+    }
+
+    fn compare(
+        &self,
+        file: &Path,
+        methods: Option<&[String]>,
+        options: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        let instance = ZipMoe::load(file)?;
+        let chosen = crate::problem::chosen_methods::<ZipMoe>(&instance, methods)?;
+        let report = compare(&instance, &chosen, options)?;
+        let rendered = Rendered::new(&report, report.text());
+        let table = registry::compare_table(&rendered.json);
+        Ok(rendered.with_table(table))
+    }
+
+    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
+        let milp = ZipMoeMilp::build(&ZipMoe::load(file)?)?.milp;
+        let size = format!(
+            "{} variables, {} integer, {} rows",
+            milp.num_vars(),
+            milp.num_integers(),
+            milp.num_rows()
+        );
+        Ok((milp.to_lp(), size))
+    }
+
+    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
+        vec![Box::new(super::claims::registry())]
+    }
+
+    fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
+        Some(Box::new(SweepAdapter::<ZipMoe>::new()))
+    }
+
+    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
+        Some(self.generate(Some("tiny"), None, seed))
+    }
+}
+
+/// Sweeps: the makespan (minimised), and Lemma B.3's lower bound max{I, C/L, P, Z} of the
+/// cell's instance (the same on every row of a cell) beside it.
+impl Sweepable for ZipMoe {
+    type Config = GeneratorConfig;
+    const SECONDARY: &'static str = "lower_bound_s";
+
+    fn preset_config(preset: &str) -> Result<GeneratorConfig, String> {
+        Ok(GeneratorConfig::preset(preset.parse()?))
+    }
+
+    fn check(config: &GeneratorConfig) -> Result<(), Error> {
+        config.check()
+    }
+
+    fn generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
+        generate::try_generate(config, seed)
+    }
+
+    /// The evaluator's schedules respect every precedence and resource.
+    fn feasible(_: &Schedule) -> bool {
+        true
+    }
+
+    fn secondary(instance: &Instance, _: &MethodRun, _: u64) -> Option<f64> {
+        Some(lower_bound(instance).value_s)
+    }
 }

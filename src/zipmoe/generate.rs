@@ -34,9 +34,7 @@
 //! configuration ([`ImportConfig::default`]): prompt 0, the first layer it routes tokens at,
 //! the Orin device of the file's model (as the presets above), the presets' hit rates, seed 0.
 
-use std::fmt;
 use std::path::Path;
-use std::str::FromStr;
 
 use formulations::zipmoe::validate::validate;
 use formulations::zipmoe::{CompressionState, Instance, SelectedExpert};
@@ -176,50 +174,17 @@ pub enum Preset {
     SwitchOrin,
 }
 
-impl Preset {
-    /// Every preset, smallest first.
-    pub const ALL: [Preset; 5] = [
-        Preset::Tiny,
-        Preset::Small,
-        Preset::QwenOrin,
-        Preset::DeepseekOrin,
-        Preset::SwitchOrin,
-    ];
-
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Preset::Tiny => "tiny",
-            Preset::Small => "small",
-            Preset::QwenOrin => "qwen-orin",
-            Preset::DeepseekOrin => "deepseek-orin",
-            Preset::SwitchOrin => "switch-orin",
-        }
-    }
-}
-
-impl fmt::Display for Preset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Preset {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Preset::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Preset::ALL.iter().map(|p| p.name()).collect();
-                format!(
-                    "unknown preset '{s}' (expected one of {})",
-                    names.join(", ")
-                )
-            })
-    }
-}
+crate::named!(
+    Preset,
+    "preset",
+    [
+        Tiny = "tiny": "1-3 experts, N = 1, K <= 2, L <= 2: exhaustive search and the MILP",
+        Small = "small": "2-5 experts, N = 1, K = 2, L = 2: within the MILP's limits",
+        QwenOrin = "qwen-orin": "Qwen1.5-MoE-A2.7B on a Jetson AGX Orin, batch 16",
+        DeepseekOrin = "deepseek-orin": "DeepSeek-V2-Lite on a Jetson AGX Orin, batch 16",
+        SwitchOrin = "switch-orin": "switch-large-128 on a Jetson AGX Orin, batch 16",
+    ]
+);
 
 /// SSD read bandwidth of the testbeds, bytes/s (Sec. 5).
 pub const SSD_BYTES_PER_S: f64 = 3.5e9;

@@ -191,7 +191,7 @@ pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
 }
 
 // Instances of this problem in `moe-opt verify`.
-crate::problem_from_mutate!(
+crate::searchable_from_mutate!(
     Instance,
     formulations::zipmoe::load,
     ["experts", "tasks", "tensors", "shards", "threads"]

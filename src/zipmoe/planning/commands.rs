@@ -14,7 +14,10 @@ use super::compare::{self, EstimateComparison};
 use super::counts::{inclusion_probabilities, read, RankScope, SyntheticCounts};
 use super::generate::{self, PlanConfig};
 use super::planner;
+use crate::registry::{self, Entry, ImportArgs, Made};
 use crate::report::{canonical_sha256, VERSION};
+use crate::verify::ClaimGroup;
+use serde_json::Value;
 
 /// Where configuration errors are reported (no file).
 const CONFIG: &str = "<config>";
@@ -297,4 +300,62 @@ pub fn compare_estimate(
         planned_split,
         comparison,
     })
+}
+
+/// ZipMoE's cache-pool planning in the registry: generated from synthetic counts (`--config`,
+/// no presets) or imported from a count file, and planned by `moe-opt plan`.
+pub struct PoolEntry;
+
+impl Entry for PoolEntry {
+    fn tag(&self) -> &'static str {
+        "zipmoe-pool"
+    }
+
+    fn about(&self) -> &'static str {
+        "ZipMoE's cache-pool planning (paper 003, App. C and D)"
+    }
+
+    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
+        Ok(registry::to_value(&pool_options(preset, file)?))
+    }
+
+    fn generate(
+        &self,
+        preset: Option<&str>,
+        file: Option<&Path>,
+        seed: u64,
+    ) -> Result<Made, Error> {
+        Ok(Made::new(
+            &generate(&pool_options(preset, file)?, seed)?,
+            String::new(),
+        ))
+    }
+
+    fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
+        let counts = args.counts(self.tag())?;
+        args.no_overrides()?;
+        Ok(Made::new(&import(counts, &args.config()?)?, String::new()))
+    }
+
+    fn hint(&self, file: &Path) -> String {
+        format!("plan it with `moe-opt plan {}`", file.display())
+    }
+
+    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
+        vec![Box::new(super::claims::registry())]
+    }
+}
+
+/// The generator options: the file's, or the defaults (the planner has no presets).
+fn pool_options(preset: Option<&str>, file: Option<&Path>) -> Result<GenerateOptions, Error> {
+    if let Some(p) = preset {
+        return Err(Error::command_line(
+            "--preset",
+            format!("zipmoe-pool has no presets (got `{p}`); give --config (see --print-config)"),
+        ));
+    }
+    match file {
+        Some(path) => formulations::error::read_json(path),
+        None => Ok(GenerateOptions::default()),
+    }
 }

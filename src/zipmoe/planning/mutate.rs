@@ -214,7 +214,7 @@ pub fn shrink_candidates(instance: &PoolInstance) -> Vec<PoolInstance> {
 }
 
 // Instances of this problem in `moe-opt verify`.
-crate::problem_from_mutate!(
+crate::searchable_from_mutate!(
     PoolInstance,
     formulations::zipmoe::pool::load,
     ["layers", "experts", "top_k", "pools", "grid_steps"]

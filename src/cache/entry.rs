@@ -1,0 +1,177 @@
+//! The token-stream problems in the registry: `cache-trace` (a stream of router decisions,
+//! replayed by `replay`, `route`, `pareto`, `tpot`) and `cache-offline` (one layer's offline
+//! caching instance, made by `offline`, with the exact fixed- and flexible-routing bounds beside
+//! the policies and routers in `solve` and `compare`).
+
+use std::path::Path;
+
+use formulations::cache::offline::{self, CacheInstance};
+use formulations::Error;
+use serde_json::Value;
+
+use super::bounds::{self, OfflineMethod};
+use super::commands as cc;
+use super::generate::{GeneratorConfig, Preset};
+use super::import::ImportOptions;
+use crate::export::Table;
+use crate::registry::{self, Entry, ImportArgs, Made, MethodInfo, Rendered};
+use crate::report::{RunOptions, VERSION};
+use crate::verify::ClaimGroup;
+
+/// A stream of router decisions (papers 002 and 004).
+pub struct CacheTraceEntry;
+
+impl Entry for CacheTraceEntry {
+    fn tag(&self) -> &'static str {
+        "cache-trace"
+    }
+
+    fn about(&self) -> &'static str {
+        "a token stream of router decisions, replayed through expert caches (papers 002, 004)"
+    }
+
+    fn presets(&self) -> Vec<MethodInfo> {
+        registry::infos::<Preset>()
+    }
+
+    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
+        let config =
+            registry::generator_config(preset, Preset::Mixtral8x7b, file, GeneratorConfig::preset)?;
+        Ok(registry::to_value(&config))
+    }
+
+    fn generate(
+        &self,
+        preset: Option<&str>,
+        file: Option<&Path>,
+        seed: u64,
+    ) -> Result<Made, Error> {
+        let config =
+            registry::generator_config(preset, Preset::Mixtral8x7b, file, GeneratorConfig::preset)?;
+        Ok(Made::new(
+            &super::generate::generate(&config, seed)?,
+            String::new(),
+        ))
+    }
+
+    /// A token log into a trace; an activation-count file is refused (no token order), with
+    /// the way to use it instead.
+    fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
+        let Some(log) = &args.log else {
+            let counts = args
+                .counts
+                .as_ref()
+                .map(|c| c.display().to_string())
+                .unwrap_or_default();
+            return Err(Error::command_line(
+                "--counts",
+                format!(
+                    "{counts}: activation counts have no token order, so they cannot be \
+                     replayed as a cache-trace; give a token log (--log), or use the counts as \
+                     LFU's warm start (moe-opt replay TRACE --warm-start {counts})"
+                ),
+            ));
+        };
+        let options = ImportOptions {
+            experts: args.experts,
+            ..ImportOptions::default()
+        };
+        let imported = cc::import_token_log(log, &options)?;
+        Ok(Made::new(
+            &imported.trace,
+            imported.report.text().trim_end().to_string(),
+        ))
+    }
+
+    fn hint(&self, file: &Path) -> String {
+        let f = file.display();
+        format!(
+            "a token stream: replay it (`moe-opt replay {f} --capacity C`), or build an offline \
+             instance from one of its layers (`moe-opt offline {f}`)"
+        )
+    }
+}
+
+/// One layer's offline caching instance (the exact bounds of papers 002 and 004).
+pub struct CacheOfflineEntry;
+
+impl Entry for CacheOfflineEntry {
+    fn tag(&self) -> &'static str {
+        "cache-offline"
+    }
+
+    fn about(&self) -> &'static str {
+        "offline expert caching with fixed or flexible routing (papers 002, 004)"
+    }
+
+    fn methods(&self) -> Vec<MethodInfo> {
+        let mut methods: Vec<MethodInfo> = OfflineMethod::ALL
+            .iter()
+            .map(|m| (m.name(), m.description()))
+            .collect();
+        methods.push((
+            "ROUTER:KNOBS".into(),
+            "a cache-aware router with LRU, e.g. max-rank:m=4,j=1, cumsum:p=0.6,j=1, \
+             cache-prior:lambda=0.5,j=1",
+        ));
+        methods
+    }
+
+    fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
+        let instance = offline::load(file)?;
+        let method: OfflineMethod = method
+            .parse()
+            .map_err(|e: String| Error::command_line("--method", e))?;
+        let report = bounds::solve(&instance, method, &options.solve)?;
+        Ok(Rendered::new(&report, report.text()))
+    }
+
+    /// The exhaustive searches run by default only where their size limit allows.
+    fn compare(
+        &self,
+        file: &Path,
+        methods: Option<&[String]>,
+        options: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        let instance: CacheInstance = offline::load(file)?;
+        let methods: Vec<OfflineMethod> = match methods {
+            Some(names) => names
+                .iter()
+                .map(|n| n.parse())
+                .collect::<Result<_, String>>()
+                .map_err(|e| Error::command_line("--methods", e))?,
+            None => OfflineMethod::ALL.to_vec(),
+        };
+        let report = match bounds::compare(&instance, &methods, &options.solve) {
+            Err(Error::TooLarge(_)) if methods.len() == OfflineMethod::ALL.len() => {
+                let exact: Vec<OfflineMethod> = methods
+                    .into_iter()
+                    .filter(|m| !m.name().starts_with("exhaustive"))
+                    .collect();
+                bounds::compare(&instance, &exact, &options.solve)?
+            }
+            other => other?,
+        };
+        let context = vec![
+            ("moe_opt_version", VERSION.into()),
+            ("instance_name", instance.name.clone().into()),
+            ("instance_sha256", report.instance.sha256.clone().into()),
+        ];
+        let rows = report.methods.iter().map(registry::to_value).collect();
+        Ok(Rendered::new(&report, report.text()).with_table(Table::new(context, rows)))
+    }
+
+    /// The flexible-routing model (the fixed one is the same with every step's set fixed).
+    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
+        let lp = bounds::write_lp(&offline::load(file)?, true)?;
+        Ok((lp, "the flexible-routing MILP".into()))
+    }
+
+    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
+        vec![Box::new(super::claims::registry())]
+    }
+
+    fn hint(&self, _: &Path) -> String {
+        "make one with `moe-opt offline TRACE`".into()
+    }
+}

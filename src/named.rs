@@ -1,0 +1,130 @@
+//! Closed sets of named values: every problem's methods, generator presets and policies are
+//! enums whose command-line names, descriptions, parsing and printing come from one macro,
+//! [`named!`], so a list of known names, an error naming them and `--preset help` look the
+//! same for every problem.
+//!
+//! Parsing takes a name with `_` in place of `-` as the same name (`earliest_finish` is
+//! `earliest-finish`): values on the command line are hyphenated, but users type both.
+
+/// An enum of named values (see the module doc).
+pub trait Named: Copy + Eq + 'static {
+    /// What the values are, for errors and help (`method`, `preset`, ...).
+    const KIND: &'static str;
+    /// Every value, in the order lists and help show them.
+    const ALL: &'static [Self];
+    /// The name on the command line and in files.
+    fn name(self) -> &'static str;
+    /// One line on what the value is and where it comes from.
+    fn description(self) -> &'static str;
+
+    /// The value named `s` (`_` read as `-`), or an error listing the known names.
+    fn parse_name(s: &str) -> Result<Self, String> {
+        let wanted = s.replace('_', "-");
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|v| v.name() == wanted)
+            .ok_or_else(|| {
+                format!(
+                    "unknown {} `{s}`; expected one of: {}",
+                    Self::KIND,
+                    Self::names().join(", ")
+                )
+            })
+    }
+
+    /// Every name, in order.
+    fn names() -> Vec<&'static str> {
+        Self::ALL.iter().map(|v| v.name()).collect()
+    }
+
+    /// A line per value: its name and description, for `--preset help` and `--help`.
+    fn help() -> String {
+        let width = Self::ALL.iter().map(|v| v.name().len()).max().unwrap_or(0);
+        Self::ALL
+            .iter()
+            .map(|v| format!("  {:<width$}  {}\n", v.name(), v.description()))
+            .collect()
+    }
+}
+
+/// Implements [`Named`], `Display` and `FromStr` for an enum from its variants' names and
+/// descriptions, with `ALL`, `name` and `description` also inherent (no import needed):
+/// `named!(Method, "method", [Milp = "milp": "exact MILP", ...]);`.
+#[macro_export]
+macro_rules! named {
+    ($t:ty, $kind:literal, [$($v:ident = $n:literal : $d:literal),+ $(,)?]) => {
+        impl $t {
+            /// Every value, in order.
+            pub const ALL: &'static [$t] = &[$(<$t>::$v),+];
+
+            /// The name on the command line and in files.
+            pub fn name(self) -> &'static str {
+                match self { $(<$t>::$v => $n),+ }
+            }
+
+            /// What the value is.
+            pub fn description(self) -> &'static str {
+                match self { $(<$t>::$v => $d),+ }
+            }
+        }
+
+        impl $crate::named::Named for $t {
+            const KIND: &'static str = $kind;
+            const ALL: &'static [Self] = <$t>::ALL;
+
+            fn name(self) -> &'static str {
+                <$t>::name(self)
+            }
+
+            fn description(self) -> &'static str {
+                <$t>::description(self)
+            }
+        }
+
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(<$t>::name(*self))
+            }
+        }
+
+        impl std::str::FromStr for $t {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                <$t as $crate::named::Named>::parse_name(s)
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Named;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Fruit {
+        Apple,
+        BloodOrange,
+    }
+
+    crate::named!(Fruit, "fruit", [Apple = "apple": "a pome", BloodOrange = "blood-orange": "a citrus"]);
+
+    #[test]
+    fn names_round_trip_underscores_read_as_hyphens_and_errors_list_the_names() {
+        for f in Fruit::ALL {
+            assert_eq!(f.name().parse::<Fruit>().unwrap(), *f);
+            assert_eq!(f.to_string(), f.name());
+        }
+        assert_eq!("blood_orange".parse::<Fruit>().unwrap(), Fruit::BloodOrange);
+        let e = "pear".parse::<Fruit>().unwrap_err();
+        assert_eq!(
+            e,
+            "unknown fruit `pear`; expected one of: apple, blood-orange"
+        );
+        assert_eq!(
+            Fruit::help(),
+            "  apple         a pome\n  blood-orange  a citrus\n"
+        );
+    }
+}

@@ -1,0 +1,554 @@
+//! The registry: every problem the command line, sweeps and `verify` know, found by the tag of
+//! its instance files. A problem is one [`Entry`] (written once, in its own module) and one
+//! line in [`Registry::builtin`]; nothing above the problems names a problem. docs/
+//! adding-a-problem.md is the recipe, and tests/toy_problem.rs follows it with a knapsack.
+//!
+//! An entry answers the commands with [`Rendered`] reports (JSON, text and the tidy table of
+//! `--csv`), so the command line prints and writes every problem's reports the same way.
+//! Commands a problem does not have answer with an error that says what to do with its files
+//! instead ([`Entry::hint`]).
+
+use std::path::{Path, PathBuf};
+
+use formulations::Error;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::export::Table;
+use crate::named::Named;
+use crate::problem::{self, ExactReport, MethodRun, Problem, Reference, Sense};
+use crate::render::table;
+use crate::report::RunOptions;
+use crate::sweep::SweepProblem;
+use crate::verify::ClaimGroup;
+
+/// A report as the command line shows it.
+pub struct Rendered {
+    /// The JSON report (`--json`), with `moe_opt_version` first.
+    pub json: Value,
+    /// The text for a terminal.
+    pub text: String,
+    /// The tidy table `--csv` writes, where the command has one.
+    pub table: Option<Table>,
+}
+
+impl Rendered {
+    /// A report and its text.
+    pub fn new<R: Serialize>(report: &R, text: String) -> Self {
+        Rendered {
+            json: serde_json::to_value(report).expect("reports serialise"),
+            text,
+            table: None,
+        }
+    }
+
+    /// With the table of `--csv`.
+    pub fn with_table(mut self, table: Table) -> Self {
+        self.table = Some(table);
+        self
+    }
+}
+
+/// An instance made by `generate` or `import`, and one line on what it holds.
+pub struct Made {
+    /// The instance file's content.
+    pub instance: Value,
+    /// One line for stderr (sizes), or empty.
+    pub summary: String,
+}
+
+impl Made {
+    /// An instance with a summary line.
+    pub fn new<I: Serialize>(instance: &I, summary: String) -> Self {
+        Made {
+            instance: serde_json::to_value(instance).expect("instances serialise"),
+            summary,
+        }
+    }
+}
+
+/// The flags of `moe-opt import`; each problem takes what it needs and refuses the rest.
+#[derive(Debug, Clone, Default)]
+pub struct ImportArgs {
+    /// An activation-count file.
+    pub counts: Option<PathBuf>,
+    /// A token log (cache-trace).
+    pub log: Option<PathBuf>,
+    /// E of a token log.
+    pub experts: Option<usize>,
+    /// The problem's import configuration (JSON).
+    pub config: Option<PathBuf>,
+    /// SlimCaching: edge servers.
+    pub servers: Option<u32>,
+    /// SlimCaching: users.
+    pub users: Option<u32>,
+    /// SlimCaching: storage per server, bytes.
+    pub storage_bytes: Option<u64>,
+    /// SlimCaching: experts each user holds locally.
+    pub local_experts: Option<u32>,
+    /// Seed override.
+    pub seed: Option<u64>,
+}
+
+impl ImportArgs {
+    /// The activation-count file, or an error saying this problem imports one.
+    pub fn counts(&self, tag: &str) -> Result<&Path, Error> {
+        match (&self.counts, &self.log) {
+            (Some(c), None) => Ok(c),
+            _ => Err(Error::command_line(
+                "--counts",
+                format!(
+                    "{tag} imports an activation-count file (--counts); --log is cache-trace's"
+                ),
+            )),
+        }
+    }
+
+    /// Refuses SlimCaching's override flags for another problem.
+    pub fn no_overrides(&self) -> Result<(), Error> {
+        if self.servers.is_some()
+            || self.users.is_some()
+            || self.storage_bytes.is_some()
+            || self.local_experts.is_some()
+        {
+            return Err(Error::command_line(
+                "--servers",
+                "--servers, --users, --storage-bytes and --local-experts are SlimCaching's; \
+                 give the other problems' settings in --config",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The import configuration: the file's, or the default.
+    pub fn config<C: DeserializeOwned + Default>(&self) -> Result<C, Error> {
+        match &self.config {
+            Some(path) => formulations::error::read_json(path),
+            None => Ok(C::default()),
+        }
+    }
+}
+
+/// A method's name and what it is, for help and lists.
+pub type MethodInfo = (String, &'static str);
+
+/// One problem, as the command line, sweeps and `verify` see it (module doc).
+pub trait Entry: Sync {
+    /// The `problem` tag of its files and its name on the command line.
+    fn tag(&self) -> &'static str;
+    /// One line: what it is, and its paper.
+    fn about(&self) -> &'static str;
+    /// The methods of `solve` and `compare`, with what each is.
+    fn methods(&self) -> Vec<MethodInfo> {
+        Vec::new()
+    }
+    /// The generator's presets, with what each is.
+    fn presets(&self) -> Vec<MethodInfo> {
+        Vec::new()
+    }
+    /// The generator configuration of `preset` (the problem's default when `None`), or of
+    /// the file `config`, as JSON (`generate --print-config`).
+    fn config(&self, _preset: Option<&str>, _config: Option<&Path>) -> Result<Value, Error> {
+        Err(self.refuse("generate"))
+    }
+    /// An instance from the generator (`generate`).
+    fn generate(
+        &self,
+        _preset: Option<&str>,
+        _config: Option<&Path>,
+        _seed: u64,
+    ) -> Result<Made, Error> {
+        Err(self.refuse("generate"))
+    }
+    /// An instance from real data (`import`).
+    fn import(&self, _args: &ImportArgs) -> Result<Made, Error> {
+        Err(self.refuse("import"))
+    }
+    /// One method on an instance file (`solve`).
+    fn solve(&self, file: &Path, _method: &str, _options: &RunOptions) -> Result<Rendered, Error> {
+        Err(self.not_for(file, "solve"))
+    }
+    /// Several methods on an instance file, rated against the best reference (`compare`).
+    fn compare(
+        &self,
+        file: &Path,
+        _methods: Option<&[String]>,
+        _options: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        Err(self.not_for(file, "compare"))
+    }
+    /// The exact MILP in CPLEX LP format, and one line on its size (`write-lp`).
+    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
+        Err(self.not_for(file, "write-lp"))
+    }
+    /// The problem's claim groups (`claims`, `verify`), in paper order.
+    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
+        Vec::new()
+    }
+    /// The sweep adapter (`sweep`).
+    fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
+        None
+    }
+    /// What to do with a file of this problem instead of a command it does not take.
+    fn hint(&self, file: &Path) -> String {
+        format!(
+            "see `moe-opt --help` for the commands that take {} files",
+            self.tag()
+        ) + &format!(" ({})", file.display())
+    }
+    /// The demo's instance (`demo`): a small generated one, or `None` to leave the problem out.
+    fn demo_instance(&self, _seed: u64) -> Option<Result<Made, Error>> {
+        None
+    }
+
+    /// The error of a command this problem does not take.
+    fn not_for(&self, file: &Path, command: &str) -> Error {
+        Error::Invalid {
+            path: file.to_path_buf(),
+            field: "problem".into(),
+            reason: format!(
+                "a {} file, which `{command}` does not take: {}",
+                self.tag(),
+                self.hint(file)
+            ),
+        }
+    }
+
+    /// The error of a command-line action this problem does not have.
+    fn refuse(&self, command: &str) -> Error {
+        Error::command_line("problem", format!("{} has no `{command}`", self.tag()))
+    }
+}
+
+/// The problems, in paper order.
+pub struct Registry {
+    entries: Vec<Box<dyn Entry>>,
+}
+
+impl Registry {
+    /// moe-opt's problems.
+    pub fn builtin() -> Self {
+        Registry {
+            entries: vec![
+                Box::new(crate::slimcaching::commands::SlimCachingEntry),
+                Box::new(crate::prism::commands::PrismEntry),
+                Box::new(crate::cache::entry::CacheTraceEntry),
+                Box::new(crate::cache::entry::CacheOfflineEntry),
+                Box::new(crate::zipmoe::commands::ZipMoeEntry),
+                Box::new(crate::zipmoe::planning::commands::PoolEntry),
+                Box::new(crate::smoe::commands::SmoeEntry),
+            ],
+        }
+    }
+
+    /// These problems and one more (a problem of a user's own crate, or a test's).
+    pub fn with(mut self, entry: Box<dyn Entry>) -> Self {
+        self.entries.push(entry);
+        self
+    }
+
+    /// Every entry, in order.
+    pub fn entries(&self) -> impl Iterator<Item = &dyn Entry> {
+        self.entries.iter().map(|e| e.as_ref())
+    }
+
+    /// The entry of a tag, or an error listing the known ones.
+    pub fn find(&self, tag: &str) -> Result<&dyn Entry, Error> {
+        self.entries().find(|e| e.tag() == tag).ok_or_else(|| {
+            Error::command_line(
+                "problem",
+                format!(
+                    "unknown problem `{tag}`; expected one of: {}",
+                    self.tags().join(", ")
+                ),
+            )
+        })
+    }
+
+    /// The entry of an instance file: its `problem` tag, SlimCaching when it has none.
+    pub fn of_file(&self, path: &Path) -> Result<&dyn Entry, Error> {
+        let tag = formulations::problem::detect_tag(path)?;
+        let tag = tag.as_deref().unwrap_or("slimcaching");
+        self.find(tag).map_err(|_| Error::Invalid {
+            path: path.to_path_buf(),
+            field: "problem".into(),
+            reason: format!(
+                "unknown problem `{tag}`; expected one of: {}",
+                self.tags().join(", ")
+            ),
+        })
+    }
+
+    /// Every tag, in order.
+    pub fn tags(&self) -> Vec<&'static str> {
+        self.entries().map(|e| e.tag()).collect()
+    }
+
+    /// Every claim group, in paper order.
+    pub fn claim_groups(&self) -> Vec<Box<dyn ClaimGroup>> {
+        self.entries().flat_map(|e| e.claims()).collect()
+    }
+}
+
+/// A named enum's values as [`MethodInfo`]s.
+pub fn infos<N: Named>() -> Vec<MethodInfo> {
+    N::ALL
+        .iter()
+        .map(|v| (v.name().to_string(), v.description()))
+        .collect()
+}
+
+/// A generator configuration: read from `file` (errors name it), else made from `preset`
+/// (`default` when none is named; `help` lists the presets).
+pub fn generator_config<C: DeserializeOwned, P: Named>(
+    preset: Option<&str>,
+    default: P,
+    file: Option<&Path>,
+    make: impl FnOnce(P) -> C,
+) -> Result<C, Error> {
+    if let Some(path) = file {
+        return formulations::error::read_json(path);
+    }
+    let preset = match preset {
+        None => default,
+        Some("help" | "?") => {
+            return Err(Error::command_line(
+                "--preset",
+                format!("the presets are:\n{}", P::help().trim_end()),
+            ))
+        }
+        Some(name) => P::parse_name(name).map_err(|e| Error::command_line("--preset", e))?,
+    };
+    Ok(make(preset))
+}
+
+/// A configuration as JSON.
+pub fn to_value<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).expect("configurations serialise")
+}
+
+/// `compare --csv` of a report whose JSON has `instance` (or `layer`), `reference` and
+/// `methods[]`: a row per method, the report's version, instance and reference on every row.
+pub fn compare_table(report: &Value) -> Table {
+    let instance = report.get("instance").or_else(|| report.get("layer"));
+    let field = |o: Option<&Value>, k: &str| o.and_then(|o| o.get(k)).cloned();
+    let context = vec![
+        ("moe_opt_version", Value::from(crate::report::VERSION)),
+        (
+            "instance_name",
+            field(instance, "name").unwrap_or(Value::Null),
+        ),
+        (
+            "instance_sha256",
+            field(instance, "sha256").unwrap_or(Value::Null),
+        ),
+        (
+            "reference_kind",
+            field(report.get("reference"), "kind").unwrap_or(Value::Null),
+        ),
+        (
+            "reference_value",
+            field(report.get("reference"), "value").unwrap_or(Value::Null),
+        ),
+    ];
+    let rows = report
+        .get("methods")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    Table::new(context, rows)
+}
+
+/// The entry of any [`Problem`] with the standard reports: the shape a new problem starts
+/// from (docs/adding-a-problem.md). `solve` and `compare` report each method's objective, its
+/// ratio to the reference, the solver's account and the runtime; `write-lp` writes
+/// [`Problem::milp`]; `claims` are [`Problem::claims`].
+pub struct ProblemEntry<P>(std::marker::PhantomData<P>);
+
+impl<P> ProblemEntry<P> {
+    /// The entry.
+    pub fn new() -> Self {
+        ProblemEntry(std::marker::PhantomData)
+    }
+}
+
+impl<P> Default for ProblemEntry<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One method's line of a standard report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Line {
+    /// The method.
+    pub method: &'static str,
+    /// Its objective (the report's `objective_name`), null without a solution.
+    pub objective: Option<f64>,
+    /// objective / the report's reference.
+    pub ratio: Option<f64>,
+    /// Wall-clock seconds of the method.
+    pub runtime_s: f64,
+    /// Objective evaluations the method made.
+    pub evaluations: Option<u64>,
+    /// Why there is no solution, or what was left out.
+    pub note: Option<String>,
+    /// The MILP's status, incumbent, bound and gap.
+    pub exact: Option<ExactReport>,
+}
+
+impl Line {
+    fn new<P: Problem>(run: &MethodRun<P>, reference: Reference) -> Self {
+        Line {
+            method: run.method.name(),
+            objective: run.objective(),
+            ratio: run.objective().and_then(|o| reference.ratio(o)),
+            runtime_s: run.runtime_s,
+            evaluations: run.evaluations,
+            note: run.note.clone(),
+            exact: run.exact.clone(),
+        }
+    }
+
+    fn row(&self) -> Vec<String> {
+        let num = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
+        vec![
+            self.method.to_string(),
+            num(self.objective),
+            num(self.ratio),
+            self.exact
+                .as_ref()
+                .map_or("-".into(), crate::render::status),
+            format!("{:.3}", self.runtime_s),
+            self.note.clone().unwrap_or_default(),
+        ]
+    }
+}
+
+/// Output of `compare` for a problem with the standard reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The problem's tag.
+    pub problem: &'static str,
+    /// SHA-256 of the instance's canonical JSON.
+    pub instance_sha256: String,
+    /// What `objective` is, with its unit.
+    pub objective_name: &'static str,
+    /// Minimised or maximised.
+    pub sense: Sense,
+    /// What ratios are taken against.
+    pub reference: Reference,
+    /// One line per method that ran, in the order asked.
+    pub methods: Vec<Line>,
+    /// Methods refused by their size limits, with the reason.
+    pub skipped: Vec<(&'static str, String)>,
+}
+
+const HEADERS: [&str; 6] = [
+    "method",
+    "objective",
+    "ratio",
+    "status",
+    "runtime (s)",
+    "note",
+];
+
+impl<P: Problem> Entry for ProblemEntry<P> {
+    fn tag(&self) -> &'static str {
+        P::TAG
+    }
+
+    fn about(&self) -> &'static str {
+        P::ABOUT
+    }
+
+    fn methods(&self) -> Vec<MethodInfo> {
+        infos::<P::Method>()
+    }
+
+    fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
+        let method =
+            P::Method::parse_name(method).map_err(|e| Error::command_line("--method", e))?;
+        let instance = P::load(file)?;
+        let run = problem::run::<P>(&P::model(&instance), method, options)?;
+        let line = Line::new(&run, Reference::None);
+        let text = table(&HEADERS, &[line.row()], 1);
+        let report = serde_json::json!({
+            "moe_opt_version": crate::report::VERSION,
+            "problem": P::TAG,
+            "instance_sha256": crate::report::canonical_sha256(&instance),
+            "objective_name": P::OBJECTIVE,
+            "result": line,
+        });
+        Ok(Rendered::new(&report, text))
+    }
+
+    fn compare(
+        &self,
+        file: &Path,
+        methods: Option<&[String]>,
+        options: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        let instance = P::load(file)?;
+        let chosen = problem::chosen_methods::<P>(&instance, methods)?;
+        let runs = problem::run_all::<P>(&P::model(&instance), &chosen, options)?;
+        let report = CompareReport {
+            moe_opt_version: crate::report::VERSION,
+            problem: P::TAG,
+            instance_sha256: crate::report::canonical_sha256(&instance),
+            objective_name: P::OBJECTIVE,
+            sense: P::SENSE,
+            reference: runs.reference,
+            methods: runs
+                .runs
+                .iter()
+                .map(|r| Line::new(r, runs.reference))
+                .collect(),
+            skipped: runs
+                .skipped
+                .iter()
+                .map(|(m, why)| (m.name(), why.clone()))
+                .collect(),
+        };
+        let rows: Vec<Vec<String>> = report.methods.iter().map(Line::row).collect();
+        let text = format!(
+            "{} ({}, {}): {}\n{}",
+            P::TAG,
+            P::OBJECTIVE,
+            if P::SENSE == Sense::Maximize {
+                "maximised"
+            } else {
+                "minimised"
+            },
+            crate::render::reference(report.reference),
+            table(&HEADERS, &rows, 1)
+        );
+        let rendered = Rendered::new(&report, text);
+        let context = vec![
+            ("moe_opt_version", Value::from(crate::report::VERSION)),
+            ("instance_sha256", report.instance_sha256.clone().into()),
+            ("reference_kind", report.reference.kind().into()),
+            ("reference_value", report.reference.value().into()),
+        ];
+        let table = Table::new(context, report.methods.iter().map(to_value).collect());
+        Ok(rendered.with_table(table))
+    }
+
+    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
+        let milp = P::milp(&P::model(&P::load(file)?))?;
+        let size = format!(
+            "{} variables, {} integer, {} rows",
+            milp.num_vars(),
+            milp.num_integers(),
+            milp.num_rows()
+        );
+        Ok((milp.to_lp(), size))
+    }
+
+    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
+        P::claims()
+    }
+}

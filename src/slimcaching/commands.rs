@@ -1,0 +1,469 @@
+//! SlimCaching's commands: its [`Entry`] in the registry and the reports of `solve` and
+//! `compare` (JSON field names documented in the README; units in the names).
+
+use std::path::Path;
+
+use formulations::slimcaching::{Evaluation, ExpertRef, Instance, LatencyModel, SlimCachingMilp};
+use formulations::Error;
+use serde::Serialize;
+use serde_json::json;
+
+use super::generate::{try_generate, GeneratorConfig, Preset};
+use super::import::{from_activation_counts, ImportConfig};
+use super::methods::{ExactReport, Method, MethodRun, Reference, RunOptions, SlimCaching};
+use crate::export::Table;
+use crate::problem::{self, chosen_methods, Problem};
+use crate::registry::{self, Entry, ImportArgs, Made, MethodInfo, Rendered};
+use crate::render::{ms, table};
+use crate::report::{canonical_sha256, VERSION};
+use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
+use crate::verify::ClaimGroup;
+
+/// Identity and size of the instance a report is about.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstanceInfo {
+    /// The instance's `name` field.
+    pub name: String,
+    /// SHA-256 of the instance's canonical JSON (serde_json's compact serialisation of the
+    /// parsed instance), so whitespace and key order in the file do not matter.
+    pub sha256: String,
+    /// Edge servers N.
+    pub servers: usize,
+    /// Users U.
+    pub users: usize,
+    /// Models M.
+    pub models: usize,
+    /// Experts E = sum_m L_m E_m.
+    pub experts: usize,
+    /// Largest K_m.
+    pub max_top_k: u32,
+}
+
+impl InstanceInfo {
+    /// Describes an instance.
+    pub fn new(instance: &Instance) -> Self {
+        InstanceInfo {
+            name: instance.name.clone(),
+            sha256: canonical_sha256(instance),
+            servers: instance.servers.len(),
+            users: instance.users.len(),
+            models: instance.models.len(),
+            experts: instance
+                .models
+                .iter()
+                .map(|m| (m.layers * m.experts_per_layer) as usize)
+                .sum(),
+            max_top_k: instance.models.iter().map(|m| m.top_k).max().unwrap_or(0),
+        }
+    }
+
+    /// One line for humans.
+    pub fn summary(&self) -> String {
+        format!(
+            "{}: {} servers, {} users, {} models, {} experts, K <= {}",
+            self.name, self.servers, self.users, self.models, self.experts, self.max_top_k
+        )
+    }
+}
+
+/// One method's line of a report.
+#[derive(Debug, Clone, Serialize)]
+pub struct MethodReport {
+    /// Method name (`milp`, `greedy`, ...).
+    pub method: Method,
+    /// F(X) of (17), seconds; null when no placement was found.
+    pub objective_s: Option<f64>,
+    /// Average per-token latency over all MoE layers, seconds.
+    pub avg_latency_s: Option<f64>,
+    /// The same with nothing cached on edge servers (T^max), seconds.
+    pub max_latency_s: Option<f64>,
+    /// Storage constraint (18b) holds.
+    pub feasible: Option<bool>,
+    /// objective_s / reference value (see the report's `reference`): a ratio to the proved
+    /// optimum, or a lower bound on it when the reference is only a bound.
+    pub ratio: Option<f64>,
+    /// Wall-clock seconds of the method.
+    pub runtime_s: f64,
+    /// Marginal-gain evaluations (greedy and successive algorithms).
+    pub evaluations: Option<u64>,
+    /// Optimum of each subproblem P3_n (successive algorithms), seconds.
+    pub subproblem_values_s: Option<Vec<f64>>,
+    /// The MILP's status, objective, bound and gap (seconds).
+    pub exact: Option<ExactReport>,
+}
+
+impl MethodReport {
+    /// The line of a run against a reference.
+    pub fn new(run: &MethodRun, reference: Reference) -> Self {
+        let e = run.evaluation.as_ref();
+        MethodReport {
+            method: run.method,
+            objective_s: e.map(|e| e.objective),
+            avg_latency_s: e.map(|e| e.avg_latency_s),
+            max_latency_s: e.map(|e| e.max_latency_s),
+            feasible: e.map(|e| e.feasible),
+            ratio: e.and_then(|e| reference.ratio(e.objective)),
+            runtime_s: run.runtime_s,
+            evaluations: run.evaluations,
+            subproblem_values_s: run.detail.clone(),
+            exact: run.exact.clone(),
+        }
+    }
+
+    fn status(&self) -> String {
+        match (&self.exact, self.feasible) {
+            (Some(e), _) => crate::render::status(e),
+            (None, Some(true)) if self.method == Method::Exhaustive => "optimal".into(),
+            (None, Some(true)) => "feasible".into(),
+            (None, Some(false)) => "INFEASIBLE".into(),
+            (None, None) => "-".into(),
+        }
+    }
+}
+
+/// Output of `moe-opt compare --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The instance.
+    pub instance: InstanceInfo,
+    /// What ratios are taken against: `{"kind": "optimum" | "bound" | "none", "value": F}`.
+    pub reference: Reference,
+    /// One line per method, in the order run.
+    pub methods: Vec<MethodReport>,
+}
+
+impl CompareReport {
+    /// For humans.
+    pub fn text(&self) -> String {
+        let reference = match self.reference {
+            Reference::Optimum(v) => format!("proved optimum F* = {:.4} ms", v * 1e3),
+            Reference::Bound(v) => format!(
+                "no proved optimum; ratios are lower bounds against the MILP bound {:.4} ms",
+                v * 1e3
+            ),
+            Reference::None => "no optimum or bound (ratios unavailable)".into(),
+        };
+        let rows: Vec<Vec<String>> = self
+            .methods
+            .iter()
+            .map(|m| {
+                let ratio = match (m.ratio, self.reference) {
+                    (Some(x), Reference::Bound(_)) => format!(">={x:.4}"),
+                    (Some(x), _) => format!("{x:.4}"),
+                    (None, _) => "-".into(),
+                };
+                vec![
+                    m.method.to_string(),
+                    ms(m.objective_s),
+                    ms(m.avg_latency_s),
+                    ratio,
+                    m.status(),
+                    format!("{:.3}", m.runtime_s),
+                    m.evaluations.map_or("-".into(), |e| e.to_string()),
+                ]
+            })
+            .collect();
+        format!(
+            "{}\n  T^max = {} ms; {}\n{}",
+            self.instance.summary(),
+            ms(self.methods.iter().find_map(|m| m.max_latency_s)),
+            reference,
+            table(
+                &[
+                    "method",
+                    "F (ms)",
+                    "avg latency (ms)",
+                    "F/F*",
+                    "status",
+                    "runtime (s)",
+                    "gain evals"
+                ],
+                &rows,
+                1
+            )
+        )
+    }
+
+    /// `--csv`: a row per method, the report's fields as columns.
+    pub fn table(&self) -> Table {
+        let context = vec![
+            ("moe_opt_version", VERSION.into()),
+            ("instance_name", self.instance.name.clone().into()),
+            ("instance_sha256", self.instance.sha256.clone().into()),
+            ("reference_kind", self.reference.kind().into()),
+            ("reference_s", self.reference.value().into()),
+        ];
+        let rows = self.methods.iter().map(registry::to_value).collect();
+        Table::new(context, rows)
+    }
+}
+
+/// One user's line in a solve report.
+#[derive(Debug, Clone, Serialize)]
+pub struct UserReport {
+    /// User index.
+    pub user: u32,
+    /// Associated server n_u.
+    pub associated_server: u32,
+    /// Average per-token latency, seconds.
+    pub avg_latency_s: f64,
+    /// T^max, seconds.
+    pub max_latency_s: f64,
+}
+
+/// Output of `moe-opt solve --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SolveReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The instance.
+    pub instance: InstanceInfo,
+    /// The method's line (ratio is null: a single method has no reference).
+    pub result: MethodReport,
+    /// Bytes cached per server.
+    pub storage_used_bytes: Option<Vec<u64>>,
+    /// Storage Q_n per server.
+    pub storage_bytes: Vec<u64>,
+    /// The placement: per server, the cached experts.
+    pub placement: Option<Vec<Vec<ExpertRef>>>,
+    /// Per-user breakdown.
+    pub users: Vec<UserReport>,
+}
+
+impl SolveReport {
+    /// The report of one run.
+    pub fn new(instance: &Instance, model: &LatencyModel, run: &MethodRun) -> Self {
+        let users = run.evaluation.as_ref().map_or_else(Vec::new, |e| {
+            e.users
+                .iter()
+                .map(|u| UserReport {
+                    user: u.user.0,
+                    associated_server: u.associated_server.0,
+                    avg_latency_s: u.avg_latency_s,
+                    max_latency_s: u.max_latency_s,
+                })
+                .collect()
+        });
+        SolveReport {
+            moe_opt_version: VERSION,
+            instance: InstanceInfo::new(instance),
+            result: MethodReport::new(run, Reference::None),
+            storage_used_bytes: run.evaluation.as_ref().map(|e| e.storage_used.clone()),
+            storage_bytes: instance.servers.iter().map(|s| s.storage_bytes).collect(),
+            placement: run.solution.as_ref().map(|p| p.to_lists(model.catalogue())),
+            users,
+        }
+    }
+
+    /// For humans.
+    pub fn text(&self) -> String {
+        let m = &self.result;
+        let mut out = format!(
+            "{}\n  method {}: F = {} ms, average latency {} ms (T^max {} ms), {}, {:.3} s\n",
+            self.instance.summary(),
+            m.method,
+            ms(m.objective_s),
+            ms(m.avg_latency_s),
+            ms(m.max_latency_s),
+            m.status(),
+            m.runtime_s
+        );
+        if let Some(e) = &m.exact {
+            out.push_str(&format!(
+                "  MILP: status {}, objective {} ms, best bound {} ms, gap {}, {:.3} s in HiGHS\n",
+                e.status,
+                ms(e.objective),
+                ms(e.best_bound),
+                e.gap.map_or("-".into(), |g| format!("{:.3e}", g)),
+                e.solve_time_s
+            ));
+        }
+        if let (Some(placement), Some(used)) = (&self.placement, &self.storage_used_bytes) {
+            for (n, experts) in placement.iter().enumerate() {
+                out.push_str(&format!(
+                    "  server {n}: {} experts, {} of {} bytes\n",
+                    experts.len(),
+                    used[n],
+                    self.storage_bytes[n]
+                ));
+            }
+        }
+        out
+    }
+
+    /// `--csv`: a row per cached expert.
+    pub fn table(&self) -> Table {
+        let rows = self
+            .placement
+            .iter()
+            .flatten()
+            .enumerate()
+            .flat_map(|(n, experts)| {
+                experts.iter().map(move |e| {
+                    json!({"server": n, "model": e.model, "layer": e.layer, "expert": e.expert})
+                })
+            })
+            .collect();
+        let context = vec![
+            ("moe_opt_version", VERSION.into()),
+            ("instance_name", self.instance.name.clone().into()),
+            ("instance_sha256", self.instance.sha256.clone().into()),
+            ("method", self.result.method.to_string().into()),
+        ];
+        Table::new(context, rows)
+    }
+}
+
+/// Runs the methods and rates each against the best reference found (a proved optimum if any).
+pub fn compare(
+    instance: &Instance,
+    chosen: &[Method],
+    options: &RunOptions,
+) -> Result<CompareReport, Error> {
+    let model = LatencyModel::new(instance);
+    let runs = problem::run_all::<SlimCaching>(&model, chosen, options)?;
+    if let Some((_, why)) = runs.skipped.first() {
+        return Err(Error::TooLarge(why.clone()));
+    }
+    Ok(CompareReport {
+        moe_opt_version: VERSION,
+        instance: InstanceInfo::new(instance),
+        reference: runs.reference,
+        methods: runs
+            .runs
+            .iter()
+            .map(|r| MethodReport::new(r, runs.reference))
+            .collect(),
+    })
+}
+
+/// SlimCaching in the registry.
+pub struct SlimCachingEntry;
+
+impl Entry for SlimCachingEntry {
+    fn tag(&self) -> &'static str {
+        SlimCaching::TAG
+    }
+
+    fn about(&self) -> &'static str {
+        SlimCaching::ABOUT
+    }
+
+    fn methods(&self) -> Vec<MethodInfo> {
+        registry::infos::<Method>()
+    }
+
+    fn presets(&self) -> Vec<MethodInfo> {
+        registry::infos::<Preset>()
+    }
+
+    fn config(
+        &self,
+        preset: Option<&str>,
+        file: Option<&Path>,
+    ) -> Result<serde_json::Value, Error> {
+        let config =
+            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
+        Ok(registry::to_value(&config))
+    }
+
+    fn generate(
+        &self,
+        preset: Option<&str>,
+        file: Option<&Path>,
+        seed: u64,
+    ) -> Result<Made, Error> {
+        let config =
+            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
+        let instance = try_generate(&config, seed)?;
+        Ok(Made::new(&instance, InstanceInfo::new(&instance).summary()))
+    }
+
+    fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
+        let counts = args.counts(self.tag())?;
+        let mut config: ImportConfig = args.config()?;
+        config.servers = args.servers.unwrap_or(config.servers);
+        config.users = args.users.unwrap_or(config.users);
+        config.storage_bytes = args.storage_bytes.unwrap_or(config.storage_bytes);
+        config.local_experts_per_user = args.local_experts.unwrap_or(config.local_experts_per_user);
+        config.seed = args.seed.unwrap_or(config.seed);
+        let instance = from_activation_counts(counts, &config)?;
+        Ok(Made::new(&instance, InstanceInfo::new(&instance).summary()))
+    }
+
+    fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
+        let method: Method = method
+            .parse()
+            .map_err(|e: String| Error::command_line("--method", e))?;
+        let instance = SlimCaching::load(file)?;
+        let model = LatencyModel::new(&instance);
+        let run = problem::run::<SlimCaching>(&model, method, options)?;
+        let report = SolveReport::new(&instance, &model, &run);
+        Ok(Rendered::new(&report, report.text()).with_table(report.table()))
+    }
+
+    fn compare(
+        &self,
+        file: &Path,
+        methods: Option<&[String]>,
+        options: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        let instance = SlimCaching::load(file)?;
+        let chosen = chosen_methods::<SlimCaching>(&instance, methods)?;
+        let report = compare(&instance, &chosen, options)?;
+        Ok(Rendered::new(&report, report.text()).with_table(report.table()))
+    }
+
+    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
+        let instance = SlimCaching::load(file)?;
+        let model = LatencyModel::new(&instance);
+        let milp = SlimCachingMilp::p1(&model).milp;
+        let size = format!(
+            "{} variables, {} integer, {} rows",
+            milp.num_vars(),
+            milp.num_integers(),
+            milp.num_rows()
+        );
+        Ok((milp.to_lp(), size))
+    }
+
+    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
+        vec![Box::new(super::claims::registry())]
+    }
+
+    fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
+        Some(Box::new(SweepAdapter::<SlimCaching>::new()))
+    }
+
+    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
+        Some(self.generate(Some("tiny"), None, seed))
+    }
+}
+
+/// Sweeps: F(X) of (17) (maximised), and the average per-token latency of eq. (14) beside it.
+impl Sweepable for SlimCaching {
+    type Config = GeneratorConfig;
+    const SECONDARY: &'static str = "avg_latency_s";
+
+    fn preset_config(preset: &str) -> Result<GeneratorConfig, String> {
+        Ok(GeneratorConfig::preset(preset.parse()?))
+    }
+
+    fn check(config: &GeneratorConfig) -> Result<(), Error> {
+        config.check()
+    }
+
+    fn generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
+        try_generate(config, seed)
+    }
+
+    fn feasible(evaluation: &Evaluation) -> bool {
+        evaluation.feasible
+    }
+
+    fn secondary(_: &Instance, run: &MethodRun, _: u64) -> Option<f64> {
+        run.evaluation.as_ref().map(|e| e.avg_latency_s)
+    }
+}
