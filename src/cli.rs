@@ -363,6 +363,14 @@ enum Command {
         /// First seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Output folder: the instances and the claims run (re-check counterexamples there).
+        #[arg(
+            short = 'o',
+            long,
+            visible_alias = "output",
+            default_value = "demo-out"
+        )]
+        out: PathBuf,
     },
 }
 
@@ -591,7 +599,11 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
         Command::Pareto(args) => args.run(),
         Command::Offline(args) => args.run(),
         Command::Tpot(args) => args.run(),
-        Command::Demo { instances, seed } => demo(registry, instances, seed),
+        Command::Demo {
+            instances,
+            seed,
+            out,
+        } => demo(registry, instances, seed, &out),
         Command::Eplb {
             weights,
             replicas,
@@ -906,7 +918,7 @@ fn all_claims(registry: &Registry) -> Vec<ClaimInfo> {
 
 /// The demo: for every problem with a demo instance, `compare` with its default methods on
 /// small generated instances; then a short `verify` of every claim, summarised.
-fn demo(registry: &Registry, instances: u64, first_seed: u64) -> Result<(), CliError> {
+fn demo(registry: &Registry, instances: u64, first_seed: u64, dir: &Path) -> Result<(), CliError> {
     outln!(
         "moe-opt {VERSION} demo: every problem's exact optimum against its methods, then the \
          papers' claims\n"
@@ -918,9 +930,8 @@ fn demo(registry: &Registry, instances: u64, first_seed: u64) -> Result<(), CliE
         },
         seed: 0,
     };
-    let dir = std::env::temp_dir().join(format!("moe-opt-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|source| formulations::Error::Io {
-        path: dir.clone(),
+    std::fs::create_dir_all(dir).map_err(|source| formulations::Error::Io {
+        path: dir.to_path_buf(),
         source,
     })?;
     for entry in registry.entries() {
@@ -956,7 +967,6 @@ fn demo(registry: &Registry, instances: u64, first_seed: u64) -> Result<(), CliE
     let rows = crate::verify::run(&groups, &verify)?;
     outln!("== the papers' claims on 5 generated instances each (no worst-case search)");
     out!("{}", verify_text(&rows, &verify.out));
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

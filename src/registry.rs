@@ -538,17 +538,22 @@ impl<P: Problem> Entry for ProblemEntry<P> {
     }
 
     fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
-        let milp = P::milp(&P::model(&P::load(file)?))?;
-        let size = format!(
-            "{} variables, {} integer, {} rows",
-            milp.num_vars(),
-            milp.num_integers(),
-            milp.num_rows()
-        );
-        Ok((milp.to_lp(), size))
+        write_lp::<P>(file)
     }
 
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
         P::claims()
     }
+}
+
+/// `write-lp` of a [`Problem`]: its MILP in CPLEX LP format, and its size.
+pub fn write_lp<P: Problem>(file: &Path) -> Result<(String, String), Error> {
+    let milp = P::milp(&P::model(&P::load(file)?))?;
+    let size = format!(
+        "{} variables, {} integer, {} rows",
+        milp.num_vars(),
+        milp.num_integers(),
+        milp.num_rows()
+    );
+    Ok((milp.to_lp(), size))
 }

@@ -332,3 +332,42 @@ fn a_closed_standard_output_ends_quietly() {
         );
     }
 }
+
+/// The demo walks every problem of the registry that has a demo instance (all but the trace
+/// and the pool plan, which have no `compare`), each against a proved optimum, then every
+/// registered claim; the re-check commands it prints point at files it kept.
+#[test]
+fn the_demo_walks_every_problem_and_every_claim() {
+    let dir = scratch("demo");
+    let out = moe_opt()
+        .args(["demo", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for problem in ["slimcaching", "prism", "cache-offline", "zipmoe", "smoe"] {
+        assert!(
+            text.contains(&format!("== {problem} (")),
+            "{problem} missing:\n{text}"
+        );
+    }
+    assert_eq!(text.matches("proved optimum").count(), 3, "{text}");
+    let claims = moe_opt().args(["claims", "--json"]).output().unwrap();
+    let claims: serde_json::Value = serde_json::from_slice(&claims.stdout).unwrap();
+    for claim in claims.as_array().unwrap() {
+        let id = claim["id"].as_str().unwrap();
+        assert!(text.contains(&format!("  {id} ")), "{id} missing:\n{text}");
+    }
+    for line in text
+        .lines()
+        .filter(|l| l.contains("re-check: moe-opt verify"))
+    {
+        let file = line.rsplit(' ').next().unwrap();
+        assert!(std::path::Path::new(file).exists(), "{file}");
+    }
+}

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use formulations::cache::offline::{self, CacheInstance};
+use formulations::cache::offline::{self, CacheInstance, Freedom};
 use formulations::Error;
 use serde_json::Value;
 
@@ -173,5 +173,23 @@ impl Entry for CacheOfflineEntry {
 
     fn hint(&self, _: &Path) -> String {
         "make one with `moe-opt offline TRACE`".into()
+    }
+
+    /// 30 tokens of one layer of a generated Mixtral-shaped trace, half the experts cached,
+    /// the top expert of each token fixed (J = 1).
+    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
+        let mut config = GeneratorConfig::preset(Preset::Mixtral8x7b);
+        (config.layers, config.sequences, config.tokens_per_sequence) = (1, 1, 30);
+        let made = super::generate::generate(&config, seed).and_then(|trace| {
+            let freedom = Freedom {
+                top_j: 1,
+                max_rank: None,
+                min_mass: None,
+            };
+            let capacity = trace.experts / 2;
+            let name = format!("{}-layer0-c{capacity}", trace.name);
+            bounds::instance_from_trace(&trace, 0, capacity, freedom, &name)
+        });
+        Some(made.map(|i| Made::new(&i, String::new())))
     }
 }

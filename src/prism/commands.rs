@@ -11,9 +11,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use formulations::prism::simulate::workload_requests;
-use formulations::prism::{
-    latency, load, simulate, Instance, Placement, PrismMilp, RemoteChoice, Request,
-};
+use formulations::prism::{latency, load, simulate, Instance, Placement, RemoteChoice, Request};
 use formulations::Error;
 use serde::Serialize;
 
@@ -615,14 +613,7 @@ impl Entry for PrismEntry {
     }
 
     fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
-        let milp = PrismMilp::build(&load(file)?).milp;
-        let size = format!(
-            "{} variables, {} integer, {} rows",
-            milp.num_vars(),
-            milp.num_integers(),
-            milp.num_rows()
-        );
-        Ok((milp.to_lp(), size))
+        registry::write_lp::<Prism>(file)
     }
 
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {

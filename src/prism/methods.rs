@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use formulations::milp::Milp;
 use formulations::prism::evaluate::{evaluate, Evaluation};
 use formulations::prism::{milp, Instance, Placement, ServerId};
 use formulations::{Error, ValidationError};
@@ -287,6 +288,11 @@ impl Problem for Prism {
 
     fn objective(evaluation: &Evaluation) -> f64 {
         evaluation.proxy_cost
+    }
+
+    /// The MILP of (2).
+    fn milp(instance: &Instance) -> Result<Milp, Error> {
+        Ok(formulations::prism::PrismMilp::build(instance).milp)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use formulations::slimcaching::{Evaluation, ExpertRef, Instance, LatencyModel, SlimCachingMilp};
+use formulations::slimcaching::{Evaluation, ExpertRef, Instance, LatencyModel};
 use formulations::Error;
 use serde::Serialize;
 use serde_json::json;
@@ -417,16 +417,7 @@ impl Entry for SlimCachingEntry {
     }
 
     fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
-        let instance = SlimCaching::load(file)?;
-        let model = LatencyModel::new(&instance);
-        let milp = SlimCachingMilp::p1(&model).milp;
-        let size = format!(
-            "{} variables, {} integer, {} rows",
-            milp.num_vars(),
-            milp.num_integers(),
-            milp.num_rows()
-        );
-        Ok((milp.to_lp(), size))
+        registry::write_lp::<SlimCaching>(file)
     }
 
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use formulations::milp::Milp;
 use formulations::slimcaching::{Evaluation, Instance, LatencyModel, Placement, SlimCachingMilp};
 use formulations::{Error, ValidationError};
 use serde::Serialize;
@@ -164,6 +165,11 @@ impl Problem for SlimCaching {
 
     fn objective(evaluation: &Evaluation) -> f64 {
         evaluation.objective
+    }
+
+    /// P1 (18).
+    fn milp(model: &LatencyModel) -> Result<Milp, Error> {
+        Ok(SlimCachingMilp::p1(model).milp)
     }
 }
 

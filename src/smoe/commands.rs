@@ -673,4 +673,8 @@ impl Entry for SmoeEntry {
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
         vec![Box::new(super::claims::registry())]
     }
+
+    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
+        Some(self.generate(Some("tiny"), None, seed))
+    }
 }

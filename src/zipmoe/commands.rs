@@ -394,14 +394,7 @@ impl Entry for ZipMoeEntry {
     }
 
     fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
-        let milp = ZipMoeMilp::build(&ZipMoe::load(file)?)?.milp;
-        let size = format!(
-            "{} variables, {} integer, {} rows",
-            milp.num_vars(),
-            milp.num_integers(),
-            milp.num_rows()
-        );
-        Ok((milp.to_lp(), size))
+        registry::write_lp::<ZipMoe>(file)
     }
 
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use formulations::milp::Milp;
 use formulations::zipmoe::{Instance, Schedule, Simulator, ZipMoeMilp};
 use formulations::{Error, ValidationError};
 use serde::Serialize;
@@ -131,6 +132,11 @@ impl Problem for ZipMoe {
 
     fn objective(schedule: &Schedule) -> f64 {
         schedule.makespan_s
+    }
+
+    /// The disjunctive makespan MILP.
+    fn milp(instance: &Instance) -> Result<Milp, Error> {
+        Ok(ZipMoeMilp::build(instance)?.milp)
     }
 }
 
