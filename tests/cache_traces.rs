@@ -301,7 +301,7 @@ fn generate_report_ties_to_the_trace_and_renders() {
     assert_eq!(g.trace.tokens.len(), 30);
     assert_eq!(g.trace.layers, 2);
     let json = serde_json::to_value(&g.report).unwrap();
-    assert_eq!(json["version"], moe_opt::report::VERSION);
+    assert_eq!(json["moe_opt_version"], moe_opt::report::VERSION);
     assert_eq!(
         json["trace"]["sha256"],
         moe_opt::report::canonical_sha256(&g.trace)

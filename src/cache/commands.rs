@@ -103,7 +103,7 @@ fn stats_text(s: &TraceStats, out: &mut String) {
 #[derive(Debug, Clone, Serialize)]
 pub struct GenerateReport {
     /// moe-opt version.
-    pub version: &'static str,
+    pub moe_opt_version: &'static str,
     /// The preset, if one was used.
     pub preset: Option<Preset>,
     /// The seed.
@@ -175,7 +175,7 @@ pub fn generate_from(
 ) -> Result<Generated, Error> {
     let trace = generate_trace(config, seed)?;
     let report = GenerateReport {
-        version: VERSION,
+        moe_opt_version: VERSION,
         preset,
         seed,
         config: config.clone(),
@@ -189,7 +189,7 @@ pub fn generate_from(
 #[derive(Debug, Clone, Serialize)]
 pub struct ImportReport {
     /// moe-opt version.
-    pub version: &'static str,
+    pub moe_opt_version: &'static str,
     /// The file read.
     pub source: String,
     /// The imported trace.
@@ -234,7 +234,7 @@ fn usable_for(trace: &Trace) -> String {
 pub fn import_token_log(path: &Path, options: &ImportOptions) -> Result<Imported, Error> {
     let trace = import::import_token_log(path, options)?;
     let report = ImportReport {
-        version: VERSION,
+        moe_opt_version: VERSION,
         source: path.display().to_string(),
         trace: TraceInfo::new(&trace),
         stats: trace_stats(&trace),
@@ -247,7 +247,7 @@ pub fn import_token_log(path: &Path, options: &ImportOptions) -> Result<Imported
 #[derive(Debug, Clone, Serialize)]
 pub struct CountsReport {
     /// moe-opt version.
-    pub version: &'static str,
+    pub moe_opt_version: &'static str,
     /// The file read.
     pub source: String,
     /// SHA-256 of the warm start's canonical JSON.
@@ -309,7 +309,7 @@ pub fn import_counts(path: &Path) -> Result<CountsReport, Error> {
         })
         .collect();
     Ok(CountsReport {
-        version: VERSION,
+        moe_opt_version: VERSION,
         source: path.display().to_string(),
         sha256: canonical_sha256(&warm_start),
         warm_start,
@@ -331,7 +331,7 @@ pub struct Skipped {
 #[derive(Debug, Clone, Serialize)]
 pub struct ReplayReport {
     /// moe-opt version.
-    pub version: &'static str,
+    pub moe_opt_version: &'static str,
     /// The trace replayed.
     pub trace: TraceInfo,
     /// Per-layer caches or a pool.
@@ -448,7 +448,7 @@ pub fn replay(
         .map(|&p| replay_trace(trace, p, capacity, scope, warm_start))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ReplayReport {
-        version: VERSION,
+        moe_opt_version: VERSION,
         trace: TraceInfo::new(trace),
         scope,
         capacity,
@@ -477,7 +477,7 @@ pub fn replay_file(
 #[derive(Debug, Clone, Serialize)]
 pub struct CalibrationReport {
     /// moe-opt version.
-    pub version: &'static str,
+    pub moe_opt_version: &'static str,
     /// The real trace matched.
     pub trace: TraceInfo,
     /// Its statistics (the target).
@@ -543,7 +543,7 @@ pub fn calibrate(
     base.layers = trace.layers;
     let result = calibrate_knobs(&target, &base, grid)?;
     Ok(CalibrationReport {
-        version: VERSION,
+        moe_opt_version: VERSION,
         trace: TraceInfo::new(trace),
         target,
         preset,

@@ -311,7 +311,7 @@ pub struct SweepOptions {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SweepReport {
     /// moe-opt version.
-    pub version: &'static str,
+    pub moe_opt_version: &'static str,
     /// The trace.
     pub trace: TraceInfo,
     /// The eviction policy (paper 002 uses LRU for every router).
@@ -360,7 +360,7 @@ where
     };
     let points = sweep(&table, &routers, &capacities, &options.replay, make_policy)?;
     Ok(SweepReport {
-        version: VERSION,
+        moe_opt_version: VERSION,
         trace: TraceInfo::new(trace),
         policy: policy.into(),
         layout: options.replay.layout,
@@ -434,7 +434,7 @@ impl SweepReport {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RouteReport {
     /// moe-opt version.
-    pub version: &'static str,
+    pub moe_opt_version: &'static str,
     /// The trace.
     pub trace: TraceInfo,
     /// The eviction policy.
@@ -461,7 +461,7 @@ pub fn route(
     let table = RankTable::new(trace);
     let result = replay_routed(&table, &spec, capacity, options, Lru::new)?;
     Ok(RouteReport {
-        version: VERSION,
+        moe_opt_version: VERSION,
         trace: TraceInfo::new(trace),
         policy: "lru".into(),
         layout: options.layout,

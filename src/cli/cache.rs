@@ -52,7 +52,7 @@ pub(super) struct ReplayArgs {
     capacity: usize,
     /// Comma-separated policies (lru, lfu, fifo, belady, smoe-window:n=4, zipmoe-freq) or
     /// `all` (those the trace allows).
-    #[arg(long, default_value = "all", value_delimiter = ',')]
+    #[arg(long = "methods", visible_alias = "policies", default_value = "all", value_delimiter = ',')]
     policies: Vec<String>,
     /// per-layer (one cache per MoE layer) or pool (one cache over all layers).
     #[arg(long, default_value = "per-layer")]
@@ -128,7 +128,7 @@ pub(super) struct RouteArgs {
     trace: TraceArgs,
     /// The router with its knob: top-k, pruning:h=2, max-rank:m=4,j=1, cumsum:p=0.6,j=1,
     /// cache-prior:lambda=0.5,j=1.
-    #[arg(long)]
+    #[arg(long = "method", visible_alias = "router")]
     router: String,
     /// C: experts per LRU cache.
     #[arg(long)]
@@ -163,7 +163,7 @@ pub(super) struct ParetoArgs {
     capacities: Vec<usize>,
     /// Comma-separated routers, e.g. `max-rank:m=4,j=1,cumsum:p=0.6,j=1` (a `name=value`
     /// piece continues the router before it; default: every family's knob grid).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long = "methods", visible_alias = "routers", value_delimiter = ',')]
     routers: Vec<String>,
     /// per-layer or pool.
     #[arg(long, default_value = "per-layer")]
@@ -264,7 +264,7 @@ pub(super) struct OfflineArgs {
     #[arg(long)]
     min_mass: Option<f64>,
     /// Output file (cache-offline JSON).
-    #[arg(short, long)]
+    #[arg(short, long, visible_alias = "out")]
     output: PathBuf,
 }
 
@@ -308,9 +308,9 @@ pub(super) struct TpotArgs {
     /// Degree of the polynomial fit of T(alpha).
     #[arg(long, default_value_t = 2)]
     degree: usize,
-    /// The CPU-vs-PCIe split: alg2, earliest_finish, optimal, load, cpu.
+    /// The CPU-vs-PCIe split: alg2, earliest-finish, optimal, load, cpu.
     #[arg(long, default_value = "alg2")]
-    split: String,
+    split: SplitChoice,
     /// Most experts prefetched for the next layer.
     #[arg(long, default_value_t = 4)]
     prefetch: usize,
@@ -341,15 +341,7 @@ pub(super) struct TpotArgs {
 impl TpotArgs {
     pub(super) fn run(self) -> Result<(), CliError> {
         let trace = self.trace.load()?;
-        let split: SplitChoice = serde_json::from_value(serde_json::Value::String(
-            self.split.clone(),
-        ))
-        .map_err(|_| {
-            CliError::input(format!(
-                "--split: unknown split `{}` (alg2, earliest_finish, optimal, load, cpu)",
-                self.split
-            ))
-        })?;
+        let split = self.split;
         let config = PipelineConfig {
             router: RouterConfig::new(self.alpha),
             split,

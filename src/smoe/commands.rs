@@ -444,7 +444,7 @@ impl TpotReport {
     pub fn text(&self) -> String {
         let s = &self.stats;
         format!(
-            "{} ({} cache of {} experts, alpha {:.3}, split {:?}, prefetch {} ({:?})): TPOT {:.4e} s \
+            "{} ({} cache of {} experts, alpha {:.3}, split {}, prefetch {} ({})): TPOT {:.4e} s \
              over {} decode tokens; GPU hit rate {:.3}, loads {}, CPU {}, prefetched {} ({} \
              used), substituted {}, mass kept {:.3}\n",
             self.trace.name,

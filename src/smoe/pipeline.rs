@@ -89,19 +89,26 @@ pub enum Predictor {
     PreviousToken,
 }
 
-impl std::str::FromStr for Predictor {
-    type Err = String;
+crate::named!(
+    Predictor,
+    "predictor",
+    [
+        Oracle = "oracle": "the next layer's true top-score set",
+        PreviousToken = "previous-token": "the next layer's top-score set at the previous token",
+    ]
+);
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "oracle" => Ok(Predictor::Oracle),
-            "previous-token" => Ok(Predictor::PreviousToken),
-            _ => Err(format!(
-                "unknown predictor `{s}` (oracle or previous-token)"
-            )),
-        }
-    }
-}
+crate::named!(
+    SplitChoice,
+    "split",
+    [
+        Alg2 = "alg2": "Alg. 2 as printed",
+        EarliestFinish = "earliest-finish": "Alg. 2 comparing finish times",
+        Optimal = "optimal": "the optimum of (4) (closed form)",
+        Load = "load": "load every missed expert",
+        Cpu = "cpu": "every missed expert on the CPU",
+    ]
+);
 
 /// Knobs of one pipeline run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
