@@ -833,7 +833,7 @@ fn emit(rendered: Rendered, json: bool, csv: Option<&Path>) -> Result<(), CliErr
         crate::export::write_csv(path, table)?;
     }
     if json {
-        outln!("{}", to_json(&rendered.json));
+        outln!("{}", rendered.json);
     } else {
         out!("{}", rendered.text);
     }
@@ -842,7 +842,7 @@ fn emit(rendered: Rendered, json: bool, csv: Option<&Path>) -> Result<(), CliErr
 
 /// Writes a generated or imported instance and says so on stderr.
 fn write_made(output: &Path, made: &Made) -> Result<(), CliError> {
-    write_json(output, &made.instance)?;
+    write_file(output, made.instance.as_bytes())?;
     if made.summary.is_empty() {
         eprintln!("wrote {}", output.display());
     } else if made.summary.contains('\n') {
@@ -940,7 +940,7 @@ fn demo(registry: &Registry, instances: u64, first_seed: u64, dir: &Path) -> Res
                 continue;
             };
             let file = dir.join(format!("{}-{seed}.json", entry.tag()));
-            write_json(&file, &made?.instance)?;
+            write_file(&file, made?.instance.as_bytes())?;
             outln!("== {} ({}), seed {seed}", entry.tag(), entry.about());
             out!("{}", entry.compare(&file, None, &options)?.text);
             outln!();

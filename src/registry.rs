@@ -25,8 +25,9 @@ use crate::verify::ClaimGroup;
 
 /// A report as the command line shows it.
 pub struct Rendered {
-    /// The JSON report (`--json`), with `moe_opt_version` first.
-    pub json: Value,
+    /// The JSON report (`--json`), with `moe_opt_version` first: the report serialised
+    /// directly, so its numbers print as their own types do (an `f32` as an `f32`).
+    pub json: String,
     /// The text for a terminal.
     pub text: String,
     /// The tidy table `--csv` writes, where the command has one.
@@ -37,7 +38,7 @@ impl Rendered {
     /// A report and its text.
     pub fn new<R: Serialize>(report: &R, text: String) -> Self {
         Rendered {
-            json: serde_json::to_value(report).expect("reports serialise"),
+            json: serde_json::to_string_pretty(report).expect("reports serialise"),
             text,
             table: None,
         }
@@ -52,8 +53,9 @@ impl Rendered {
 
 /// An instance made by `generate` or `import`, and one line on what it holds.
 pub struct Made {
-    /// The instance file's content.
-    pub instance: Value,
+    /// The instance file's content (pretty JSON, serialised from the instance's own types so
+    /// that an `f32` keeps its shortest form).
+    pub instance: String,
     /// One line for stderr (sizes), or empty.
     pub summary: String,
 }
@@ -62,7 +64,7 @@ impl Made {
     /// An instance with a summary line.
     pub fn new<I: Serialize>(instance: &I, summary: String) -> Self {
         Made {
-            instance: serde_json::to_value(instance).expect("instances serialise"),
+            instance: serde_json::to_string_pretty(instance).expect("instances serialise") + "\n",
             summary,
         }
     }
@@ -330,7 +332,8 @@ pub fn to_value<T: Serialize>(value: &T) -> Value {
 
 /// `compare --csv` of a report whose JSON has `instance` (or `layer`), `reference` and
 /// `methods[]`: a row per method, the report's version, instance and reference on every row.
-pub fn compare_table(report: &Value) -> Table {
+pub fn compare_table<R: Serialize>(report: &R) -> Table {
+    let report = &to_value(report);
     let instance = report.get("instance").or_else(|| report.get("layer"));
     let field = |o: Option<&Value>, k: &str| o.and_then(|o| o.get(k)).cloned();
     let context = vec![

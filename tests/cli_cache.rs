@@ -183,7 +183,9 @@ fn tpot_fits_t_alpha_and_names_a_bad_predictor() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("oracle or previous-token"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("expected one of: oracle, previous-token")
+    );
 }
 
 /// A real token log of ../shared/data (README there), or None when the folder is absent.

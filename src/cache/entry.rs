@@ -117,13 +117,29 @@ impl Entry for CacheOfflineEntry {
         methods
     }
 
+    /// `--csv`: a row per step, the experts it runs and those resident after its loads.
     fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
         let instance = offline::load(file)?;
         let method: OfflineMethod = method
             .parse()
             .map_err(|e: String| Error::command_line("--method", e))?;
         let report = bounds::solve(&instance, method, &options.solve)?;
-        Ok(Rendered::new(&report, report.text()))
+        let rows = report
+            .schedule
+            .iter()
+            .flat_map(|s| s.steps.iter().enumerate())
+            .map(|(step, s)| {
+                serde_json::json!({"step": step, "chosen": s.chosen, "resident": s.resident})
+            })
+            .collect();
+        let context = vec![
+            ("moe_opt_version", VERSION.into()),
+            ("instance_name", report.instance.name.clone().into()),
+            ("instance_sha256", report.instance.sha256.clone().into()),
+            ("method", report.result.method.name().into()),
+        ];
+        let table = Table::new(context, rows);
+        Ok(Rendered::new(&report, report.text()).with_table(table))
     }
 
     /// The exhaustive searches run by default only where their size limit allows.

@@ -52,7 +52,12 @@ pub(super) struct ReplayArgs {
     capacity: usize,
     /// Comma-separated policies (lru, lfu, fifo, belady, smoe-window:n=4, zipmoe-freq) or
     /// `all` (those the trace allows).
-    #[arg(long = "methods", visible_alias = "policies", default_value = "all", value_delimiter = ',')]
+    #[arg(
+        long = "methods",
+        visible_alias = "policies",
+        default_value = "all",
+        value_delimiter = ','
+    )]
     policies: Vec<String>,
     /// per-layer (one cache per MoE layer) or pool (one cache over all layers).
     #[arg(long, default_value = "per-layer")]

@@ -607,9 +607,8 @@ impl Entry for PrismEntry {
         let instance = load(file)?;
         let chosen = crate::problem::chosen_methods::<Prism>(&instance, methods)?;
         let report = compare(&instance, &chosen, options)?;
-        let rendered = Rendered::new(&report, report.text());
-        let table = registry::compare_table(&rendered.json);
-        Ok(rendered.with_table(table))
+        let table = registry::compare_table(&report);
+        Ok(Rendered::new(&report, report.text()).with_table(table))
     }
 
     fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {

@@ -345,6 +345,15 @@ pub struct CompareReport {
 }
 
 impl CompareReport {
+    /// `--csv`: a row per method pair, the report's fields as columns.
+    pub fn table(&self) -> Table {
+        let context = vec![("moe_opt_version", VERSION.into())];
+        Table::new(
+            context,
+            self.methods.iter().map(registry::to_value).collect(),
+        )
+    }
+
     /// For humans.
     pub fn text(&self) -> String {
         let l = &self.layer;
@@ -629,7 +638,8 @@ impl Entry for SmoeEntry {
             .into()
     }
 
-    /// `METHOD` is `ROUTING+SPLIT` (split `alg2` when only the routing is named).
+    /// `METHOD` is `ROUTING+SPLIT` (split `alg2` when only the routing is named); `--csv` is
+    /// `compare`'s table with its one row.
     fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
         let instance = formulations::smoe::load(file)?;
         let (routing, split) = method.split_once('+').unwrap_or((method, "alg2"));
@@ -639,7 +649,7 @@ impl Entry for SmoeEntry {
             split.parse().map_err(|e| cli_error("--method", e))?,
             &options.solve,
         )?;
-        Ok(Rendered::new(&report, report.text()))
+        Ok(Rendered::new(&report, report.text()).with_table(report.table()))
     }
 
     /// Every routing method with Alg. 2 and the optimal split (`--methods` is not taken).
@@ -659,9 +669,7 @@ impl Entry for SmoeEntry {
         }
         let instance = formulations::smoe::load(file)?;
         let report = compare(&instance, &options.solve)?;
-        let context = vec![("moe_opt_version", VERSION.into())];
-        let rows = report.methods.iter().map(registry::to_value).collect();
-        Ok(Rendered::new(&report, report.text()).with_table(Table::new(context, rows)))
+        Ok(Rendered::new(&report, report.text()).with_table(report.table()))
     }
 
     /// The routing MILP of objective (1).
