@@ -68,7 +68,7 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Output file (JSON).
-        #[arg(short, long, visible_alias = "out", required_unless_present_any = ["print_config", "list_presets"])]
+        #[arg(short, long, visible_alias = "out")]
         output: Option<PathBuf>,
     },
     /// Build an instance from a real activation-count file (../shared/data/activation-counts).
@@ -165,6 +165,9 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Also write the list as a table (CSV: a row per claim, the JSON's fields as columns).
+        #[arg(long)]
+        csv: Option<PathBuf>,
     },
     /// Check claims on generated and worst-case-searched instances against proved optima.
     Verify {
@@ -177,6 +180,9 @@ enum Command {
         /// Re-check one saved instance file (with --claim).
         #[arg(long, requires = "claim")]
         instance: Option<PathBuf>,
+        /// With --instance: print the check as JSON instead of text.
+        #[arg(long, requires = "instance")]
+        json: bool,
         /// Generated instances per claim.
         #[arg(long, default_value_t = 200)]
         instances: u64,
@@ -211,7 +217,9 @@ enum Command {
     /// DeepSeek's Expert Parallelism Load Balancer on a weight file: the physical-to-logical
     /// map, the logical-to-physical map and the replica counts.
     Eplb {
-        /// Weights (JSON `{"weight": [[load of expert e in layer l, ...], ...]}`).
+        /// Weights: JSON `{"weight": [[load of expert e in layer l, ...], ...]}`, a bare JSON
+        /// matrix (numpy's / torch's `tolist()`), or CSV without a header (`.csv`, a line per
+        /// layer).
         #[arg(long)]
         weights: PathBuf,
         /// Physical expert slots (replicas) per layer.
@@ -290,10 +298,16 @@ enum Command {
         /// Or: an activation-count file (../shared/data/activation-counts/).
         #[arg(long, conflicts_with = "file")]
         counts: Option<PathBuf>,
-        /// Or: synthetic counts at this seed.
+        /// Or: synthetic counts (at --seed).
         #[arg(long, conflicts_with_all = ["file", "counts"])]
+        synthetic: bool,
+        /// Seed of the synthetic counts.
+        #[arg(long, default_value_t = 0, requires = "synthetic")]
+        seed: u64,
+        /// The earlier spelling of `--synthetic --seed SEED`.
+        #[arg(long, hide = true, conflicts_with_all = ["file", "counts", "synthetic"])]
         generate: Option<u64>,
-        /// Import or generate options (JSON), with --counts or --generate.
+        /// Import or generate options (JSON), with --counts or --synthetic.
         #[arg(long)]
         config: Option<PathBuf>,
         /// Print JSON instead of a table.
@@ -511,7 +525,9 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 return Ok(());
             }
             let Some(output) = output else {
-                return Err(CliError::input("--output is required"));
+                return Err(CliError::input(
+                    "--output is required (or --print-config, --list-presets)",
+                ));
             };
             let made = entry.generate(preset.as_deref(), config.as_deref(), seed)?;
             write_made(&output, &made)
@@ -616,7 +632,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             let report =
                 crate::prism::commands::eplb_command(&weights, replicas, groups, nodes, gpus)?;
             if let Some(path) = csv {
-                crate::export::write_csv(&path, &problems::eplb_table(&report, &weights)?)?;
+                crate::export::write_csv(&path, &problems::eplb_table(&report))?;
             }
             problems::emit(&report, json, |r| r.text())
         }
@@ -665,18 +681,22 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
         Command::Plan {
             file,
             counts,
+            synthetic,
+            seed,
             generate,
             config,
             json,
             csv,
         } => {
-            let source = match (file, counts, generate) {
+            let synthetic = generate.or(synthetic.then_some(seed));
+            let source = match (file, counts, synthetic) {
                 (Some(f), _, _) => problems::PlanSource::File(f),
                 (_, Some(c), _) => problems::PlanSource::Counts(c),
                 (_, _, Some(seed)) => problems::PlanSource::Generated(seed),
                 _ => {
                     return Err(CliError::input(
-                        "plan needs a planning instance FILE, --counts FILE or --generate SEED",
+                        "plan needs a planning instance FILE, --counts FILE or --synthetic \
+                         [--seed S]",
                     ))
                 }
             };
@@ -734,8 +754,13 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Claims { json } => {
+        Command::Claims { json, csv } => {
             let infos = all_claims(registry);
+            if let Some(path) = csv {
+                let context = vec![("moe_opt_version", VERSION.into())];
+                let rows = infos.iter().map(crate::registry::to_value).collect();
+                crate::export::write_csv(&path, &crate::export::Table::new(context, rows))?;
+            }
             if json {
                 outln!("{}", to_json(&infos));
             } else {
@@ -769,6 +794,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             restarts,
             out,
             resume,
+            json,
         } => {
             let keep = |i: &ClaimInfo| {
                 claim.as_deref().is_none_or(|id| i.id == id)
@@ -799,7 +825,11 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             };
             if let Some(file) = instance {
                 let result = chosen[0].recheck(0, &file, &check)?;
-                outln!("{}", to_json(&result));
+                if json {
+                    outln!("{}", to_json(&result));
+                } else {
+                    out!("{}", check_text(&chosen[0].infos()[0], &result));
+                }
                 return Ok(());
             }
             let options = VerifyOptions {
@@ -905,6 +935,28 @@ fn problems_text(registry: &Registry) -> String {
         text.push('\n');
     }
     text
+}
+
+/// `verify --instance FILE --claim ID`: the check in words.
+fn check_text(claim: &ClaimInfo, check: &crate::claims::Check) -> String {
+    let num = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
+    let outcome = serde_json::to_value(check.outcome).expect("outcomes serialise");
+    format!(
+        "{} ({}): {}\n  {}\n  value {}, reference {} ({}), ratio {}, bound {}, margin {}\n",
+        claim.id,
+        claim.place,
+        outcome.as_str().unwrap_or_default(),
+        check.note,
+        num(check.value),
+        num(check.reference),
+        serde_json::to_value(check.reference_kind)
+            .expect("kinds serialise")
+            .as_str()
+            .unwrap_or_default(),
+        num(check.ratio),
+        num(check.bound),
+        num(check.margin),
+    )
 }
 
 /// Every registered claim, in paper order.

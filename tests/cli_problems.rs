@@ -262,7 +262,7 @@ fn real_counts_import_compare_and_recheck() {
         "prism/eval-beats-baselines",
     ] {
         let check: Value = serde_json::from_str(&ok(moe_opt()
-            .args(["verify", "--claim", claim, "--instance"])
+            .args(["verify", "--json", "--claim", claim, "--instance"])
             .arg(&prism_file)))
         .unwrap();
         assert!(

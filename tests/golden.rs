@@ -1039,6 +1039,7 @@ fn verify_committed_counterexamples() {
         let path = format!("instances/counterexamples/{name}");
         let check = run_json(&[
             "verify",
+            "--json",
             "--claim",
             &claim,
             "--instance",

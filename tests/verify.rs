@@ -162,6 +162,7 @@ fn a_saved_counterexample_rechecks_as_a_failure() {
     let out = Command::new(bin())
         .args([
             "verify",
+            "--json",
             "--claim",
             "slimcaching/prop6-single-server",
             "--instance",
@@ -199,7 +200,7 @@ fn every_saved_counterexample_still_fails_its_claim() {
         let stem = path.file_stem().unwrap().to_string_lossy().to_string();
         let id = stem.replacen('-', "/", 1);
         let out = Command::new(bin())
-            .args(["verify", "--claim", &id, "--instance"])
+            .args(["verify", "--json", "--claim", &id, "--instance"])
             .arg(&path)
             .output()
             .unwrap();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{read_json, Error};
+use crate::error::{parse_json, read_json, Error};
 
 /// The problems moe-opt formulates, by the tag their instance files carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -60,7 +60,15 @@ struct Tagged {
 /// its files recognised too. Errors name the file: unreadable, not JSON, or a tag that is not
 /// a string.
 pub fn detect_tag(path: &Path) -> Result<Option<String>, Error> {
-    let tagged: Tagged = read_json(path)?;
+    tag_of(path, read_json(path)?)
+}
+
+/// [`detect_tag`] on a file's text, already read.
+pub fn detect_tag_in(path: &Path, text: &str) -> Result<Option<String>, Error> {
+    tag_of(path, parse_json(path, text)?)
+}
+
+fn tag_of(path: &Path, tagged: Tagged) -> Result<Option<String>, Error> {
     match tagged.problem {
         None => Ok(None),
         Some(serde_json::Value::String(tag)) => Ok(Some(tag)),

@@ -466,6 +466,19 @@ pub fn load_any(path: &Path, options: &ImportOptions) -> Result<Trace, Error> {
         return Err(counts_not_replayable(path));
     }
     let text = read_text(path)?;
+    // Another problem's file is named as such, not as a trace with the wrong fields.
+    let tag = formulations::problem::detect_tag_in(path, &text)?;
+    if tag.as_deref() != Some("cache-trace") {
+        let kind = tag.map_or("SlimCaching (a file without a problem tag)".into(), |t| t);
+        return Err(Error::Invalid {
+            path: path.to_path_buf(),
+            field: "problem".into(),
+            reason: format!(
+                "a {kind} instance, not a token stream: this command takes a cache-trace \
+                 (moe-opt generate cache-trace, import cache-trace) or a token log (.jsonl)"
+            ),
+        });
+    }
     let trace: Trace = formulations::error::parse_json(path, &text)?;
     formulations::cache::validate::validate(&trace).map_err(|e| e.in_file(path))?;
     Ok(trace)

@@ -144,6 +144,10 @@ pub(super) struct RouteArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also write a tidy table (CSV: a row per layer's cache, plus a `total` row, with the
+    /// router's quality proxies on every row).
+    #[arg(long)]
+    csv: Option<PathBuf>,
 }
 
 impl RouteArgs {
@@ -154,6 +158,37 @@ impl RouteArgs {
             ..ReplayOptions::default()
         };
         let report = pareto::route(&trace, &self.router, self.capacity, &options)?;
+        if let Some(path) = &self.csv {
+            let r = &report.result;
+            let mut rows = Vec::new();
+            for (l, stats) in r.per_layer.iter().enumerate() {
+                let mut row = serde_json::to_value(stats).expect("serialisable");
+                row["layer"] = l.to_string().into();
+                rows.push(row);
+            }
+            let mut row = serde_json::to_value(&r.total).expect("serialisable");
+            row["layer"] = "total".into();
+            rows.push(row);
+            let quality = serde_json::to_value(&r.quality).expect("serialisable");
+            let mut context = vec![
+                ("moe_opt_version", VERSION.into()),
+                ("trace_name", report.trace.name.clone().into()),
+                ("trace_sha256", report.trace.sha256.clone().into()),
+                ("scope", self.scope.clone().into()),
+                ("router", r.router.clone().into()),
+                ("capacity", r.capacity.into()),
+                ("miss_rate", r.miss_rate.into()),
+            ];
+            let names: Vec<String> = quality
+                .as_object()
+                .map(|o| o.keys().map(|k| format!("quality.{k}")).collect())
+                .unwrap_or_default();
+            for name in &names {
+                let key = name.trim_start_matches("quality.");
+                context.push((name.as_str(), quality[key].clone()));
+            }
+            write_csv(path, &Table::new(context, rows))?;
+        }
         emit(&report, self.json, |r| r.text())
     }
 }

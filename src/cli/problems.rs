@@ -96,11 +96,8 @@ pub(super) fn plan_table(report: &zipmoe::planning::commands::PlanReport) -> Tab
 /// (`phyrank`), `expert_replicas` (`logcnt` of that expert), `expert_load` (its weight from
 /// the file) and `slot_load` = expert_load / expert_replicas (the even split behind
 /// `gpu_load` and `balancedness`). Loads are in the weight file's unit (e.g. tokens).
-pub(super) fn eplb_table(
-    report: &prism::commands::EplbReport,
-    weights: &Path,
-) -> Result<Table, CliError> {
-    let w: prism::eplb::EplbWeights = formulations::error::read_json(weights)?;
+pub(super) fn eplb_table(report: &prism::commands::EplbReport) -> Table {
+    let w = &report.weights;
     let plan = &report.plan;
     let mut rows = Vec::new();
     for (layer, slots) in plan.physical_to_logical.iter().enumerate() {
@@ -127,7 +124,7 @@ pub(super) fn eplb_table(
             serde_json::to_value(plan.policy).expect("reports serialise"),
         ),
     ];
-    Ok(Table::new(context, rows))
+    Table::new(context, rows)
 }
 
 /// `migrate --csv`: a row per window, the fields of the report's `run.windows[]` (`window,

@@ -65,7 +65,6 @@
 
 use std::path::Path;
 
-use formulations::error::read_json;
 use formulations::Error;
 use serde::{Deserialize, Serialize};
 
@@ -499,13 +498,75 @@ pub fn rebalance_experts(
     Ok(plan)
 }
 
-/// The weights file of `moe-opt eplb`: `{"weight": [[load, ...], ...]}`, one row per MoE layer,
-/// one load (e.g. a token count) per logical expert, all rows the same length.
+/// The weights file of `moe-opt eplb`: one row per MoE layer, one load (e.g. a token count)
+/// per logical expert, all rows the same length. [`EplbWeights::read`] takes it as JSON
+/// `{"weight": [[load, ...], ...]}`, as a bare JSON matrix (what `weight.tolist()` writes
+/// from numpy or torch) or as CSV without a header (`.csv`: a line per layer).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EplbWeights {
     /// `[layer][logical expert]`: the expert's load, finite and >= 0.
     pub weight: Vec<Vec<f64>>,
+}
+
+/// The JSON forms of a weights file.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum WeightsJson {
+    Object(EplbWeights),
+    Matrix(Vec<Vec<f64>>),
+}
+
+impl EplbWeights {
+    /// Reads a weights file in any of its forms (type doc); errors name the file, and for CSV
+    /// the line and column. The values' rules are [`rebalance_experts`]'s.
+    pub fn read(path: &Path) -> Result<Self, Error> {
+        let is_csv = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+        if !is_csv {
+            let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            // Tried as an object first, so a misspelt key is named by serde.
+            if let Ok(w) = formulations::error::parse_json::<EplbWeights>(path, &text) {
+                return Ok(w);
+            }
+            return match formulations::error::parse_json::<WeightsJson>(path, &text) {
+                Ok(WeightsJson::Object(w)) => Ok(w),
+                Ok(WeightsJson::Matrix(weight)) => Ok(EplbWeights { weight }),
+                Err(_) => formulations::error::parse_json::<EplbWeights>(path, &text),
+            };
+        }
+        let invalid = |field: String, reason: String| Error::Invalid {
+            path: path.to_path_buf(),
+            field,
+            reason,
+        };
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_path(path)
+            .map_err(|e| invalid("csv".into(), e.to_string()))?;
+        let mut weight = Vec::new();
+        for (l, record) in reader.records().enumerate() {
+            let record = record.map_err(|e| invalid(format!("line {}", l + 1), e.to_string()))?;
+            let row = record
+                .iter()
+                .enumerate()
+                .map(|(e, cell)| {
+                    cell.trim().parse::<f64>().map_err(|_| {
+                        invalid(
+                            format!("line {}, column {}", l + 1, e + 1),
+                            format!("{cell:?} is not a number"),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<f64>, _>>()?;
+            weight.push(row);
+        }
+        Ok(EplbWeights { weight })
+    }
 }
 
 /// Output of `moe-opt eplb`.
@@ -535,6 +596,9 @@ pub struct EplbReport {
     pub gpu_load: Vec<Vec<f64>>,
     /// `[layer]`: mean GPU load / max GPU load (1 = perfectly balanced; 1 for an all-zero layer).
     pub balancedness: Vec<f64>,
+    /// The weights as read (for `--csv`; not in the JSON, whose `weights_sha256` names them).
+    #[serde(skip)]
+    pub weights: EplbWeights,
 }
 
 impl EplbReport {
@@ -606,7 +670,7 @@ pub fn eplb_command(
     nodes: usize,
     gpus: usize,
 ) -> Result<EplbReport, Error> {
-    let weights: EplbWeights = read_json(weights_path)?;
+    let weights = EplbWeights::read(weights_path)?;
     let plan = rebalance_experts(&weights.weight, replicas, groups, nodes, gpus)
         .map_err(|e| e.in_file(weights_path))?;
     let gpu_load = plan.gpu_loads(&weights.weight);
@@ -634,6 +698,7 @@ pub fn eplb_command(
         plan,
         gpu_load,
         balancedness,
+        weights,
     })
 }
 
@@ -789,6 +854,23 @@ mod tests {
         std::fs::write(&unknown, r#"{"weights": [[1]]}"#).unwrap();
         let e = eplb_command(&unknown, 1, 1, 1, 1).unwrap_err().to_string();
         assert!(e.contains("unknown.json") && e.contains("weights"), "{e}");
+        // The same weights as a bare matrix (numpy's tolist()) and as CSV give the same plan.
+        let matrix = dir.join("matrix.json");
+        std::fs::write(&matrix, "[[8, 1, 3, 4]]").unwrap();
+        let csv = dir.join("w.csv");
+        std::fs::write(&csv, "8,1,3,4\n").unwrap();
+        for other in [&matrix, &csv] {
+            let r = eplb_command(other, 6, 3, 2, 2).unwrap();
+            assert_eq!(r.plan, report.plan);
+            assert_eq!(r.weights_sha256, report.weights_sha256);
+        }
+        let bad_csv = dir.join("bad.csv");
+        std::fs::write(&bad_csv, "8,1\n3,x\n").unwrap();
+        let e = eplb_command(&bad_csv, 2, 1, 1, 1).unwrap_err().to_string();
+        assert!(
+            e.contains("bad.csv") && e.contains("line 2, column 2"),
+            "{e}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -1,0 +1,266 @@
+//! One command line for every problem: the registry's lists, the shared flag names (old names
+//! as aliases), a wrong kind of file named as what it is, and a table for every report.
+
+use std::path::Path;
+
+mod common;
+
+use common::{moe_opt, ok, scratch};
+
+/// The single stderr line of a command that must fail with exit code 2.
+fn refused(args: &[&str]) -> String {
+    let out = moe_opt().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(text.trim_end().lines().count(), 1, "{args:?}: {text}");
+    text
+}
+
+fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    csv::Reader::from_path(path)
+        .unwrap()
+        .deserialize()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+#[test]
+fn problems_list_every_problem_with_its_methods_presets_and_claims() {
+    let list: serde_json::Value =
+        serde_json::from_str(&ok(moe_opt().args(["problems", "--json"]))).unwrap();
+    let tags: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["problem"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tags,
+        [
+            "slimcaching",
+            "prism",
+            "cache-trace",
+            "cache-offline",
+            "zipmoe",
+            "zipmoe-pool",
+            "smoe"
+        ]
+    );
+    let slim = &list[0];
+    let methods: Vec<&str> = slim["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(methods.contains(&"successive-maxconv") && methods.contains(&"milp"));
+    assert_eq!(slim["claims"].as_array().unwrap().len(), 11);
+    // Every problem's presets, as `--list-presets` and `--preset help` print them.
+    let presets = ok(moe_opt().args(["generate", "zipmoe", "--list-presets"]));
+    assert!(
+        presets.contains("qwen-orin") && presets.contains("Jetson"),
+        "{presets}"
+    );
+    assert_eq!(
+        ok(moe_opt().args(["generate", "zipmoe", "--preset", "help"])),
+        presets
+    );
+    let none = ok(moe_opt().args(["generate", "zipmoe-pool", "--list-presets"]));
+    assert!(none.contains("no presets"), "{none}");
+}
+
+#[test]
+fn a_wrong_kind_of_file_is_named_with_the_command_to_use() {
+    let e = refused(&["replay", "instances/prism-tiny-1.json", "--capacity", "2"]);
+    assert!(
+        e.contains("prism-tiny-1.json")
+            && e.contains("a prism instance")
+            && e.contains("cache-trace"),
+        "{e}"
+    );
+    let e = refused(&[
+        "replay",
+        "instances/slimcaching-tiny-1.json",
+        "--capacity",
+        "2",
+    ]);
+    assert!(e.contains("SlimCaching"), "{e}");
+    let dir = scratch("consistency-kind");
+    let trace = dir.join("t.json");
+    ok(moe_opt()
+        .args([
+            "generate",
+            "cache-trace",
+            "--preset",
+            "switch",
+            "--seed",
+            "1",
+            "--out",
+        ])
+        .arg(&trace));
+    let t = trace.to_str().unwrap();
+    let e = refused(&["solve", t]);
+    assert!(
+        e.contains("cache-trace") && e.contains("moe-opt replay"),
+        "{e}"
+    );
+    let e = refused(&["generate", "knapsack", "-o", "x.json"]);
+    assert!(
+        e.contains("unknown problem `knapsack`") && e.contains("smoe"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_old_flag_names_are_aliases_of_the_shared_ones() {
+    let dir = scratch("consistency-aliases");
+    let trace = dir.join("t.json");
+    ok(moe_opt()
+        .args([
+            "generate",
+            "cache-trace",
+            "--preset",
+            "switch",
+            "--seed",
+            "1",
+            "-o",
+        ])
+        .arg(&trace));
+    let t = trace.to_str().unwrap();
+    let replay = |flag: &str| {
+        ok(moe_opt().args(["replay", t, "--capacity", "4", flag, "lru,belady", "--json"]))
+    };
+    assert_eq!(replay("--methods"), replay("--policies"));
+    let route = |flag: &str| {
+        ok(moe_opt().args([
+            "route",
+            t,
+            "--capacity",
+            "4",
+            flag,
+            "cumsum:p=0.6,j=1",
+            "--json",
+        ]))
+    };
+    assert_eq!(route("--method"), route("--router"));
+    // Hyphenated values, with the underscore spelling read the same (on a trace with decode
+    // tokens).
+    let mixtral = dir.join("m.json");
+    ok(moe_opt()
+        .args([
+            "generate",
+            "cache-trace",
+            "--preset",
+            "mixtral-8x7b",
+            "--seed",
+            "1",
+            "-o",
+        ])
+        .arg(&mixtral));
+    let m = mixtral.to_str().unwrap();
+    let tpot = |split: &str| {
+        ok(moe_opt().args(["tpot", m, "--capacity", "16", "--split", split, "--json"]))
+    };
+    assert_eq!(tpot("earliest-finish"), tpot("earliest_finish"));
+    // `plan --synthetic --seed S` is the earlier `--generate S`.
+    assert_eq!(
+        ok(moe_opt().args(["plan", "--synthetic", "--seed", "3", "--json"])),
+        ok(moe_opt().args(["plan", "--generate", "3", "--json"]))
+    );
+}
+
+#[test]
+fn route_and_claims_write_tables_and_verify_instance_prints_text() {
+    let dir = scratch("consistency-tables");
+    let trace = dir.join("t.json");
+    ok(moe_opt()
+        .args([
+            "generate",
+            "cache-trace",
+            "--preset",
+            "switch",
+            "--seed",
+            "1",
+            "-o",
+        ])
+        .arg(&trace));
+    let route_csv = dir.join("route.csv");
+    ok(moe_opt()
+        .arg("route")
+        .arg(&trace)
+        .args(["--capacity", "4", "--method", "max-rank:m=4,j=1", "--csv"])
+        .arg(&route_csv));
+    let rows = csv_rows(&route_csv);
+    // switch: 6 MoE layers, then the total.
+    assert_eq!(rows.len(), 7);
+    assert_eq!(rows[6]["layer"], "total");
+    assert_eq!(rows[0]["router"], "max-rank:m=4,j=1");
+    assert!(
+        rows[0].contains_key("quality.mass_kept"),
+        "{:?}",
+        rows[0].keys()
+    );
+    let claims_csv = dir.join("claims.csv");
+    ok(moe_opt().args(["claims", "--csv"]).arg(&claims_csv));
+    let claims: serde_json::Value =
+        serde_json::from_str(&ok(moe_opt().args(["claims", "--json"]))).unwrap();
+    let rows = csv_rows(&claims_csv);
+    assert_eq!(rows.len(), claims.as_array().unwrap().len());
+    assert_eq!(rows[0]["id"], claims[0]["id"].as_str().unwrap());
+    let text = ok(moe_opt().args([
+        "verify",
+        "--claim",
+        "smoe/alg2-uniform-optimal",
+        "--instance",
+        "instances/counterexamples/smoe-alg2-uniform-optimal.json",
+    ]));
+    assert!(
+        text.starts_with("smoe/alg2-uniform-optimal (") && text.contains(": fail"),
+        "{text}"
+    );
+}
+
+#[test]
+fn eplb_takes_a_bare_matrix_and_csv_weights() {
+    let dir = scratch("consistency-eplb");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("instances/eplb-readme-example.json").unwrap(),
+    )
+    .unwrap();
+    let matrix = dir.join("w.json");
+    std::fs::write(&matrix, json["weight"].to_string()).unwrap();
+    let csv = dir.join("w.csv");
+    let lines: Vec<String> = json["weight"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let cells: Vec<String> = row
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_string())
+                .collect();
+            cells.join(",")
+        })
+        .collect();
+    std::fs::write(&csv, lines.join("\n") + "\n").unwrap();
+    let plan = |weights: &Path| -> serde_json::Value {
+        let out = ok(moe_opt().arg("eplb").arg("--weights").arg(weights).args([
+            "--replicas",
+            "16",
+            "--groups",
+            "4",
+            "--nodes",
+            "2",
+            "--gpus",
+            "8",
+            "--json",
+        ]));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["plan"].clone()
+    };
+    let reference = plan(Path::new("instances/eplb-readme-example.json"));
+    assert_eq!(plan(&matrix), reference);
+    assert_eq!(plan(&csv), reference);
+}
