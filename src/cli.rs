@@ -44,6 +44,41 @@ pub struct Cli {
     command: Command,
 }
 
+impl Cli {
+    /// Parses the process's arguments, with the registry's methods and presets in the help
+    /// of `solve`, `compare` and `generate` (clap exits on `--help` and on bad arguments).
+    pub fn parse_with(registry: &Registry) -> Self {
+        use clap::{CommandFactory, FromArgMatches};
+        let methods = registry_help(registry, |e| e.methods());
+        let presets = registry_help(registry, |e| e.presets());
+        let command = Cli::command()
+            .mut_subcommand("solve", |c| c.after_long_help(methods.clone()))
+            .mut_subcommand("compare", |c| c.after_long_help(methods.clone()))
+            .mut_subcommand("generate", |c| c.after_long_help(presets.clone()));
+        let matches = command.get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+/// Per problem, its methods or presets, for `--help`.
+fn registry_help(
+    registry: &Registry,
+    list: impl Fn(&dyn Entry) -> Vec<crate::registry::MethodInfo>,
+) -> String {
+    let mut text = String::new();
+    for e in registry.entries() {
+        let items = list(e);
+        if items.is_empty() {
+            continue;
+        }
+        text.push_str(&format!("{}:\n", e.tag()));
+        for (name, what) in items {
+            text.push_str(&format!("  {name:<22} {what}\n"));
+        }
+    }
+    text
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Generate a seeded instance from a preset or a generator configuration.

@@ -4,34 +4,39 @@
 use crate::problem::{ExactReport, Reference};
 use formulations::milp::MilpStatus;
 
-/// A plain text table: the first `left` columns left-aligned, the others right-aligned.
+/// The command line's one table: a header, a rule, the rows; the first `left` columns
+/// left-aligned, the others (numbers) right-aligned. On a terminal the table fits its width,
+/// wrapping the widest text columns (comfy-table's dynamic arrangement); piped, it is never
+/// wrapped, so scripts see whole lines.
 pub fn table(headers: &[&str], rows: &[Vec<String>], left: usize) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::NOTHING)
+        .set_style(comfy_table::TableComponent::HeaderLines, '-')
+        .set_style(comfy_table::TableComponent::MiddleHeaderIntersections, ' ')
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+        .set_header(headers.to_vec());
     for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+        t.add_row(row.clone());
+    }
+    for (i, column) in t.column_iter_mut().enumerate() {
+        if i == 0 {
+            // Names (methods, claim ids) are never wrapped.
+            column.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+        }
+        if i >= left {
+            column.set_cell_alignment(comfy_table::CellAlignment::Right);
         }
     }
-    let line = |cells: Vec<String>| -> String {
-        let parts: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i < left {
-                    format!("{c:<w$}", w = widths[i])
-                } else {
-                    format!("{c:>w$}", w = widths[i])
-                }
-            })
-            .collect();
-        format!("  {}\n", parts.join("  ").trim_end())
-    };
-    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
-    out.push_str(&line(widths.iter().map(|w| "-".repeat(*w)).collect()));
-    for row in rows {
-        out.push_str(&line(row.clone()));
+    // No borders: trailing padding is noise.
+    let mut text: String = t
+        .to_string()
+        .lines()
+        .map(|l| format!("{}\n", l.trim_end()))
+        .collect();
+    if text.is_empty() {
+        text.push('\n');
     }
-    out
+    text
 }
 
 /// Seconds as milliseconds with 4 decimals, `-` for none.

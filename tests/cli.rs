@@ -361,7 +361,7 @@ fn the_demo_walks_every_problem_and_every_claim() {
     let claims: serde_json::Value = serde_json::from_slice(&claims.stdout).unwrap();
     for claim in claims.as_array().unwrap() {
         let id = claim["id"].as_str().unwrap();
-        assert!(text.contains(&format!("  {id} ")), "{id} missing:\n{text}");
+        assert!(text.contains(&format!(" {id} ")), "{id} missing:\n{text}");
     }
     for line in text
         .lines()

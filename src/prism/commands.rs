@@ -175,27 +175,46 @@ impl MethodLine {
         }
     }
 
-    fn text(&self) -> String {
+    /// The columns of [`MethodLine::row`].
+    const HEADERS: [&'static str; 9] = [
+        "method",
+        "status / note",
+        "cost (2)",
+        "ratio",
+        "feasible",
+        "eq. (1) s",
+        "remote",
+        "sim mean s",
+        "runtime (s)",
+    ];
+
+    /// The line's cells for the text table.
+    fn row(&self) -> Vec<String> {
         let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
         let lat = self.latency.as_ref();
-        let status = self.exact.as_ref().map_or(String::new(), |e| {
-            format!(" [{}]", crate::render::status(e))
-        });
-        format!(
-            "{:<11} cost {:>9} ratio {:>7} feasible {:<5} eq1 {:>10} remote {:>6} sim-mean {:>9} {:>8.3}s{}{}",
-            self.method.name(),
+        let status = self.exact.as_ref().map(crate::render::status);
+        let note = [status, self.note.clone()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ");
+        vec![
+            self.method.name().to_string(),
+            note,
             opt(self.proxy_cost),
             opt(self.ratio),
             self.feasible.map_or("-".into(), |f| f.to_string()),
             opt(lat.map(|l| l.eq1_total_s)),
             lat.map_or("-".into(), |l| l.remote_invocations.to_string()),
             opt(lat.and_then(|l| l.sim_overall_mean_s)),
-            self.runtime_s,
-            status,
-            self.note
-                .as_ref()
-                .map_or(String::new(), |n| format!(" ({n})")),
-        )
+            format!("{:.3}", self.runtime_s),
+        ]
+    }
+
+    /// The text table of some lines.
+    fn table(lines: &[&MethodLine]) -> String {
+        let rows: Vec<Vec<String>> = lines.iter().map(|l| l.row()).collect();
+        crate::render::table(&Self::HEADERS, &rows, 2)
     }
 }
 
@@ -216,14 +235,14 @@ impl SolveReport {
     /// For humans.
     pub fn text(&self) -> String {
         let mut out = format!(
-            "{} ({} servers, {} GPUs, {} x {} experts, top-{})\n{}\n",
+            "{} ({} servers, {} GPUs, {} x {} experts, top-{})\n{}",
             self.instance.name,
             self.instance.servers,
             self.instance.gpus,
             self.instance.layers,
             self.instance.experts_per_layer,
             self.instance.top_k,
-            self.result.text()
+            MethodLine::table(&[&self.result])
         );
         if let Some(p) = &self.placement {
             for (n, server) in p.gpus.iter().enumerate() {
@@ -285,9 +304,7 @@ impl CompareReport {
             self.instance.top_k,
             crate::render::reference(self.reference)
         );
-        for m in &self.methods {
-            let _ = writeln!(out, "{}", m.text());
-        }
+        out.push_str(&MethodLine::table(&self.methods.iter().collect::<Vec<_>>()));
         out
     }
 }

@@ -168,24 +168,35 @@ impl MethodReport {
         }
     }
 
-    fn line(&self) -> String {
+    /// The columns of [`MethodReport::row`].
+    const HEADERS: [&'static str; 6] = [
+        "method",
+        "makespan (s)",
+        "ratio",
+        "status",
+        "bound (s)",
+        "gap",
+    ];
+
+    /// The line's cells for the text table.
+    fn row(&self) -> Vec<String> {
         let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6e}"));
-        let mut s = format!(
-            "{:<20} makespan {} s  ratio {}",
-            self.method.name(),
+        vec![
+            self.method.name().to_string(),
             f(self.makespan_s),
-            self.ratio.map_or("-".into(), |r| format!("{r:.4}"))
-        );
-        if let Some(e) = &self.exact {
-            let _ = write!(
-                s,
-                "  [{}; bound {} s, gap {}]",
-                e.status,
-                f(e.best_bound),
-                f(e.gap)
-            );
-        }
-        s
+            self.ratio.map_or("-".into(), |r| format!("{r:.4}")),
+            self.exact
+                .as_ref()
+                .map_or("-".into(), |e| e.status.to_string()),
+            f(self.exact.as_ref().and_then(|e| e.best_bound)),
+            f(self.exact.as_ref().and_then(|e| e.gap)),
+        ]
+    }
+
+    /// The text table of some lines.
+    fn table(lines: &[&MethodReport]) -> String {
+        let rows: Vec<Vec<String>> = lines.iter().map(|l| l.row()).collect();
+        crate::render::table(&Self::HEADERS, &rows, 1)
     }
 }
 
@@ -208,9 +219,9 @@ impl SolveReport {
     /// For humans.
     pub fn text(&self) -> String {
         format!(
-            "{}\n{}\nLemma B.3 lower bound {:.6e} s (I {:.3e}, C/L {:.3e}, P {:.3e}, Z {:.3e})\n",
+            "{}\n{}Lemma B.3 lower bound {:.6e} s (I {:.3e}, C/L {:.3e}, P {:.3e}, Z {:.3e})\n",
             self.layer.name,
-            self.result.line(),
+            MethodReport::table(&[&self.result]),
             self.lower_bound.value_s,
             self.lower_bound.io_s,
             self.lower_bound.compute_per_thread_s,
@@ -262,9 +273,9 @@ impl CompareReport {
             self.layer.name,
             crate::render::reference(self.reference)
         );
-        for m in &self.methods {
-            let _ = writeln!(s, "{}", m.line());
-        }
+        s.push_str(&MethodReport::table(
+            &self.methods.iter().collect::<Vec<_>>(),
+        ));
         for (m, why) in &self.skipped {
             let _ = writeln!(s, "{:<20} skipped: {why}", m.name());
         }
