@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::export::Table;
 use crate::named::Named;
-use crate::problem::{self, ExactReport, MethodRun, Problem, Reference, Sense};
+use crate::problem::{self, ExactReport, MethodRun, Problem, Reference, Runs, Sense};
 use crate::render::table;
 use crate::report::RunOptions;
 use crate::sweep::SweepProblem;
@@ -231,13 +231,14 @@ pub struct Registry {
 impl Registry {
     /// moe-opt's problems.
     pub fn builtin() -> Self {
+        use crate::{prism::methods::Prism, slimcaching::methods::SlimCaching};
         Registry {
             entries: vec![
-                Box::new(crate::slimcaching::commands::SlimCachingEntry),
-                Box::new(crate::prism::commands::PrismEntry),
+                Box::new(ProblemEntry::<SlimCaching>::new()),
+                Box::new(ProblemEntry::<Prism>::new()),
                 Box::new(crate::cache::entry::CacheTraceEntry),
                 Box::new(crate::cache::entry::CacheOfflineEntry),
-                Box::new(crate::zipmoe::commands::ZipMoeEntry),
+                Box::new(ProblemEntry::<crate::zipmoe::methods::ZipMoe>::new()),
                 Box::new(crate::zipmoe::planning::commands::PoolEntry),
                 Box::new(crate::smoe::commands::SmoeEntry),
             ],
@@ -459,7 +460,59 @@ const HEADERS: [&str; 6] = [
     "note",
 ];
 
-impl<P: Problem> Entry for ProblemEntry<P> {
+/// What a [`Problem`] shows on the command line beyond its methods: every item has a
+/// default (the standard reports, no generator), so a new problem starts with
+/// `impl Commands for MyProblem {}` and overrides what it has.
+pub trait Commands: Problem {
+    /// The generator's presets.
+    fn presets() -> Vec<MethodInfo> {
+        Vec::new()
+    }
+    /// `generate --print-config` (see [`generator_json`]).
+    fn config(_preset: Option<&str>, _file: Option<&Path>) -> Result<Value, Error> {
+        Err(refused::<Self>("generate"))
+    }
+    /// `generate` (see [`generated`]).
+    fn generate(_preset: Option<&str>, _file: Option<&Path>, _seed: u64) -> Result<Made, Error> {
+        Err(refused::<Self>("generate"))
+    }
+    /// `import`.
+    fn import(_args: &ImportArgs) -> Result<Made, Error> {
+        Err(refused::<Self>("import"))
+    }
+    /// The `solve` report of one run.
+    fn solve_report(
+        instance: &Self::Instance,
+        _model: &Self::Model,
+        run: &MethodRun<Self>,
+        _options: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        Ok(standard_solve(instance, run))
+    }
+    /// The `compare` report of several runs.
+    fn compare_report(
+        instance: &Self::Instance,
+        _model: &Self::Model,
+        runs: &Runs<Self>,
+        _options: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        Ok(standard_compare(instance, runs))
+    }
+    /// The sweep adapter.
+    fn sweep() -> Option<Box<dyn SweepProblem>> {
+        None
+    }
+    /// The demo's instance.
+    fn demo_instance(_seed: u64) -> Option<Result<Made, Error>> {
+        None
+    }
+}
+
+fn refused<P: Problem>(command: &str) -> Error {
+    Error::command_line("problem", format!("{} has no `{command}`", P::TAG))
+}
+
+impl<P: Commands> Entry for ProblemEntry<P> {
     fn tag(&self) -> &'static str {
         P::TAG
     }
@@ -472,21 +525,34 @@ impl<P: Problem> Entry for ProblemEntry<P> {
         infos::<P::Method>()
     }
 
+    fn presets(&self) -> Vec<MethodInfo> {
+        P::presets()
+    }
+
+    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
+        P::config(preset, file)
+    }
+
+    fn generate(
+        &self,
+        preset: Option<&str>,
+        file: Option<&Path>,
+        seed: u64,
+    ) -> Result<Made, Error> {
+        P::generate(preset, file, seed)
+    }
+
+    fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
+        P::import(args)
+    }
+
     fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
         let method =
             P::Method::parse_name(method).map_err(|e| Error::command_line("--method", e))?;
         let instance = P::load(file)?;
-        let run = problem::run::<P>(&P::model(&instance), method, options)?;
-        let line = Line::new(&run, Reference::None);
-        let text = table(&HEADERS, &[line.row()], 1);
-        let report = serde_json::json!({
-            "moe_opt_version": crate::report::VERSION,
-            "problem": P::TAG,
-            "instance_sha256": crate::report::canonical_sha256(&instance),
-            "objective_name": P::OBJECTIVE,
-            "result": line,
-        });
-        Ok(Rendered::new(&report, text))
+        let model = P::model(&instance);
+        let run = problem::run::<P>(&model, method, options)?;
+        P::solve_report(&instance, &model, &run, options)
     }
 
     fn compare(
@@ -497,47 +563,9 @@ impl<P: Problem> Entry for ProblemEntry<P> {
     ) -> Result<Rendered, Error> {
         let instance = P::load(file)?;
         let chosen = problem::chosen_methods::<P>(&instance, methods)?;
-        let runs = problem::run_all::<P>(&P::model(&instance), &chosen, options)?;
-        let report = CompareReport {
-            moe_opt_version: crate::report::VERSION,
-            problem: P::TAG,
-            instance_sha256: crate::report::canonical_sha256(&instance),
-            objective_name: P::OBJECTIVE,
-            sense: P::SENSE,
-            reference: runs.reference,
-            methods: runs
-                .runs
-                .iter()
-                .map(|r| Line::new(r, runs.reference))
-                .collect(),
-            skipped: runs
-                .skipped
-                .iter()
-                .map(|(m, why)| (m.name(), why.clone()))
-                .collect(),
-        };
-        let rows: Vec<Vec<String>> = report.methods.iter().map(Line::row).collect();
-        let text = format!(
-            "{} ({}, {}): {}\n{}",
-            P::TAG,
-            P::OBJECTIVE,
-            if P::SENSE == Sense::Maximize {
-                "maximised"
-            } else {
-                "minimised"
-            },
-            crate::render::reference(report.reference),
-            table(&HEADERS, &rows, 1)
-        );
-        let rendered = Rendered::new(&report, text);
-        let context = vec![
-            ("moe_opt_version", Value::from(crate::report::VERSION)),
-            ("instance_sha256", report.instance_sha256.clone().into()),
-            ("reference_kind", report.reference.kind().into()),
-            ("reference_value", report.reference.value().into()),
-        ];
-        let table = Table::new(context, report.methods.iter().map(to_value).collect());
-        Ok(rendered.with_table(table))
+        let model = P::model(&instance);
+        let runs = problem::run_all::<P>(&model, &chosen, options)?;
+        P::compare_report(&instance, &model, &runs, options)
     }
 
     fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
@@ -547,6 +575,112 @@ impl<P: Problem> Entry for ProblemEntry<P> {
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
         P::claims()
     }
+
+    fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
+        P::sweep()
+    }
+
+    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
+        P::demo_instance(seed)
+    }
+}
+
+/// The standard `solve` report: the method's line.
+pub fn standard_solve<P: Problem>(instance: &P::Instance, run: &MethodRun<P>) -> Rendered {
+    let line = Line::new(run, Reference::None);
+    let text = table(&HEADERS, &[line.row()], 1);
+    let report = serde_json::json!({
+        "moe_opt_version": crate::report::VERSION,
+        "problem": P::TAG,
+        "instance_sha256": crate::report::canonical_sha256(instance),
+        "objective_name": P::OBJECTIVE,
+        "result": line,
+    });
+    Rendered::new(&report, text)
+}
+
+/// The standard `compare` report: a line per method against the reference.
+pub fn standard_compare<P: Problem>(instance: &P::Instance, runs: &Runs<P>) -> Rendered {
+    let report = CompareReport {
+        moe_opt_version: crate::report::VERSION,
+        problem: P::TAG,
+        instance_sha256: crate::report::canonical_sha256(instance),
+        objective_name: P::OBJECTIVE,
+        sense: P::SENSE,
+        reference: runs.reference,
+        methods: runs
+            .runs
+            .iter()
+            .map(|r| Line::new(r, runs.reference))
+            .collect(),
+        skipped: runs
+            .skipped
+            .iter()
+            .map(|(m, why)| (m.name(), why.clone()))
+            .collect(),
+    };
+    let rows: Vec<Vec<String>> = report.methods.iter().map(Line::row).collect();
+    let text = format!(
+        "{} ({}, {}): {}\n{}",
+        P::TAG,
+        P::OBJECTIVE,
+        if P::SENSE == Sense::Maximize {
+            "maximised"
+        } else {
+            "minimised"
+        },
+        crate::render::reference(report.reference),
+        table(&HEADERS, &rows, 1)
+    );
+    let context = vec![
+        ("moe_opt_version", Value::from(crate::report::VERSION)),
+        ("instance_sha256", report.instance_sha256.clone().into()),
+        ("reference_kind", report.reference.kind().into()),
+        ("reference_value", report.reference.value().into()),
+    ];
+    let table = Table::new(context, report.methods.iter().map(to_value).collect());
+    Rendered::new(&report, text).with_table(table)
+}
+
+/// A problem whose instances come from a seeded generator with named presets: `generate`,
+/// `--print-config` and sweeps use it.
+pub trait Generator: Problem {
+    /// The generator configuration (what `--print-config` prints and `--config` reads).
+    type Config: Serialize + DeserializeOwned;
+    /// The presets.
+    type Preset: Named;
+    /// The preset used when none is named.
+    const DEFAULT_PRESET: Self::Preset;
+    /// A preset's configuration.
+    fn preset_config(preset: Self::Preset) -> Self::Config;
+    /// Checks a configuration's values.
+    fn check(config: &Self::Config) -> Result<(), Error>;
+    /// The instance at a seed (validated).
+    fn generate_instance(config: &Self::Config, seed: u64) -> Result<Self::Instance, Error>;
+    /// One line on a generated instance, for stderr (none by default).
+    fn summary(_instance: &Self::Instance) -> String {
+        String::new()
+    }
+}
+
+/// `--print-config` of a [`Generator`]: the configuration of `file`, else of `preset`.
+pub fn generator_json<P: Generator>(
+    preset: Option<&str>,
+    file: Option<&Path>,
+) -> Result<Value, Error> {
+    let config = generator_config(preset, P::DEFAULT_PRESET, file, P::preset_config)?;
+    Ok(to_value(&config))
+}
+
+/// `generate` of a [`Generator`].
+pub fn generated<P: Generator>(
+    preset: Option<&str>,
+    file: Option<&Path>,
+    seed: u64,
+) -> Result<Made, Error> {
+    let config = generator_config(preset, P::DEFAULT_PRESET, file, P::preset_config)?;
+    let instance = P::generate_instance(&config, seed)?;
+    Ok(Made::new(&instance, P::summary(&instance)))
 }
 
 /// `write-lp` of a [`Problem`]: its MILP in CPLEX LP format, and its size.

@@ -69,8 +69,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::named::Named;
-use crate::problem::{run_all, MethodRun, Problem};
-use crate::registry::Registry;
+use crate::problem::{run_all, MethodRun};
+use crate::registry::{Generator, Registry};
 use crate::report::{canonical_sha256, RunOptions};
 
 /// A sweep specification (TOML).
@@ -407,19 +407,11 @@ pub trait SweepProblem: Sync {
     ) -> Result<(String, Vec<Row>), Error>;
 }
 
-/// A [`Problem`] whose generator a sweep drives: its configuration, a second quantity for the
-/// table beside the objective (module doc's table) and feasibility.
-pub trait Sweepable: Problem {
-    /// The generator configuration (what `generate --print-config` prints).
-    type Config: Serialize + serde::de::DeserializeOwned;
+/// A [`Problem`] whose generator a sweep drives: a second quantity for the table beside the
+/// objective (module doc's table) and feasibility.
+pub trait Sweepable: Generator {
     /// Name and unit of [`Sweepable::secondary`].
     const SECONDARY: &'static str;
-    /// The configuration of a preset.
-    fn preset_config(preset: &str) -> Result<Self::Config, String>;
-    /// Checks a configuration's values.
-    fn check(config: &Self::Config) -> Result<(), Error>;
-    /// The instance at a seed.
-    fn generate(config: &Self::Config, seed: u64) -> Result<Self::Instance, Error>;
     /// The solution respects the problem's constraints.
     fn feasible(evaluation: &Self::Evaluation) -> bool;
     /// The second quantity of a run (seeded by the run options' seed where it samples).
@@ -444,7 +436,8 @@ impl<P> Default for SweepAdapter<P> {
 
 impl<P: Sweepable> SweepProblem for SweepAdapter<P> {
     fn base_config(&self, preset: &str) -> Result<Value, String> {
-        Ok(serde_json::to_value(P::preset_config(preset)?).expect("configurations serialise"))
+        let preset = P::Preset::parse_name(preset)?;
+        Ok(serde_json::to_value(P::preset_config(preset)).expect("configurations serialise"))
     }
 
     fn check_config(&self, config: &Value, methods: &[String]) -> Result<(), String> {
@@ -467,7 +460,7 @@ impl<P: Sweepable> SweepProblem for SweepAdapter<P> {
     ) -> Result<(String, Vec<Row>), Error> {
         let config: P::Config = serde_json::from_value(config.clone())
             .map_err(|e| cell_invalid("config", e.to_string()))?;
-        let instance = P::generate(&config, seed)?;
+        let instance = P::generate_instance(&config, seed)?;
         let sha = canonical_sha256(&instance);
         let model = P::model(&instance);
         let chosen = methods

@@ -67,8 +67,13 @@ fn the_command_reference_is_the_help() {
     let readme_path = root.join("README.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
     let (a, b) = (
-        readme.find(BEGIN).expect("README has the reference's start marker"),
-        readme.find(END).expect("README has the reference's end marker") + END.len(),
+        readme
+            .find(BEGIN)
+            .expect("README has the reference's start marker"),
+        readme
+            .find(END)
+            .expect("README has the reference's end marker")
+            + END.len(),
     );
     let regenerated = format!("{}{}{}", &readme[..a], readme_block(), &readme[b..]);
     let doc_path = root.join("docs/cli.md");

@@ -16,7 +16,7 @@ use formulations::{Error, ValidationError};
 use moe_opt::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome, ReferenceKind};
 use moe_opt::cli::{run_with, Cli};
 use moe_opt::problem::{self, Problem, RunOptions, Sense, Solved};
-use moe_opt::registry::{ProblemEntry, Registry};
+use moe_opt::registry::{Commands, ProblemEntry, Registry};
 use moe_opt::verify::{ClaimGroup, Searchable};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -341,7 +341,11 @@ impl Searchable for Knapsack {
     }
 }
 
-// 5. The registry line.
+// 5. The command line: the standard reports (no generator, importer or sweep).
+
+impl Commands for KnapsackProblem {}
+
+// 6. The registry line.
 
 fn registry() -> Registry {
     Registry::builtin().with(Box::new(ProblemEntry::<KnapsackProblem>::new()))

@@ -23,11 +23,10 @@ use super::generate::{try_generate, GeneratorConfig, Preset};
 use super::import::{from_activation_counts, ImportConfig};
 use super::methods::{self, ExactReport, Method, MethodRun, Prism, Reference, RunOptions};
 use crate::export::Table;
-use crate::problem::Problem;
-use crate::registry::{self, Entry, ImportArgs, Made, MethodInfo, Rendered};
+use crate::problem::{Problem, Runs};
+use crate::registry::{self, Commands, Generator, ImportArgs, Made, MethodInfo, Rendered};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
-use crate::verify::ClaimGroup;
 
 pub use super::eplb::{eplb_command, EplbReport};
 
@@ -262,20 +261,28 @@ pub fn solve(
     method: Method,
     options: &RunOptions,
 ) -> Result<SolveReport, Error> {
-    let run = methods::run(method, instance, options)?;
+    Ok(solve_report(
+        instance,
+        &methods::run(method, instance, options)?,
+        options,
+    ))
+}
+
+/// The report of one run.
+fn solve_report(instance: &Instance, run: &MethodRun, options: &RunOptions) -> SolveReport {
     let batch = sampled_batch(instance, options.seed);
-    Ok(SolveReport {
+    SolveReport {
         moe_opt_version: VERSION,
         instance: InstanceInfo::new(instance),
         result: MethodLine::new(
             instance,
-            &run,
+            run,
             Reference::None,
             batch.as_deref(),
             options.seed,
         ),
-        placement: run.solution,
-    })
+        placement: run.solution.clone(),
+    }
 }
 
 /// Output of `moe-opt compare` for a Prism instance.
@@ -317,6 +324,15 @@ pub fn compare(
     options: &RunOptions,
 ) -> Result<CompareReport, Error> {
     let runs = crate::problem::run_all::<Prism>(instance, methods_to_run, options)?;
+    compare_report(instance, &runs, options)
+}
+
+/// The report of the runs; an exact method refused by its size limit ends the command.
+fn compare_report(
+    instance: &Instance,
+    runs: &Runs<Prism>,
+    options: &RunOptions,
+) -> Result<CompareReport, Error> {
     if let Some((_, why)) = runs.skipped.first() {
         return Err(Error::TooLarge(why.clone()));
     }
@@ -540,45 +556,40 @@ pub fn migrate(
     migrate_instance(&load(path)?, config, options)
 }
 
-/// Prism in the registry (`eplb` and `migrate` are its own commands).
-pub struct PrismEntry;
+impl Generator for Prism {
+    type Config = GeneratorConfig;
+    type Preset = Preset;
+    const DEFAULT_PRESET: Preset = Preset::Small;
 
-impl Entry for PrismEntry {
-    fn tag(&self) -> &'static str {
-        Prism::TAG
+    fn preset_config(preset: Preset) -> GeneratorConfig {
+        GeneratorConfig::preset(preset)
     }
 
-    fn about(&self) -> &'static str {
-        Prism::ABOUT
+    fn check(config: &GeneratorConfig) -> Result<(), Error> {
+        config.check()
     }
 
-    fn methods(&self) -> Vec<MethodInfo> {
-        registry::infos::<Method>()
+    fn generate_instance(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
+        try_generate(config, seed)
     }
+}
 
-    fn presets(&self) -> Vec<MethodInfo> {
+/// Prism's commands (`eplb` and `migrate` are its own).
+impl Commands for Prism {
+    fn presets() -> Vec<MethodInfo> {
         registry::infos::<Preset>()
     }
 
-    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
-        let config =
-            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
-        Ok(registry::to_value(&config))
+    fn config(preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
+        registry::generator_json::<Self>(preset, file)
     }
 
-    fn generate(
-        &self,
-        preset: Option<&str>,
-        file: Option<&Path>,
-        seed: u64,
-    ) -> Result<Made, Error> {
-        let config =
-            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
-        Ok(Made::new(&try_generate(&config, seed)?, String::new()))
+    fn generate(preset: Option<&str>, file: Option<&Path>, seed: u64) -> Result<Made, Error> {
+        registry::generated::<Self>(preset, file, seed)
     }
 
-    fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
-        let counts = args.counts(self.tag())?;
+    fn import(args: &ImportArgs) -> Result<Made, Error> {
+        let counts = args.counts(Self::TAG)?;
         args.no_overrides()?;
         let mut config: ImportConfig = args.config()?;
         config.seed = args.seed.unwrap_or(config.seed);
@@ -589,11 +600,13 @@ impl Entry for PrismEntry {
     }
 
     /// `--csv`: a row per (server, GPU, expert) of the placement.
-    fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
-        let method: Method = method
-            .parse()
-            .map_err(|e: String| Error::command_line("--method", e))?;
-        let report = solve(&load(file)?, method, options)?;
+    fn solve_report(
+        instance: &Instance,
+        _: &Instance,
+        run: &MethodRun,
+        options: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        let report = solve_report(instance, run, options);
         let mut rows = Vec::new();
         for (n, gpus) in report
             .placement
@@ -615,33 +628,23 @@ impl Entry for PrismEntry {
         Ok(Rendered::new(&report, report.text()).with_table(Table::new(context, rows)))
     }
 
-    fn compare(
-        &self,
-        file: &Path,
-        methods: Option<&[String]>,
+    fn compare_report(
+        instance: &Instance,
+        _: &Instance,
+        runs: &Runs<Self>,
         options: &RunOptions,
     ) -> Result<Rendered, Error> {
-        let instance = load(file)?;
-        let chosen = crate::problem::chosen_methods::<Prism>(&instance, methods)?;
-        let report = compare(&instance, &chosen, options)?;
+        let report = compare_report(instance, runs, options)?;
         let table = registry::compare_table(&report);
         Ok(Rendered::new(&report, report.text()).with_table(table))
     }
 
-    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
-        registry::write_lp::<Prism>(file)
+    fn sweep() -> Option<Box<dyn SweepProblem>> {
+        Some(Box::new(SweepAdapter::<Self>::new()))
     }
 
-    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
-    }
-
-    fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
-        Some(Box::new(SweepAdapter::<Prism>::new()))
-    }
-
-    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
-        Some(self.generate(Some("tiny"), None, seed))
+    fn demo_instance(seed: u64) -> Option<Result<Made, Error>> {
+        Some(registry::generated::<Self>(Some("tiny"), None, seed))
     }
 }
 
@@ -649,20 +652,7 @@ impl Entry for PrismEntry {
 /// (Section IV-C's simulator on the instance's workload, the same requests for every method)
 /// beside it.
 impl Sweepable for Prism {
-    type Config = GeneratorConfig;
     const SECONDARY: &'static str = "sim_mean_latency_s";
-
-    fn preset_config(preset: &str) -> Result<GeneratorConfig, String> {
-        Ok(GeneratorConfig::preset(preset.parse()?))
-    }
-
-    fn check(config: &GeneratorConfig) -> Result<(), Error> {
-        config.check()
-    }
-
-    fn generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
-        try_generate(config, seed)
-    }
 
     fn feasible(evaluation: &Evaluation) -> bool {
         evaluation.feasible

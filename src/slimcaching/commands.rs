@@ -12,12 +12,11 @@ use super::generate::{try_generate, GeneratorConfig, Preset};
 use super::import::{from_activation_counts, ImportConfig};
 use super::methods::{ExactReport, Method, MethodRun, Reference, RunOptions, SlimCaching};
 use crate::export::Table;
-use crate::problem::{self, chosen_methods, Problem};
-use crate::registry::{self, Entry, ImportArgs, Made, MethodInfo, Rendered};
+use crate::problem::{Problem, Runs};
+use crate::registry::{self, Commands, Generator, ImportArgs, Made, MethodInfo, Rendered};
 use crate::render::{ms, table};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
-use crate::verify::ClaimGroup;
 
 /// Identity and size of the instance a report is about.
 #[derive(Debug, Clone, Serialize)]
@@ -316,14 +315,9 @@ impl SolveReport {
     }
 }
 
-/// Runs the methods and rates each against the best reference found (a proved optimum if any).
-pub fn compare(
-    instance: &Instance,
-    chosen: &[Method],
-    options: &RunOptions,
-) -> Result<CompareReport, Error> {
-    let model = LatencyModel::new(instance);
-    let runs = problem::run_all::<SlimCaching>(&model, chosen, options)?;
+/// The report of the runs, rated against the best reference found (a proved optimum if
+/// any); an exact method refused by its size limit ends the command with its reason.
+fn compare_report(instance: &Instance, runs: &Runs<SlimCaching>) -> Result<CompareReport, Error> {
     if let Some((_, why)) = runs.skipped.first() {
         return Err(Error::TooLarge(why.clone()));
     }
@@ -339,50 +333,43 @@ pub fn compare(
     })
 }
 
-/// SlimCaching in the registry.
-pub struct SlimCachingEntry;
+impl Generator for SlimCaching {
+    type Config = GeneratorConfig;
+    type Preset = Preset;
+    const DEFAULT_PRESET: Preset = Preset::Small;
 
-impl Entry for SlimCachingEntry {
-    fn tag(&self) -> &'static str {
-        SlimCaching::TAG
+    fn preset_config(preset: Preset) -> GeneratorConfig {
+        GeneratorConfig::preset(preset)
     }
 
-    fn about(&self) -> &'static str {
-        SlimCaching::ABOUT
+    fn check(config: &GeneratorConfig) -> Result<(), Error> {
+        config.check()
     }
 
-    fn methods(&self) -> Vec<MethodInfo> {
-        registry::infos::<Method>()
+    fn generate_instance(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
+        try_generate(config, seed)
     }
 
-    fn presets(&self) -> Vec<MethodInfo> {
+    fn summary(instance: &Instance) -> String {
+        InstanceInfo::new(instance).summary()
+    }
+}
+
+impl Commands for SlimCaching {
+    fn presets() -> Vec<MethodInfo> {
         registry::infos::<Preset>()
     }
 
-    fn config(
-        &self,
-        preset: Option<&str>,
-        file: Option<&Path>,
-    ) -> Result<serde_json::Value, Error> {
-        let config =
-            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
-        Ok(registry::to_value(&config))
+    fn config(preset: Option<&str>, file: Option<&Path>) -> Result<serde_json::Value, Error> {
+        registry::generator_json::<Self>(preset, file)
     }
 
-    fn generate(
-        &self,
-        preset: Option<&str>,
-        file: Option<&Path>,
-        seed: u64,
-    ) -> Result<Made, Error> {
-        let config =
-            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
-        let instance = try_generate(&config, seed)?;
-        Ok(Made::new(&instance, InstanceInfo::new(&instance).summary()))
+    fn generate(preset: Option<&str>, file: Option<&Path>, seed: u64) -> Result<Made, Error> {
+        registry::generated::<Self>(preset, file, seed)
     }
 
-    fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
-        let counts = args.counts(self.tag())?;
+    fn import(args: &ImportArgs) -> Result<Made, Error> {
+        let counts = args.counts(Self::TAG)?;
         let mut config: ImportConfig = args.config()?;
         config.servers = args.servers.unwrap_or(config.servers);
         config.users = args.users.unwrap_or(config.users);
@@ -393,62 +380,39 @@ impl Entry for SlimCachingEntry {
         Ok(Made::new(&instance, InstanceInfo::new(&instance).summary()))
     }
 
-    fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
-        let method: Method = method
-            .parse()
-            .map_err(|e: String| Error::command_line("--method", e))?;
-        let instance = SlimCaching::load(file)?;
-        let model = LatencyModel::new(&instance);
-        let run = problem::run::<SlimCaching>(&model, method, options)?;
-        let report = SolveReport::new(&instance, &model, &run);
-        Ok(Rendered::new(&report, report.text()).with_table(report.table()))
-    }
-
-    fn compare(
-        &self,
-        file: &Path,
-        methods: Option<&[String]>,
-        options: &RunOptions,
+    /// `--csv`: a row per cached expert.
+    fn solve_report(
+        instance: &Instance,
+        model: &LatencyModel,
+        run: &MethodRun,
+        _: &RunOptions,
     ) -> Result<Rendered, Error> {
-        let instance = SlimCaching::load(file)?;
-        let chosen = chosen_methods::<SlimCaching>(&instance, methods)?;
-        let report = compare(&instance, &chosen, options)?;
+        let report = SolveReport::new(instance, model, run);
         Ok(Rendered::new(&report, report.text()).with_table(report.table()))
     }
 
-    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
-        registry::write_lp::<SlimCaching>(file)
+    fn compare_report(
+        instance: &Instance,
+        _: &LatencyModel,
+        runs: &Runs<Self>,
+        _: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        let report = compare_report(instance, runs)?;
+        Ok(Rendered::new(&report, report.text()).with_table(report.table()))
     }
 
-    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
+    fn sweep() -> Option<Box<dyn SweepProblem>> {
+        Some(Box::new(SweepAdapter::<Self>::new()))
     }
 
-    fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
-        Some(Box::new(SweepAdapter::<SlimCaching>::new()))
-    }
-
-    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
-        Some(self.generate(Some("tiny"), None, seed))
+    fn demo_instance(seed: u64) -> Option<Result<Made, Error>> {
+        Some(registry::generated::<Self>(Some("tiny"), None, seed))
     }
 }
 
 /// Sweeps: F(X) of (17) (maximised), and the average per-token latency of eq. (14) beside it.
 impl Sweepable for SlimCaching {
-    type Config = GeneratorConfig;
     const SECONDARY: &'static str = "avg_latency_s";
-
-    fn preset_config(preset: &str) -> Result<GeneratorConfig, String> {
-        Ok(GeneratorConfig::preset(preset.parse()?))
-    }
-
-    fn check(config: &GeneratorConfig) -> Result<(), Error> {
-        config.check()
-    }
-
-    fn generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
-        try_generate(config, seed)
-    }
 
     fn feasible(evaluation: &Evaluation) -> bool {
         evaluation.feasible

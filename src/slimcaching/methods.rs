@@ -171,6 +171,10 @@ impl Problem for SlimCaching {
     fn milp(model: &LatencyModel) -> Result<Milp, Error> {
         Ok(SlimCachingMilp::p1(model).milp)
     }
+
+    fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
+        vec![Box::new(super::claims::registry())]
+    }
 }
 
 /// Runs one method and evaluates its placement.

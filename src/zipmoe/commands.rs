@@ -13,11 +13,10 @@ use serde_json::Value;
 use super::generate::{self, GeneratorConfig, ImportConfig, Preset};
 use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions, ZipMoe};
 use crate::export::Table;
-use crate::problem::Problem;
-use crate::registry::{self, Entry, ImportArgs, Made, MethodInfo, Rendered};
+use crate::problem::{Problem, Runs};
+use crate::registry::{self, Commands, Generator, ImportArgs, Made, MethodInfo, Rendered};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
-use crate::verify::ClaimGroup;
 
 /// Identity and size of a layer.
 #[derive(Debug, Clone, Serialize)]
@@ -237,14 +236,25 @@ pub fn solve(
     method: Method,
     options: &RunOptions,
 ) -> Result<SolveReport, Error> {
-    let run = methods::run(method, instance, options)?;
-    Ok(SolveReport {
+    Ok(solve_report(
+        instance,
+        &methods::run(method, instance, options)?,
+    ))
+}
+
+/// The report of one run.
+fn solve_report(instance: &Instance, run: &MethodRun) -> SolveReport {
+    SolveReport {
         moe_opt_version: VERSION,
         layer: LayerInfo::new(instance),
-        result: MethodReport::new(&run, Reference::None),
+        result: MethodReport::new(run, Reference::None),
         lower_bound: lower_bound(instance),
-        gantt: run.solution.map(|s| s.rows).unwrap_or_default(),
-    })
+        gantt: run
+            .solution
+            .as_ref()
+            .map(|s| s.rows.clone())
+            .unwrap_or_default(),
+    }
 }
 
 /// Output of `compare`.
@@ -296,19 +306,23 @@ pub fn compare(
     options: &RunOptions,
 ) -> Result<CompareReport, Error> {
     let runs = crate::problem::run_all::<ZipMoe>(instance, which, options)?;
-    let reference = runs.reference;
-    Ok(CompareReport {
+    Ok(compare_report(instance, &runs))
+}
+
+/// The report of the runs.
+fn compare_report(instance: &Instance, runs: &Runs<ZipMoe>) -> CompareReport {
+    CompareReport {
         moe_opt_version: VERSION,
         layer: LayerInfo::new(instance),
-        reference,
+        reference: runs.reference,
         lower_bound: lower_bound(instance),
         methods: runs
             .runs
             .iter()
-            .map(|r| MethodReport::new(r, reference))
+            .map(|r| MethodReport::new(r, runs.reference))
             .collect(),
-        skipped: runs.skipped,
-    })
+        skipped: runs.skipped.clone(),
+    }
 }
 
 /// The MILP in CPLEX LP format.
@@ -325,49 +339,41 @@ pub fn gantt_csv(rows: &[GanttRow]) -> String {
     String::from_utf8(w.into_inner().expect("in-memory writer")).expect("CSV is UTF-8")
 }
 
-/// ZipMoE's layer schedule in the registry (the cache-pool plan is
+impl Generator for ZipMoe {
+    type Config = GeneratorConfig;
+    type Preset = Preset;
+    const DEFAULT_PRESET: Preset = Preset::Small;
+
+    fn preset_config(preset: Preset) -> GeneratorConfig {
+        GeneratorConfig::preset(preset)
+    }
+
+    fn check(config: &GeneratorConfig) -> Result<(), Error> {
+        config.check()
+    }
+
+    fn generate_instance(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
+        generate::try_generate(config, seed)
+    }
+}
+
+/// ZipMoE's layer schedule (the cache-pool plan is
 /// [`crate::zipmoe::planning::commands::PoolEntry`]).
-pub struct ZipMoeEntry;
-
-impl Entry for ZipMoeEntry {
-    fn tag(&self) -> &'static str {
-        ZipMoe::TAG
-    }
-
-    fn about(&self) -> &'static str {
-        ZipMoe::ABOUT
-    }
-
-    fn methods(&self) -> Vec<MethodInfo> {
-        registry::infos::<Method>()
-    }
-
-    fn presets(&self) -> Vec<MethodInfo> {
+impl Commands for ZipMoe {
+    fn presets() -> Vec<MethodInfo> {
         registry::infos::<Preset>()
     }
 
-    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
-        let config =
-            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
-        Ok(registry::to_value(&config))
+    fn config(preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
+        registry::generator_json::<Self>(preset, file)
     }
 
-    fn generate(
-        &self,
-        preset: Option<&str>,
-        file: Option<&Path>,
-        seed: u64,
-    ) -> Result<Made, Error> {
-        let config =
-            registry::generator_config(preset, Preset::Small, file, GeneratorConfig::preset)?;
-        Ok(Made::new(
-            &generate::try_generate(&config, seed)?,
-            String::new(),
-        ))
+    fn generate(preset: Option<&str>, file: Option<&Path>, seed: u64) -> Result<Made, Error> {
+        registry::generated::<Self>(preset, file, seed)
     }
 
-    fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
-        let counts = args.counts(self.tag())?;
+    fn import(args: &ImportArgs) -> Result<Made, Error> {
+        let counts = args.counts(Self::TAG)?;
         args.no_overrides()?;
         let mut config: ImportConfig = args.config()?;
         config.seed = args.seed.unwrap_or(config.seed);
@@ -375,11 +381,13 @@ impl Entry for ZipMoeEntry {
     }
 
     /// `--csv`: the Gantt chart, a row per operation.
-    fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
-        let method: Method = method
-            .parse()
-            .map_err(|e: String| Error::command_line("--method", e))?;
-        let report = solve(&ZipMoe::load(file)?, method, options)?;
+    fn solve_report(
+        instance: &Instance,
+        _: &Instance,
+        run: &MethodRun,
+        _: &RunOptions,
+    ) -> Result<Rendered, Error> {
+        let report = solve_report(instance, run);
         let rows = report.gantt.iter().map(registry::to_value).collect();
         let context = vec![
             ("moe_opt_version", VERSION.into()),
@@ -390,53 +398,30 @@ impl Entry for ZipMoeEntry {
         Ok(Rendered::new(&report, report.text()).with_table(Table::new(context, rows)))
     }
 
-    fn compare(
-        &self,
-        file: &Path,
-        methods: Option<&[String]>,
-        options: &RunOptions,
+    fn compare_report(
+        instance: &Instance,
+        _: &Instance,
+        runs: &Runs<Self>,
+        _: &RunOptions,
     ) -> Result<Rendered, Error> {
-        let instance = ZipMoe::load(file)?;
-        let chosen = crate::problem::chosen_methods::<ZipMoe>(&instance, methods)?;
-        let report = compare(&instance, &chosen, options)?;
+        let report = compare_report(instance, runs);
         let table = registry::compare_table(&report);
         Ok(Rendered::new(&report, report.text()).with_table(table))
     }
 
-    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
-        registry::write_lp::<ZipMoe>(file)
+    fn sweep() -> Option<Box<dyn SweepProblem>> {
+        Some(Box::new(SweepAdapter::<Self>::new()))
     }
 
-    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
-    }
-
-    fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
-        Some(Box::new(SweepAdapter::<ZipMoe>::new()))
-    }
-
-    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
-        Some(self.generate(Some("tiny"), None, seed))
+    fn demo_instance(seed: u64) -> Option<Result<Made, Error>> {
+        Some(registry::generated::<Self>(Some("tiny"), None, seed))
     }
 }
 
 /// Sweeps: the makespan (minimised), and Lemma B.3's lower bound max{I, C/L, P, Z} of the
 /// cell's instance (the same on every row of a cell) beside it.
 impl Sweepable for ZipMoe {
-    type Config = GeneratorConfig;
     const SECONDARY: &'static str = "lower_bound_s";
-
-    fn preset_config(preset: &str) -> Result<GeneratorConfig, String> {
-        Ok(GeneratorConfig::preset(preset.parse()?))
-    }
-
-    fn check(config: &GeneratorConfig) -> Result<(), Error> {
-        config.check()
-    }
-
-    fn generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
-        generate::try_generate(config, seed)
-    }
 
     /// The evaluator's schedules respect every precedence and resource.
     fn feasible(_: &Schedule) -> bool {

@@ -138,6 +138,10 @@ impl Problem for ZipMoe {
     fn milp(instance: &Instance) -> Result<Milp, Error> {
         Ok(ZipMoeMilp::build(instance)?.milp)
     }
+
+    fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
+        vec![Box::new(super::claims::registry())]
+    }
 }
 
 /// Runs one method and evaluates its schedule.
