@@ -1,8 +1,9 @@
 //! Expert caches over token streams (papers 002 and 004): eviction policies, routers, and the
 //! loop that replays a trace through both.
 //!
-//! * [`policy`]: the [`policy::Policy`] trait every eviction policy implements, the
-//!   [`policy::Simulation`] that counts misses and lifetimes, and LRU;
+//! * [`policy`]: the [`policy::Policy`] trait every eviction policy implements (its hooks
+//!   and the one step written on them), the [`policy::Simulation`] that counts misses and
+//!   lifetimes, and LRU;
 //! * [`policies`]: LFU, FIFO, SMoE's score window, ZipMoE's frequency counts, policy names,
 //!   and the replay of a trace through per-layer caches or one pool;
 //! * [`import`]: token logs (JSON Lines) and activation counts;
