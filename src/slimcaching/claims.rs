@@ -738,30 +738,6 @@ fn witness_json(f: &PlacementFunction, property: &str, w: &Witness) -> Value {
 // Check builders
 // ---------------------------------------------------------------------------------------------
 
-fn property_check(
-    outcome: Outcome,
-    note: String,
-    witness: Option<Value>,
-    margin: Option<f64>,
-) -> Check {
-    Check {
-        outcome,
-        value: None,
-        reference: None,
-        reference_kind: ReferenceKind::None,
-        solver_status: None,
-        ratio: None,
-        bound: None,
-        note,
-        witness,
-        margin,
-    }
-}
-
-fn inconclusive(note: String) -> Check {
-    property_check(Outcome::Inconclusive, note, None, None)
-}
-
 /// `slack / max(scale, TOLERANCE.abs)`, kept strictly negative when `slack` is (a quotient
 /// that underflowed to -0 would read as "holds").
 fn normalised(slack: f64, scale: f64) -> f64 {
@@ -820,6 +796,21 @@ struct Reference {
     kind: ReferenceKind,
     status: Option<String>,
     placement: Option<Placement>,
+}
+
+impl Reference {
+    /// `value` compared with this reference: its value, kind and solver status, and the ratio
+    /// where defined; bound, witness and margin by struct update.
+    fn check(&self, outcome: Outcome, value: f64, note: String) -> Check {
+        Check {
+            value: Some(value),
+            reference: self.value,
+            reference_kind: self.kind,
+            solver_status: self.status.clone(),
+            ratio: ratio_of(value, self.value),
+            ..Check::new(outcome, note)
+        }
+    }
 }
 
 fn status_name(s: MilpStatus) -> String {
@@ -1010,16 +1001,10 @@ fn ratio_check(
 ) -> Check {
     let (outcome, margin) = judge(value, reference.value, reference.kind, bound);
     Check {
-        outcome,
-        value: Some(value),
-        reference: reference.value,
-        reference_kind: reference.kind,
-        solver_status: reference.status.clone(),
-        ratio: ratio_of(value, reference.value),
         bound,
-        note,
         witness: (outcome == Outcome::Fail).then(witness),
         margin,
+        ..reference.check(outcome, value, note)
     }
 }
 
@@ -1079,10 +1064,10 @@ fn property_claim(
 ) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
-        Err(note) => return inconclusive(note),
+        Err(note) => return Check::inconclusive(note),
     };
     if let Err(note) = premise_top_k(instance, want_top1) {
-        return inconclusive(note);
+        return Check::inconclusive(note);
     }
     let (ground, described) = full_ground(&model);
     let f = PlacementFunction::new(&model, &model.empty_placement(), ground, |_| true);
@@ -1106,8 +1091,9 @@ fn property_claim(
                 )
             })
             .collect();
-        return property_check(
+        return Check::property(
             Outcome::Fail,
+            None,
             format!(
                 "F is not {} on V = {described} (checked {how}; worst {}; margin {})",
                 names.join(" and not "),
@@ -1123,12 +1109,13 @@ fn property_claim(
         );
     }
     let names: Vec<&str> = properties.iter().map(|(p, _)| *p).collect();
-    property_check(
+    Check::property(
         if exhaustive {
             Outcome::Pass
         } else {
             Outcome::Inconclusive
         },
+        None,
         format!(
             "F {} on V = {described}: {checked} inequalities checked {how}; margin {}",
             names.join(" and "),
@@ -1166,10 +1153,10 @@ fn check_prop2_monotone(instance: &Instance, _options: &CheckOptions) -> Check {
 fn check_prop2_neither(instance: &Instance, _options: &CheckOptions) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
-        Err(note) => return inconclusive(note),
+        Err(note) => return Check::inconclusive(note),
     };
     if let Err(note) = premise_top_k(instance, false) {
-        return inconclusive(note);
+        return Check::inconclusive(note);
     }
     let (ground, described) = full_ground(&model);
     let f = PlacementFunction::new(&model, &model.empty_placement(), ground, |_| true);
@@ -1212,7 +1199,7 @@ fn check_prop2_neither(instance: &Instance, _options: &CheckOptions) -> Check {
                 "not_supermodular": not_sup })
     });
     // An existence claim has no margin: no single instance can fail it.
-    property_check(outcome, note, witness, None)
+    Check::property(outcome, None, note, witness, None)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1223,10 +1210,10 @@ fn check_prop2_neither(instance: &Instance, _options: &CheckOptions) -> Check {
 fn check_prop3(instance: &Instance, options: &CheckOptions) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
-        Err(note) => return inconclusive(note),
+        Err(note) => return Check::inconclusive(note),
     };
     if let Err(note) = premise_top_k(instance, true) {
-        return inconclusive(note);
+        return Check::inconclusive(note);
     }
     let greedy = algorithms::greedy(&model).placement;
     let value = model.objective(&greedy);
@@ -1255,10 +1242,10 @@ fn check_prop3(instance: &Instance, options: &CheckOptions) -> Check {
 fn check_remark2(instance: &Instance, options: &CheckOptions) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
-        Err(note) => return inconclusive(note),
+        Err(note) => return Check::inconclusive(note),
     };
     if let Err(note) = premise_top_k(instance, true) {
-        return inconclusive(note);
+        return Check::inconclusive(note);
     }
     let runs = [
         ("Alg. 2", algorithms::successive_dp(&model)),
@@ -1271,7 +1258,7 @@ fn check_remark2(instance: &Instance, options: &CheckOptions) -> Check {
                 let v = model.objective(&s.placement);
                 results.push((name, s.placement, v));
             }
-            Err(e) => return inconclusive(format!("{name} failed: {e}")),
+            Err(e) => return Check::inconclusive(format!("{name} failed: {e}")),
         }
     }
     let reference = p1_reference(&model, options, Some(&results[1].1));
@@ -1327,11 +1314,11 @@ type Part<'f, 'a> = (
 fn check_prop4(instance: &Instance, _options: &CheckOptions) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
-        Err(note) => return inconclusive(note),
+        Err(note) => return Check::inconclusive(note),
     };
     let run = match algorithms::successive_maxconv(&model) {
         Ok(r) => r,
-        Err(e) => return inconclusive(format!("Alg. 3 failed: {e}")),
+        Err(e) => return Check::inconclusive(format!("Alg. 3 failed: {e}")),
     };
     let mut total = 0u64;
     let mut sampled = false;
@@ -1397,8 +1384,9 @@ fn check_prop4(instance: &Instance, _options: &CheckOptions) -> Check {
     }
     let margin = worst.as_ref().map(|w| w.0);
     if let Some((m, what, w)) = worst.filter(|w| w.0 < 0.0) {
-        return property_check(
+        return Check::property(
             Outcome::Fail,
+            None,
             format!(
                 "{what}; margin {}; {} violated: {}",
                 fmt_margin(Some(m)),
@@ -1409,12 +1397,13 @@ fn check_prop4(instance: &Instance, _options: &CheckOptions) -> Check {
             margin,
         );
     }
-    property_check(
+    Check::property(
         if sampled {
             Outcome::Inconclusive
         } else {
             Outcome::Pass
         },
+        None,
         format!(
             "on all {} servers F~^mod is modular and non-decreasing and F~^super supermodular \
              and non-decreasing: {total} inequalities checked {}; margin {}",
@@ -1518,11 +1507,11 @@ fn check_prop5(instance: &Instance, options: &CheckOptions) -> Check {
 fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp: bool) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
-        Err(note) => return inconclusive(note),
+        Err(note) => return Check::inconclusive(note),
     };
     let run = match algorithms::successive_maxconv(&model) {
         Ok(r) => r,
-        Err(e) => return inconclusive(format!("Alg. 3 failed: {e}")),
+        Err(e) => return Check::inconclusive(format!("Alg. 3 failed: {e}")),
     };
     let ks = kappas(instance, &model, &run.placement, true);
     let mut servers = Vec::with_capacity(model.servers());
@@ -1630,16 +1619,10 @@ fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp: bool) -> 
         })
     });
     Check {
-        outcome,
-        value: Some(worst.value),
-        reference: worst.reference.value,
-        reference_kind: worst.reference.kind,
-        solver_status: worst.reference.status.clone(),
-        ratio: ratio_of(worst.value, worst.reference.value),
         bound: worst.bound,
-        note,
         witness,
         margin,
+        ..worst.reference.check(outcome, worst.value, note)
     }
 }
 
@@ -1651,11 +1634,11 @@ fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp: bool) -> 
 fn check_thm1(instance: &Instance, options: &CheckOptions) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
-        Err(note) => return inconclusive(note),
+        Err(note) => return Check::inconclusive(note),
     };
     let run = match algorithms::successive_maxconv(&model) {
         Ok(r) => r,
-        Err(e) => return inconclusive(format!("Alg. 3 failed: {e}")),
+        Err(e) => return Check::inconclusive(format!("Alg. 3 failed: {e}")),
     };
     let ks = kappas(instance, &model, &run.placement, false);
     let value = model.objective(&run.placement);
@@ -1757,35 +1740,14 @@ fn prop6_premises(instance: &Instance) -> Result<(), String> {
     Ok(())
 }
 
-fn curvature_check(
-    outcome: Outcome,
-    kappa: Option<f64>,
-    note: String,
-    witness: Option<Value>,
-    margin: Option<f64>,
-) -> Check {
-    Check {
-        outcome,
-        value: kappa,
-        reference: None,
-        reference_kind: ReferenceKind::None,
-        solver_status: None,
-        ratio: None,
-        bound: None,
-        note,
-        witness,
-        margin,
-    }
-}
-
 /// Claim `prop6-single-server`.
 fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
-        Err(note) => return inconclusive(note),
+        Err(note) => return Check::inconclusive(note),
     };
     if model.servers() != 1 {
-        return inconclusive(format!(
+        return Check::inconclusive(format!(
             "premise fails: N = {} (the claim is for N = 1)",
             model.servers()
         ));
@@ -1795,7 +1757,7 @@ fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -> Check {
     let kappa = if k.vanishes { None } else { k.curvature.kappa };
     let evidence = || json!({ "kappa": k });
     if let Err(reason) = prop6_premises(instance) {
-        return curvature_check(
+        return Check::property(
             Outcome::Inconclusive,
             kappa,
             format!("premise fails: {reason}; kappa_1 = {}", fmt_opt(kappa)),
@@ -1804,13 +1766,13 @@ fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -> Check {
         );
     }
     let Some(kappa_1) = kappa else {
-        return curvature_check(
+        return Check::property(
             Outcome::Inconclusive,
             None,
             if k.vanishes {
-                "kappa_1 undefined: F~^super_1 is identically zero".into()
+                "kappa_1 undefined: F~^super_1 is identically zero"
             } else {
-                "kappa_1 undefined: no element has F~^super(z | V - z) > 0".into()
+                "kappa_1 undefined: no element has F~^super(z | V - z) > 0"
             },
             None,
             None,
@@ -1818,7 +1780,7 @@ fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -> Check {
     };
     let margin = PROP6_SINGLE_TOLERANCE - (kappa_1 - 0.5).abs();
     let pass = margin >= 0.0;
-    curvature_check(
+    Check::property(
         if pass { Outcome::Pass } else { Outcome::Fail },
         Some(kappa_1),
         format!(
@@ -1839,14 +1801,14 @@ fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -> Check {
 fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
-        Err(note) => return inconclusive(note),
+        Err(note) => return Check::inconclusive(note),
     };
     if model.servers() < 2 {
-        return inconclusive("premise fails: N = 1 (the claim is for N >= 2)".into());
+        return Check::inconclusive("premise fails: N = 1 (the claim is for N >= 2)");
     }
     let run = match algorithms::successive_maxconv(&model) {
         Ok(r) => r,
-        Err(e) => return inconclusive(format!("Alg. 3 failed: {e}")),
+        Err(e) => return Check::inconclusive(format!("Alg. 3 failed: {e}")),
     };
     let ks = kappas(instance, &model, &run.placement, true);
     // Servers where F~^super_n vanishes carry no supermodular term and no curvature.
@@ -1874,7 +1836,7 @@ fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) -> Check {
         })
     };
     if let Err(reason) = prop6_premises(instance) {
-        return curvature_check(
+        return Check::property(
             Outcome::Inconclusive,
             kappa_max,
             format!(
@@ -1886,7 +1848,7 @@ fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) -> Check {
         );
     }
     let Some(k) = kappa_max.filter(|_| all_defined) else {
-        return curvature_check(
+        return Check::property(
             Outcome::Inconclusive,
             kappa_max,
             format!(
@@ -1912,7 +1874,7 @@ fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) -> Check {
     } else {
         "at the end point 1 of the open interval: some z has F~^super(z | empty) = 0"
     };
-    curvature_check(
+    Check::property(
         if pass { Outcome::Pass } else { Outcome::Fail },
         Some(k),
         format!(
@@ -1932,11 +1894,11 @@ fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) -> Check {
 fn check_alg3_equals_alg2(instance: &Instance, _options: &CheckOptions) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
-        Err(note) => return inconclusive(note),
+        Err(note) => return Check::inconclusive(note),
     };
     let run = match algorithms::successive_dp(&model) {
         Ok(r) => r,
-        Err(e) => return inconclusive(format!("Alg. 2 failed: {e}")),
+        Err(e) => return Check::inconclusive(format!("Alg. 2 failed: {e}")),
     };
     let sizes: Vec<u64> = (0..model.experts())
         .map(|e| model.expert_bytes(eid(e)))
@@ -1957,7 +1919,7 @@ fn check_alg3_equals_alg2(instance: &Instance, _options: &CheckOptions) -> Check
         ) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => {
-                return inconclusive(format!("server {n}: knapsack refused: {e}"))
+                return Check::inconclusive(format!("server {n}: knapsack refused: {e}"))
             }
         };
         let scale = dp.0.abs().max(mc.0.abs());
@@ -1986,34 +1948,34 @@ fn check_alg3_equals_alg2(instance: &Instance, _options: &CheckOptions) -> Check
         }));
     }
     let fail = margin < 0.0;
-    Check {
-        outcome: if fail { Outcome::Fail } else { Outcome::Pass },
-        value: Some(worst),
-        reference: None,
-        reference_kind: ReferenceKind::None,
-        solver_status: None,
-        ratio: None,
-        bound: Some(TOLERANCE.rel),
-        note: if fail {
-            format!(
-                "P3_n optima differ on servers {differing:?} (largest relative difference \
+    let note = if fail {
+        format!(
+            "P3_n optima differ on servers {differing:?} (largest relative difference \
                  {worst:.3e}; margin {margin:.3e})"
-            )
-        } else {
-            format!(
-                "equal P3_n optima on all {} servers of Alg. 2's run (largest relative \
+        )
+    } else {
+        format!(
+            "equal P3_n optima on all {} servers of Alg. 2's run (largest relative \
                  difference {worst:.3e}; margin {margin:.3e})",
-                model.servers()
-            )
-        },
-        witness: fail.then(|| {
-            json!({
-                "sizes": sizes,
-                "alg2_placement": placement_json(model.catalogue(), &run.placement),
-                "servers": rows,
-            })
-        }),
-        margin: margin.is_finite().then_some(margin),
+            model.servers()
+        )
+    };
+    let witness = fail.then(|| {
+        json!({
+            "sizes": sizes,
+            "alg2_placement": placement_json(model.catalogue(), &run.placement),
+            "servers": rows,
+        })
+    });
+    Check {
+        bound: Some(TOLERANCE.rel),
+        ..Check::property(
+            Outcome::fail_if(fail),
+            Some(worst),
+            note,
+            witness,
+            margin.is_finite().then_some(margin),
+        )
     }
 }
 
