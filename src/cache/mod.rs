@@ -14,8 +14,8 @@
 //! * [`bounds`]: the exact offline bounds (MILPs, exhaustive search) and their reports;
 //! * [`claims`]: paper 002's offline caching claims (Sec. 4.8);
 //! * [`mutate`]: moves on offline instances for the worst-case search and shrinking;
-//! * [`router`]: the [`router::Router`] trait every (cache-aware) router implements, and the
-//!   original top-K;
+//! * [`router`]: the [`router::Router`] trait every (cache-aware) router implements, the
+//!   [`router::Row`] a routing is read as, and the original top-K;
 //! * [`routers`]: the cache-aware routers of paper 002 and the "route, then access" replay;
 //! * [`quality`]: quality proxies of a routing (top-K kept, router mass kept, mean rank);
 //! * [`pareto`]: knob grids, the parallel sweep and its Pareto fronts.
