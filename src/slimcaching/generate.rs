@@ -124,7 +124,7 @@ pub use crate::generate::Between;
 use super::architectures::{paper_library, Architecture, PAPER_ARCHITECTURES};
 use super::demand::{most_frequent_experts, sets_from_counts};
 use super::network::{build_network, check_compute, check_wireless, Network};
-use crate::generate::stream;
+use crate::generate::{normal, open01, stream};
 
 /// Server storage Q_n (the same on every server).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -461,29 +461,14 @@ impl GeneratorConfig {
 /// The `path` of configuration errors.
 const CONFIG_PATH: &str = "<generator config>";
 
-/// Uniform in the open interval (0, 1).
-fn open01(rng: &mut impl RngCore) -> f64 {
-    ((rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
-}
-
-/// Standard normal (Box-Muller).
-fn normal(rng: &mut impl RngCore) -> f64 {
-    let (a, b) = (open01(rng), open01(rng));
-    (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-}
-
 /// Standard Gumbel.
 fn gumbel(rng: &mut impl RngCore) -> f64 {
     -(-open01(rng).ln()).ln()
 }
 
-fn draw_u32(rng: &mut impl Rng, r: Between<u32>) -> u32 {
-    rng.random_range(r.min..=r.max)
-}
-
 /// Draws a synthetic library for `servers` servers.
 fn synthetic_library(s: &SyntheticLibrary, servers: u32, rng: &mut ChaCha8Rng) -> Vec<MoeModel> {
-    let count = draw_u32(rng, s.models) as usize;
+    let count = s.models.draw(rng) as usize;
     let mut ks = s.top_k.clone();
     ks.shuffle(rng);
     let k_of = |j: usize| ks[j % ks.len()];
@@ -511,9 +496,9 @@ fn synthetic_library(s: &SyntheticLibrary, servers: u32, rng: &mut ChaCha8Rng) -
     for _ in 0..1000 {
         let models: Vec<MoeModel> = (0..count)
             .map(|j| {
-                let layers = draw_u32(rng, s.layers);
-                let experts = draw_u32(rng, s.experts_per_layer);
-                let bytes = rng.random_range(s.expert_bytes.min..=s.expert_bytes.max);
+                let layers = s.layers.draw(rng);
+                let experts = s.experts_per_layer.draw(rng);
+                let bytes = s.expert_bytes.draw(rng);
                 let arch = &PAPER_ARCHITECTURES[rng.random_range(0..PAPER_ARCHITECTURES.len())];
                 synthetic(j, layers, experts, bytes, arch)
             })
@@ -614,7 +599,7 @@ fn generate_user(
 ) -> (Vec<ModelRequest>, Vec<LayerActivation>, Vec<ExpertRef>) {
     let a = &config.activations;
     let mut rng = stream(seed, STREAM_USER_BASE + u as u64);
-    let count = (draw_u32(&mut rng, config.models_per_user) as usize).min(models.len());
+    let count = (config.models_per_user.draw(&mut rng) as usize).min(models.len());
     let mut weights = ranking_weight.to_vec();
     let mut chosen = Vec::with_capacity(count);
     for _ in 0..count {
@@ -679,8 +664,8 @@ fn generate_user(
 pub fn try_generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
     config.check()?;
     let mut shapes = stream(seed, STREAM_SHAPES);
-    let n = draw_u32(&mut shapes, config.servers);
-    let users = draw_u32(&mut shapes, config.users) as usize;
+    let n = config.servers.draw(&mut shapes);
+    let users = config.users.draw(&mut shapes) as usize;
     let models = match &config.library {
         Library::Paper { models } => paper_library(*models),
         Library::Synthetic(s) => synthetic_library(s, n, &mut shapes),
@@ -692,7 +677,7 @@ pub fn try_generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Err
                 .iter()
                 .map(|m| u64::from(m.layers) * u64::from(m.experts_per_layer) * m.expert_bytes)
                 .sum();
-            let f = r.min + (r.max - r.min) * shapes.random::<f64>();
+            let f = r.scale(&mut shapes);
             ((f * total as f64).round() as u64).max(1)
         }
     };
