@@ -129,6 +129,77 @@ pub struct Check {
     pub margin: Option<f64>,
 }
 
+impl Outcome {
+    /// `Fail` when `fail`, else `Pass`.
+    pub fn fail_if(fail: bool) -> Self {
+        if fail {
+            Outcome::Fail
+        } else {
+            Outcome::Pass
+        }
+    }
+}
+
+impl Check {
+    /// An outcome and the note that says why, nothing measured: no value, reference, ratio,
+    /// bound, witness or margin. A check that measures more sets those fields by struct update
+    /// over it (`Check { margin: Some(m), ..Check::new(outcome, note) }`).
+    pub fn new(outcome: Outcome, note: impl Into<String>) -> Self {
+        Check {
+            outcome,
+            value: None,
+            reference: None,
+            reference_kind: ReferenceKind::None,
+            solver_status: None,
+            ratio: None,
+            bound: None,
+            note: note.into(),
+            witness: None,
+            margin: None,
+        }
+    }
+
+    /// Nothing can be concluded on this instance; `note` says why.
+    pub fn inconclusive(note: impl Into<String>) -> Self {
+        Check::new(Outcome::Inconclusive, note)
+    }
+
+    /// A property claim's check, compared with no reference: the measured quantity where
+    /// there is one, the evidence (`witness`) and the margin.
+    pub fn property(
+        outcome: Outcome,
+        value: Option<f64>,
+        note: impl Into<String>,
+        witness: Option<serde_json::Value>,
+        margin: Option<f64>,
+    ) -> Self {
+        Check {
+            value,
+            witness,
+            margin,
+            ..Check::new(outcome, note)
+        }
+    }
+
+    /// `value` compared with a proved `optimum`, found as `status` says (exhaustive search,
+    /// a MILP's status, a closed form); ratio, bound, witness and margin by struct update.
+    pub fn against_optimum(
+        outcome: Outcome,
+        value: f64,
+        optimum: f64,
+        status: impl Into<String>,
+        note: impl Into<String>,
+    ) -> Self {
+        Check {
+            value: Some(value),
+            reference: Some(optimum),
+            reference_kind: ReferenceKind::Optimum,
+            solver_status: Some(status.into()),
+            ..Check::new(outcome, note)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,10 @@
-//! Pieces shared by the problems' instance generators.
+//! Pieces shared by the problems' instance generators: the range knobs, the seeded streams and
+//! the draws more than one generator makes. Each draw here is the one its generators made
+//! before (the same RNG calls in the same order), so the instances of a seed stay the same.
 
+use rand::distr::uniform::SampleUniform;
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 /// An inclusive range `min..=max` a value is drawn from uniformly (equal bounds fix it).
@@ -17,4 +22,37 @@ impl<T: Copy> Between<T> {
     pub fn exactly(v: T) -> Self {
         Between { min: v, max: v }
     }
+}
+
+impl<T: SampleUniform + PartialOrd + Copy> Between<T> {
+    /// A uniform draw in `min..=max`: one `random_range` call (also when the bounds are equal).
+    pub fn draw(self, rng: &mut impl Rng) -> T {
+        rng.random_range(self.min..=self.max)
+    }
+}
+
+impl Between<f64> {
+    /// `min + (max - min) u` with `u = random::<f64>()` in [0, 1).
+    pub fn scale(self, rng: &mut impl Rng) -> f64 {
+        self.min + (self.max - self.min) * rng.random::<f64>()
+    }
+}
+
+/// The RNG of `stream` under `seed`: independent ChaCha streams of one seed, so that the draws
+/// of one part of an instance do not move when another part draws more.
+pub fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng
+}
+
+/// Uniform in the open interval (0, 1): the top 53 bits of one `u64`, centred in their cell.
+pub fn open01(rng: &mut impl RngCore) -> f64 {
+    ((rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+}
+
+/// A standard normal draw (Box-Muller, the cosine of the pair): two [`open01`] draws.
+pub fn normal(rng: &mut impl RngCore) -> f64 {
+    let (a, b) = (open01(rng), open01(rng));
+    (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
 }

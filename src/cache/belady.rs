@@ -17,7 +17,7 @@
 use formulations::cache::model::Requests;
 use formulations::cache::offline::{Schedule, ScheduleStep};
 
-use super::policy::{Policy, Request, Simulation};
+use super::policy::{Policy, Request, Residents, Simulation};
 
 const NEVER: u32 = u32::MAX;
 
@@ -36,10 +36,8 @@ pub struct Belady {
     offsets: Vec<usize>,
     /// The resident ids, and beside them (same index) their eviction keys: a miss scans one
     /// contiguous array.
-    resident: Vec<u32>,
+    cached: Residents,
     keys: Vec<u64>,
-    /// Index in `resident` of each id; `u32::MAX` when absent.
-    slot: Vec<u32>,
 }
 
 impl Belady {
@@ -63,9 +61,8 @@ impl Belady {
             capacity,
             next,
             offsets: requests.offsets.clone(),
-            resident: Vec::with_capacity(capacity + 1),
+            cached: Residents::new(capacity, requests.universe),
             keys: Vec::with_capacity(capacity + 1),
-            slot: vec![NEVER; requests.universe],
         }
     }
 }
@@ -79,56 +76,60 @@ impl Policy for Belady {
         self.capacity
     }
 
-    fn contains(&self, id: u32) -> bool {
-        self.slot[id as usize] != NEVER
+    fn is_full(&self) -> bool {
+        self.cached.len() == self.capacity
     }
 
-    fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>) {
-        let t = request.time as u32;
-        let start = self.offsets[request.time];
-        debug_assert_eq!(self.offsets[request.time + 1] - start, request.ids.len());
-        // Requested ids are pinned: their next use is now, the nearest possible.
-        for &id in request.ids {
-            let s = self.slot[id as usize];
-            if s != NEVER {
-                self.keys[s as usize] = key(t, id);
-            }
-        }
-        for &id in request.ids {
-            if self.slot[id as usize] != NEVER {
-                continue;
-            }
-            if self.resident.len() == self.capacity {
-                let (mut best, mut farthest) = (0, self.keys[0]);
-                for (i, &k) in self.keys.iter().enumerate().skip(1) {
-                    if k > farthest {
-                        (best, farthest) = (i, k);
-                    }
-                }
-                debug_assert!(farthest >> 32 > u64::from(t), "a pinned id evicted");
-                let victim = self.resident.swap_remove(best);
-                self.keys.swap_remove(best);
-                if let Some(&moved) = self.resident.get(best) {
-                    self.slot[moved as usize] = best as u32;
-                }
-                self.slot[victim as usize] = NEVER;
-                evicted.push(victim);
-            }
-            self.slot[id as usize] = self.resident.len() as u32;
-            self.resident.push(id);
-            self.keys.push(key(t, id));
-            loaded.push(id);
-        }
-        for (i, &id) in request.ids.iter().enumerate() {
-            let s = self.slot[id as usize] as usize;
-            self.keys[s] = key(self.next[start + i], id);
-        }
+    fn contains(&self, id: u32) -> bool {
+        self.cached.contains(id)
     }
 
     fn resident(&self) -> Vec<u32> {
-        let mut r = self.resident.clone();
-        r.sort_unstable();
-        r
+        self.cached.sorted()
+    }
+
+    /// Pins the requested ids: their next use is now, the nearest possible.
+    fn begin(&mut self, request: &Request) {
+        debug_assert_eq!(
+            self.offsets[request.time + 1] - self.offsets[request.time],
+            request.ids.len()
+        );
+        let t = request.time as u32;
+        for &id in request.ids {
+            if self.cached.contains(id) {
+                self.keys[self.cached.index(id)] = key(t, id);
+            }
+        }
+    }
+
+    fn to_evict(&self, request: &Request) -> u32 {
+        let (mut best, mut farthest) = (0, self.keys[0]);
+        for (i, &k) in self.keys.iter().enumerate().skip(1) {
+            if k > farthest {
+                (best, farthest) = (i, k);
+            }
+        }
+        debug_assert!(farthest >> 32 > request.time as u64, "a pinned id evicted");
+        self.cached.ids()[best]
+    }
+
+    fn remove(&mut self, id: u32) {
+        let at = self.cached.remove(id);
+        self.keys.swap_remove(at);
+    }
+
+    /// Enters pinned, as the step's hits are.
+    fn insert(&mut self, id: u32, request: &Request) {
+        self.cached.insert(id);
+        self.keys.push(key(request.time as u32, id));
+    }
+
+    /// Unpins the step's ids: each one's key becomes its next request.
+    fn end(&mut self, request: &Request) {
+        let start = self.offsets[request.time];
+        for (i, &id) in request.ids.iter().enumerate() {
+            self.keys[self.cached.index(id)] = key(self.next[start + i], id);
+        }
     }
 }
 
@@ -150,15 +151,8 @@ pub fn belady_schedule(capacity: usize, requests: &Requests) -> (u64, Schedule) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::policy::tests::stream;
     use crate::cache::policy::{replay, Lru};
-
-    fn stream(steps: &[&[u32]], universe: usize) -> Requests {
-        let mut r = Requests::new(universe);
-        for s in steps {
-            r.push(s);
-        }
-        r
-    }
 
     #[test]
     fn textbook_sequence_matches_the_hand_count() {

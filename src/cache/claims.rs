@@ -274,21 +274,6 @@ pub fn family_gap(seed: u64) -> CacheInstance {
     offline(format!("gap-{seed}"), experts / 2, freedom, trace)
 }
 
-fn inconclusive(note: String, status: Option<String>) -> Check {
-    Check {
-        outcome: Outcome::Inconclusive,
-        value: None,
-        reference: None,
-        reference_kind: ReferenceKind::None,
-        solver_status: status,
-        ratio: None,
-        bound: None,
-        note,
-        witness: None,
-        margin: None,
-    }
-}
-
 /// A proved optimum: (loads, how). Exhaustive where it fits, else the MILP.
 fn optimum(
     instance: &CacheInstance,
@@ -304,15 +289,15 @@ fn optimum(
     match run(instance, method, &options.solve) {
         Ok(r) => match (r.report.proved_optimal, r.report.loads) {
             (true, Some(l)) => Ok((l, r.report.status.unwrap_or_default())),
-            _ => Err(Box::new(inconclusive(
-                format!("{} proved no optimum", method.name()),
-                r.report.status,
-            ))),
+            _ => Err(Box::new(Check {
+                solver_status: r.report.status,
+                ..Check::inconclusive(format!("{} proved no optimum", method.name()))
+            })),
         },
-        Err(e) => Err(Box::new(inconclusive(
-            format!("{}: {e}", method.name()),
-            None,
-        ))),
+        Err(e) => Err(Box::new(Check::inconclusive(format!(
+            "{}: {e}",
+            method.name()
+        )))),
     }
 }
 
@@ -320,7 +305,7 @@ fn belady_loads(instance: &CacheInstance) -> Result<u64, Box<Check>> {
     run(instance, OfflineMethod::Belady, &Default::default())
         .ok()
         .and_then(|r| r.report.loads)
-        .ok_or_else(|| Box::new(inconclusive("Belady failed".into(), None)))
+        .ok_or_else(|| Box::new(Check::inconclusive("Belady failed")))
 }
 
 /// Inconclusive when the stream is too short for a miss rate, a long-run figure: with fewer
@@ -328,13 +313,10 @@ fn belady_loads(instance: &CacheInstance) -> Result<u64, Box<Check>> {
 fn too_short(instance: &CacheInstance) -> Option<Box<Check>> {
     let requests = instance.steps() * instance.top_k();
     (requests < 20 * instance.experts()).then(|| {
-        Box::new(inconclusive(
-            format!(
-                "{requests} requests, fewer than 20 E = {}: too short for a miss rate",
-                20 * instance.experts()
-            ),
-            None,
-        ))
+        Box::new(Check::inconclusive(format!(
+            "{requests} requests, fewer than 20 E = {}: too short for a miss rate",
+            20 * instance.experts()
+        )))
     })
 }
 
@@ -351,28 +333,20 @@ fn check_belady_optimal(instance: &CacheInstance, options: &CheckOptions) -> Che
         Ok(b) => b,
         Err(c) => return *c,
     };
-    let outcome = if belady == opt {
-        Outcome::Pass
-    } else {
-        Outcome::Fail
-    };
+    let outcome = Outcome::fail_if(belady != opt);
+    let note = format!(
+        "Belady {belady} loads, optimum {opt} (T = {}, E = {}, K = {}, C = {})",
+        instance.steps(),
+        instance.experts(),
+        instance.top_k(),
+        instance.capacity
+    );
     Check {
-        outcome,
-        value: Some(belady as f64),
-        reference: Some(opt as f64),
-        reference_kind: ReferenceKind::Optimum,
-        solver_status: Some(status),
         ratio: ratio(belady, opt),
         bound: Some(1.0),
-        note: format!(
-            "Belady {belady} loads, optimum {opt} (T = {}, E = {}, K = {}, C = {})",
-            instance.steps(),
-            instance.experts(),
-            instance.top_k(),
-            instance.capacity
-        ),
         witness: (outcome == Outcome::Fail).then(|| json!({ "requests": instance.requests() })),
         margin: Some(-(belady.abs_diff(opt) as f64)),
+        ..Check::against_optimum(outcome, belady as f64, opt as f64, status, note)
     }
 }
 
@@ -385,27 +359,23 @@ fn check_flexible_below_belady(instance: &CacheInstance, options: &CheckOptions)
         Ok(b) => b,
         Err(c) => return *c,
     };
-    let outcome = if opt <= belady {
-        Outcome::Pass
-    } else {
-        Outcome::Fail
-    };
+    let note = format!(
+        "flexible optimum {opt} loads vs Belady {belady} (J = {}, M = {:?}): {:.1}% fewer",
+        instance.freedom.top_j,
+        instance.freedom.max_rank,
+        100.0 * (1.0 - ratio(opt, belady).unwrap_or(1.0))
+    );
     Check {
-        outcome,
-        value: Some(opt as f64),
-        reference: Some(belady as f64),
-        reference_kind: ReferenceKind::Optimum,
-        solver_status: Some(status),
         ratio: ratio(opt, belady),
         bound: Some(1.0),
-        note: format!(
-            "flexible optimum {opt} loads vs Belady {belady} (J = {}, M = {:?}): {:.1}% fewer",
-            instance.freedom.top_j,
-            instance.freedom.max_rank,
-            100.0 * (1.0 - ratio(opt, belady).unwrap_or(1.0))
-        ),
-        witness: None,
         margin: Some(belady as f64 - opt as f64),
+        ..Check::against_optimum(
+            Outcome::fail_if(opt > belady),
+            opt as f64,
+            belady as f64,
+            status,
+            note,
+        )
     }
 }
 
@@ -431,32 +401,28 @@ fn check_halves_lru(instance: &CacheInstance, _options: &CheckOptions) -> Check 
     };
     let lru = match run(instance, OfflineMethod::Lru, &Default::default()) {
         Ok(r) => r.report.loads.unwrap_or(0),
-        Err(e) => return inconclusive(format!("LRU: {e}"), None),
+        Err(e) => return Check::inconclusive(format!("LRU: {e}")),
     };
     let Some(r) = ratio(belady, lru) else {
-        return inconclusive("LRU has no loads".into(), None);
+        return Check::inconclusive("LRU has no loads");
     };
     let margin = 0.1 - (r - 0.5).abs();
-    let outcome = if margin < 0.0 {
-        Outcome::Fail
-    } else {
-        Outcome::Pass
-    };
+    let note = format!(
+        "Belady {belady} loads, LRU {lru} at C = {} of E = {}: ratio {r:.3}",
+        instance.capacity,
+        instance.experts()
+    );
     Check {
-        outcome,
-        value: Some(belady as f64),
-        reference: Some(lru as f64),
-        reference_kind: ReferenceKind::Optimum,
-        solver_status: Some("belady".into()),
         ratio: Some(r),
         bound: Some(0.5),
-        note: format!(
-            "Belady {belady} loads, LRU {lru} at C = {} of E = {}: ratio {r:.3}",
-            instance.capacity,
-            instance.experts()
-        ),
-        witness: None,
         margin: Some(margin),
+        ..Check::against_optimum(
+            Outcome::fail_if(margin < 0.0),
+            belady as f64,
+            lru as f64,
+            "belady",
+            note,
+        )
     }
 }
 
@@ -483,35 +449,32 @@ fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOpti
         };
         let replay = match replay_routed(&table, &spec, instance.capacity, &options, Lru::new) {
             Ok(r) => r,
-            Err(e) => return inconclusive(format!("{spec}: {e}"), None),
+            Err(e) => return Check::inconclusive(format!("{spec}: {e}")),
         };
         let (loads, Some(kept)) = (replay.loads, replay.quality.mass_kept) else {
-            return inconclusive(format!("{spec}: no router mass (no logits?)"), None);
+            return Check::inconclusive(format!("{spec}: no router mass (no logits?)"));
         };
         if loads < belady {
             let loss = 1.0 - kept;
             let margin = SMALL_MASS_LOSS - loss;
+            let note = format!(
+                "Cache-Prior lambda = {lambda:.4} (J = {j}): {loads} loads < Belady {belady}, \
+                 router mass lost {loss:.4} (C = {} of E = {})",
+                instance.capacity,
+                instance.experts()
+            );
             return Check {
-                outcome: if margin < 0.0 {
-                    Outcome::Fail
-                } else {
-                    Outcome::Pass
-                },
-                value: Some(loss),
-                reference: Some(belady as f64),
-                reference_kind: ReferenceKind::Optimum,
-                solver_status: Some("belady".into()),
                 // The quantity the bound limits is the mass loss (loads are in the note).
                 ratio: Some(loss),
                 bound: Some(SMALL_MASS_LOSS),
-                note: format!(
-                    "Cache-Prior lambda = {lambda:.4} (J = {j}): {loads} loads < Belady {belady}, \
-                     router mass lost {loss:.4} (C = {} of E = {})",
-                    instance.capacity,
-                    instance.experts()
-                ),
-                witness: None,
                 margin: Some(margin),
+                ..Check::against_optimum(
+                    Outcome::fail_if(margin < 0.0),
+                    loss,
+                    belady as f64,
+                    "belady",
+                    note,
+                )
             };
         }
         if best.is_none_or(|(l, _)| loads < l) {
@@ -519,32 +482,29 @@ fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOpti
         }
     }
     let (loads, lambda) = best.expect("the grid has 50 points");
+    let note = format!(
+        "no lambda in [0, 1] goes below Belady's {belady} loads: the best, lambda = \
+         {lambda:.4}, loads {loads} (C = {} of E = {})",
+        instance.capacity,
+        instance.experts()
+    );
     Check {
-        outcome: Outcome::Fail,
-        value: None,
         reference: Some(belady as f64),
         reference_kind: ReferenceKind::Optimum,
         solver_status: Some("belady".into()),
-        ratio: None,
         bound: Some(SMALL_MASS_LOSS),
-        note: format!(
-            "no lambda in [0, 1] goes below Belady's {belady} loads: the best, lambda = \
-             {lambda:.4}, loads {loads} (C = {} of E = {})",
-            instance.capacity,
-            instance.experts()
-        ),
-        witness: None,
         margin: Some(-((loads + 1 - belady) as f64) / belady.max(1) as f64),
+        ..Check::new(Outcome::Fail, note)
     }
 }
 
 fn check_router_gap(instance: &CacheInstance, options: &CheckOptions, spec: &RouterSpec) -> Check {
     let report = match run(instance, OfflineMethod::Routed(*spec), &options.solve) {
         Ok(r) => r.report,
-        Err(e) => return inconclusive(format!("{spec}: {e}"), None),
+        Err(e) => return Check::inconclusive(format!("{spec}: {e}")),
     };
     let (Some(loads), Some(top_j)) = (report.loads, report.used_top_j) else {
-        return inconclusive(format!("{spec} produced no schedule"), None);
+        return Check::inconclusive(format!("{spec} produced no schedule"));
     };
     // The bound of every router with the freedom this one used (module doc).
     let used = CacheInstance {
@@ -559,32 +519,24 @@ fn check_router_gap(instance: &CacheInstance, options: &CheckOptions, spec: &Rou
         Ok(o) => o,
         Err(c) => return *c,
     };
-    let outcome = if loads >= opt {
-        Outcome::Pass
-    } else {
-        Outcome::Fail
-    };
+    let outcome = Outcome::fail_if(loads < opt);
+    let note = format!(
+        "{spec} + LRU: {loads} loads (mass kept {}); flexible optimum {opt} at its used \
+             freedom J = {top_j}, M = {} (T = {}, E = {}, C = {})",
+        report
+            .mass_kept_mean
+            .map_or("-".into(), |m| format!("{m:.4}")),
+        report.used_max_rank.map_or("-".into(), |m| m.to_string()),
+        instance.steps(),
+        instance.experts(),
+        instance.capacity
+    );
     Check {
-        outcome,
-        value: Some(loads as f64),
-        reference: Some(opt as f64),
-        reference_kind: ReferenceKind::Optimum,
-        solver_status: Some(status),
         ratio: ratio(loads, opt),
         bound: Some(1.0),
-        note: format!(
-            "{spec} + LRU: {loads} loads (mass kept {}); flexible optimum {opt} at its used \
-             freedom J = {top_j}, M = {} (T = {}, E = {}, C = {})",
-            report
-                .mass_kept_mean
-                .map_or("-".into(), |m| format!("{m:.4}")),
-            report.used_max_rank.map_or("-".into(), |m| m.to_string()),
-            instance.steps(),
-            instance.experts(),
-            instance.capacity
-        ),
         witness: (outcome == Outcome::Fail).then(|| json!({ "router": spec.to_string() })),
         margin: Some(loads as f64 - opt as f64),
+        ..Check::against_optimum(outcome, loads as f64, opt as f64, status, note)
     }
 }
 

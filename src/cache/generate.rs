@@ -51,9 +51,9 @@ use std::path::PathBuf;
 
 use formulations::cache::model::{ranking, softmax, Phase, Routing, Token, Trace};
 use formulations::{Error, ProblemKind};
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+
+use crate::generate::{normal, stream};
 
 /// The path named in configuration errors.
 pub const CONFIG_PATH: &str = "<cache generator config>";
@@ -395,23 +395,6 @@ impl GeneratorConfig {
         }
         Ok(())
     }
-}
-
-fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(stream);
-    rng
-}
-
-/// Uniform in the open interval (0, 1).
-fn open01(rng: &mut impl RngCore) -> f64 {
-    ((rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
-}
-
-/// A standard normal draw (Box-Muller, one of the pair).
-fn normal(rng: &mut impl RngCore) -> f64 {
-    let (u, v) = (open01(rng), open01(rng));
-    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
 }
 
 /// A layer's router: W (E x d, row-major) and the popularity bias b.

@@ -1,8 +1,9 @@
 //! Expert caches over token streams (papers 002 and 004): eviction policies, routers, and the
 //! loop that replays a trace through both.
 //!
-//! * [`policy`]: the [`policy::Policy`] trait every eviction policy implements, the
-//!   [`policy::Simulation`] that counts misses and lifetimes, and LRU;
+//! * [`policy`]: the [`policy::Policy`] trait every eviction policy implements (its hooks
+//!   and the one step written on them), the [`policy::Simulation`] that counts misses and
+//!   lifetimes, and LRU;
 //! * [`policies`]: LFU, FIFO, SMoE's score window, ZipMoE's frequency counts, policy names,
 //!   and the replay of a trace through per-layer caches or one pool;
 //! * [`import`]: token logs (JSON Lines) and activation counts;
@@ -13,8 +14,8 @@
 //! * [`bounds`]: the exact offline bounds (MILPs, exhaustive search) and their reports;
 //! * [`claims`]: paper 002's offline caching claims (Sec. 4.8);
 //! * [`mutate`]: moves on offline instances for the worst-case search and shrinking;
-//! * [`router`]: the [`router::Router`] trait every (cache-aware) router implements, and the
-//!   original top-K;
+//! * [`router`]: the [`router::Router`] trait every (cache-aware) router implements, the
+//!   [`router::Row`] a routing is read as, and the original top-K;
 //! * [`routers`]: the cache-aware routers of paper 002 and the "route, then access" replay;
 //! * [`quality`]: quality proxies of a routing (top-K kept, router mass kept, mean rank);
 //! * [`pareto`]: knob grids, the parallel sweep and its Pareto fronts.

@@ -3,7 +3,8 @@
 //!
 //! Every policy keeps the ids of the current step resident (they are computed together), so
 //! victims are chosen among the other resident ids; a capacity below the largest step is
-//! refused by [`replay_trace`].
+//! refused by [`replay_trace`]. LFU, the SMoE window and ZipMoE's counts are one [`Scanning`]
+//! policy each, with its own [`Rank`]: they scan their resident ids for the least key.
 //!
 //! * [`Lfu`]: least frequently used with counts over the whole stream so far ("perfect" LFU:
 //!   an id keeps its count when evicted), optionally warm-started from activation counts
@@ -41,69 +42,103 @@ use serde::{Deserialize, Serialize};
 
 use super::belady::Belady;
 use super::import::FrequencyWarmStart;
-use super::policy::{combine, CacheStats, Lru, Policy, Request, Scores, Simulation};
+use super::policy::{
+    combine, pin, CacheStats, Lru, Policy, Request, Residents, Scores, Simulation,
+};
 
-impl<P: Policy + ?Sized> Policy for Box<P> {
+/// How a [`Scanning`] policy ranks its resident ids, and what it records to do so.
+pub trait Rank {
+    /// The policy's name as on the command line.
+    const NAME: &'static str;
+    /// The eviction key: the unpinned resident id of least key leaves. Every key ends with the
+    /// id, so no two tie.
+    type Key: PartialOrd;
+    /// Records what a step tells before its lookups (counts, scores).
+    fn begin(&mut self, _request: &Request) {}
+    /// `id` was requested and resident.
+    fn hit(&mut self, _id: u32) {}
+    /// `id` was loaded.
+    fn loaded(&mut self, _id: u32) {}
+    /// `id` was evicted.
+    fn evicted(&mut self, _id: u32) {}
+    /// The eviction key of the resident `id`.
+    fn key(&self, id: u32) -> Self::Key;
+}
+
+/// A policy that keeps its resident ids in one array ([`Residents`]) and evicts, on a miss,
+/// the one of least [`Rank::key`] among those the step has not requested: LFU, SMoE's score
+/// window and ZipMoE's counts differ only in their [`Rank`].
+#[derive(Debug, Clone)]
+pub struct Scanning<R> {
+    capacity: usize,
+    cached: Residents,
+    pinned: Vec<bool>,
+    rank: R,
+}
+
+impl<R> Scanning<R> {
+    fn with_rank(capacity: usize, universe: usize, rank: R) -> Self {
+        Scanning {
+            capacity,
+            cached: Residents::new(capacity, universe),
+            pinned: vec![false; universe],
+            rank,
+        }
+    }
+}
+
+impl<R: Rank> Policy for Scanning<R> {
     fn name(&self) -> &'static str {
-        (**self).name()
+        R::NAME
     }
     fn capacity(&self) -> usize {
-        (**self).capacity()
+        self.capacity
+    }
+    fn is_full(&self) -> bool {
+        self.cached.len() == self.capacity
     }
     fn contains(&self, id: u32) -> bool {
-        (**self).contains(id)
-    }
-    fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>) {
-        (**self).access(request, loaded, evicted)
+        self.cached.contains(id)
     }
     fn resident(&self) -> Vec<u32> {
-        (**self).resident()
+        self.cached.sorted()
     }
-}
-
-/// Marks the ids of a step as protected (`true`) until [`unprotect`].
-fn protect(mark: &mut [bool], ids: &[u32]) {
-    for &id in ids {
-        mark[id as usize] = true;
+    fn begin(&mut self, request: &Request) {
+        self.rank.begin(request);
+        pin(&mut self.pinned, request.ids, true);
     }
-}
-
-fn unprotect(mark: &mut [bool], ids: &[u32]) {
-    for &id in ids {
-        mark[id as usize] = false;
-    }
-}
-
-/// Removes and returns the resident id minimising `key` among the unprotected ones.
-fn evict_min<K: PartialOrd>(
-    resident: &mut Vec<u32>,
-    protected: &[bool],
-    key: impl Fn(u32) -> K,
-) -> u32 {
-    let mut best: Option<(usize, K)> = None;
-    for (pos, &id) in resident.iter().enumerate() {
-        if protected[id as usize] {
-            continue;
+    fn find(&mut self, id: u32) -> bool {
+        let hit = self.cached.contains(id);
+        if hit {
+            self.rank.hit(id);
         }
-        let k = key(id);
-        if best.as_ref().is_none_or(|(_, b)| k < *b) {
-            best = Some((pos, k));
-        }
+        hit
     }
-    let (pos, _) = best.expect("capacity >= step size leaves an unprotected resident id");
-    resident.swap_remove(pos)
+    fn to_evict(&self, _request: &Request) -> u32 {
+        self.cached.min_unpinned(&self.pinned, |r| self.rank.key(r))
+    }
+    fn remove(&mut self, id: u32) {
+        self.cached.remove(id);
+        self.rank.evicted(id);
+    }
+    fn insert(&mut self, id: u32, _request: &Request) {
+        self.rank.loaded(id);
+        self.cached.insert(id);
+    }
+    fn end(&mut self, request: &Request) {
+        pin(&mut self.pinned, request.ids, false);
+    }
 }
 
 /// Least frequently used over the whole stream (see the module doc).
+pub type Lfu = Scanning<LfuRank>;
+
+/// LFU's counts over the whole stream and its recency stamps.
 #[derive(Debug, Clone)]
-pub struct Lfu {
-    capacity: usize,
+pub struct LfuRank {
     count: Vec<u64>,
     stamp: Vec<u64>,
     clock: u64,
-    in_cache: Vec<bool>,
-    protected: Vec<bool>,
-    resident: Vec<u32>,
 }
 
 impl Lfu {
@@ -115,58 +150,30 @@ impl Lfu {
     /// An empty cache whose counts start at `counts` (one per id: a frequency warm start).
     pub fn with_counts(capacity: usize, counts: Vec<u64>) -> Self {
         let universe = counts.len();
-        Lfu {
-            capacity,
+        let rank = LfuRank {
             count: counts,
             stamp: vec![0; universe],
             clock: 0,
-            in_cache: vec![false; universe],
-            protected: vec![false; universe],
-            resident: Vec::with_capacity(capacity + 1),
-        }
+        };
+        Scanning::with_rank(capacity, universe, rank)
     }
 }
 
-impl Policy for Lfu {
-    fn name(&self) -> &'static str {
-        "lfu"
-    }
-    fn capacity(&self) -> usize {
-        self.capacity
-    }
-    fn contains(&self, id: u32) -> bool {
-        self.in_cache[id as usize]
-    }
-    fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>) {
+impl Rank for LfuRank {
+    const NAME: &'static str = "lfu";
+    type Key = (u64, u64, u32);
+    /// Counts every id of the step and stamps them in listed order (the best-ranked the
+    /// least recent).
+    fn begin(&mut self, request: &Request) {
         let base = self.clock;
         for (i, &id) in request.ids.iter().enumerate() {
             self.count[id as usize] += 1;
             self.stamp[id as usize] = base + 1 + i as u64;
         }
         self.clock = base + request.ids.len() as u64;
-        protect(&mut self.protected, request.ids);
-        for &id in request.ids {
-            if self.in_cache[id as usize] {
-                continue;
-            }
-            if self.resident.len() == self.capacity {
-                let (count, stamp) = (&self.count, &self.stamp);
-                let victim = evict_min(&mut self.resident, &self.protected, |r| {
-                    (count[r as usize], stamp[r as usize], r)
-                });
-                self.in_cache[victim as usize] = false;
-                evicted.push(victim);
-            }
-            self.in_cache[id as usize] = true;
-            self.resident.push(id);
-            loaded.push(id);
-        }
-        unprotect(&mut self.protected, request.ids);
     }
-    fn resident(&self) -> Vec<u32> {
-        let mut r = self.resident.clone();
-        r.sort_unstable();
-        r
+    fn key(&self, id: u32) -> Self::Key {
+        (self.count[id as usize], self.stamp[id as usize], id)
     }
 }
 
@@ -175,7 +182,7 @@ impl Policy for Lfu {
 pub struct Fifo {
     capacity: usize,
     in_cache: Vec<bool>,
-    protected: Vec<bool>,
+    pinned: Vec<bool>,
     queue: VecDeque<u32>,
 }
 
@@ -185,7 +192,7 @@ impl Fifo {
         Fifo {
             capacity,
             in_cache: vec![false; universe],
-            protected: vec![false; universe],
+            pinned: vec![false; universe],
             queue: VecDeque::with_capacity(capacity + 1),
         }
     }
@@ -198,42 +205,53 @@ impl Policy for Fifo {
     fn capacity(&self) -> usize {
         self.capacity
     }
+    fn is_full(&self) -> bool {
+        self.queue.len() == self.capacity
+    }
     fn contains(&self, id: u32) -> bool {
         self.in_cache[id as usize]
-    }
-    fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>) {
-        protect(&mut self.protected, request.ids);
-        for &id in request.ids {
-            if self.in_cache[id as usize] {
-                continue;
-            }
-            if self.queue.len() == self.capacity {
-                let pos = self
-                    .queue
-                    .iter()
-                    .position(|&r| !self.protected[r as usize])
-                    .expect("capacity >= step size leaves an unprotected resident id");
-                let victim = self.queue.remove(pos).expect("position is in range");
-                self.in_cache[victim as usize] = false;
-                evicted.push(victim);
-            }
-            self.in_cache[id as usize] = true;
-            self.queue.push_back(id);
-            loaded.push(id);
-        }
-        unprotect(&mut self.protected, request.ids);
     }
     fn resident(&self) -> Vec<u32> {
         let mut r: Vec<u32> = self.queue.iter().copied().collect();
         r.sort_unstable();
         r
     }
+    fn begin(&mut self, request: &Request) {
+        pin(&mut self.pinned, request.ids, true);
+    }
+    /// The first in that is not pinned.
+    fn to_evict(&self, _request: &Request) -> u32 {
+        *self
+            .queue
+            .iter()
+            .find(|&&r| !self.pinned[r as usize])
+            .expect("capacity >= step size leaves an unpinned resident id")
+    }
+    /// The victim stands behind at most the step's pinned ids, so the search is short.
+    fn remove(&mut self, id: u32) {
+        let pos = self
+            .queue
+            .iter()
+            .position(|&r| r == id)
+            .expect("only resident ids are removed");
+        self.queue.remove(pos);
+        self.in_cache[id as usize] = false;
+    }
+    fn insert(&mut self, id: u32, _request: &Request) {
+        self.in_cache[id as usize] = true;
+        self.queue.push_back(id);
+    }
+    fn end(&mut self, request: &Request) {
+        pin(&mut self.pinned, request.ids, false);
+    }
 }
 
 /// SMoE's score-window eviction, paper 004 eq. (3) (see the module doc).
+pub type SmoeWindow = Scanning<SmoeWindowRank>;
+
+/// The scores of every id over its window of eq. (3).
 #[derive(Debug, Clone)]
-pub struct SmoeWindow {
-    capacity: usize,
+pub struct SmoeWindowRank {
     /// Window length n + 1 (eq. (3)'s terms).
     len: usize,
     /// `ring[id * len + i]`: the scores of `id`'s last iterations.
@@ -241,29 +259,29 @@ pub struct SmoeWindow {
     /// Per id: next ring slot and number of scores seen (capped at `len`).
     head: Vec<u32>,
     seen: Vec<u32>,
-    in_cache: Vec<bool>,
-    protected: Vec<bool>,
-    resident: Vec<u32>,
 }
 
 impl SmoeWindow {
     /// An empty cache of `capacity` ids over `universe` ids, window parameter `n` of eq. (3).
     pub fn new(capacity: usize, universe: usize, n: usize) -> Self {
         let len = n + 1;
-        SmoeWindow {
-            capacity,
+        let rank = SmoeWindowRank {
             len,
             ring: vec![0.0; universe * len],
             head: vec![0; universe],
             seen: vec![0; universe],
-            in_cache: vec![false; universe],
-            protected: vec![false; universe],
-            resident: Vec::with_capacity(capacity + 1),
-        }
+        };
+        Scanning::with_rank(capacity, universe, rank)
     }
 
     /// The average score of `id` over its window (eq. (3)); 0 before any score.
     pub fn average(&self, id: u32) -> f64 {
+        self.rank.average(id)
+    }
+}
+
+impl SmoeWindowRank {
+    fn average(&self, id: u32) -> f64 {
         let id = id as usize;
         let seen = self.seen[id] as usize;
         if seen == 0 {
@@ -272,8 +290,16 @@ impl SmoeWindow {
         let window = &self.ring[id * self.len..(id + 1) * self.len];
         window[..seen].iter().map(|&s| s as f64).sum::<f64>() / seen as f64
     }
+}
 
-    fn record(&mut self, scores: &Scores) {
+impl Rank for SmoeWindowRank {
+    const NAME: &'static str = "smoe-window";
+    type Key = (f64, u32);
+    /// Without scores the windows stay as they are ([`replay_trace`] refuses such replays).
+    fn begin(&mut self, request: &Request) {
+        let Some(scores) = &request.scores else {
+            return;
+        };
         for (e, &s) in scores.values.iter().enumerate() {
             let id = scores.first as usize + e;
             let h = self.head[id] as usize;
@@ -282,131 +308,57 @@ impl SmoeWindow {
             self.seen[id] = (self.seen[id] + 1).min(self.len as u32);
         }
     }
-}
-
-impl Policy for SmoeWindow {
-    fn name(&self) -> &'static str {
-        "smoe-window"
-    }
-    fn capacity(&self) -> usize {
-        self.capacity
-    }
-    fn contains(&self, id: u32) -> bool {
-        self.in_cache[id as usize]
-    }
-    /// Without scores the windows stay as they are ([`replay_trace`] refuses such replays).
-    fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>) {
-        if let Some(scores) = &request.scores {
-            self.record(scores);
-        }
-        protect(&mut self.protected, request.ids);
-        for &id in request.ids {
-            if self.in_cache[id as usize] {
-                continue;
-            }
-            if self.resident.len() == self.capacity {
-                let mut best: Option<(usize, f64, u32)> = None;
-                for (pos, &r) in self.resident.iter().enumerate() {
-                    if self.protected[r as usize] {
-                        continue;
-                    }
-                    let a = self.average(r);
-                    if best.is_none_or(|(_, ba, br)| (a, r) < (ba, br)) {
-                        best = Some((pos, a, r));
-                    }
-                }
-                let (pos, _, _) =
-                    best.expect("capacity >= step size leaves an unprotected resident id");
-                let victim = self.resident.swap_remove(pos);
-                self.in_cache[victim as usize] = false;
-                evicted.push(victim);
-            }
-            self.in_cache[id as usize] = true;
-            self.resident.push(id);
-            loaded.push(id);
-        }
-        unprotect(&mut self.protected, request.ids);
-    }
-    fn resident(&self) -> Vec<u32> {
-        let mut r = self.resident.clone();
-        r.sort_unstable();
-        r
+    fn key(&self, id: u32) -> Self::Key {
+        (self.average(id), id)
     }
 }
 
 /// ZipMoE's frequency-count eviction (see the module doc).
+pub type ZipMoeFreq = Scanning<ZipMoeFreqRank>;
+
+/// ZipMoE's in-cache counts and load order.
 #[derive(Debug, Clone)]
-pub struct ZipMoeFreq {
-    capacity: usize,
+pub struct ZipMoeFreqRank {
     count: Vec<u64>,
     loaded_at: Vec<u64>,
     clock: u64,
-    in_cache: Vec<bool>,
-    protected: Vec<bool>,
-    resident: Vec<u32>,
 }
 
 impl ZipMoeFreq {
     /// An empty cache of `capacity` ids over `universe` ids.
     pub fn new(capacity: usize, universe: usize) -> Self {
-        ZipMoeFreq {
-            capacity,
+        let rank = ZipMoeFreqRank {
             count: vec![0; universe],
             loaded_at: vec![0; universe],
             clock: 0,
-            in_cache: vec![false; universe],
-            protected: vec![false; universe],
-            resident: Vec::with_capacity(capacity + 1),
-        }
+        };
+        Scanning::with_rank(capacity, universe, rank)
     }
 
     /// The in-cache count of `id` (0 when absent).
     pub fn count(&self, id: u32) -> u64 {
-        self.count[id as usize]
+        self.rank.count[id as usize]
     }
 }
 
-impl Policy for ZipMoeFreq {
-    fn name(&self) -> &'static str {
-        "zipmoe-freq"
+impl Rank for ZipMoeFreqRank {
+    const NAME: &'static str = "zipmoe-freq";
+    type Key = (u64, u64, u32);
+    /// on_hit: adds the step's tokens (one).
+    fn hit(&mut self, id: u32) {
+        self.count[id as usize] += 1;
     }
-    fn capacity(&self) -> usize {
-        self.capacity
+    /// on_miss: the count restarts at 1.
+    fn loaded(&mut self, id: u32) {
+        self.count[id as usize] = 1;
+        self.loaded_at[id as usize] = self.clock;
+        self.clock += 1;
     }
-    fn contains(&self, id: u32) -> bool {
-        self.in_cache[id as usize]
+    fn evicted(&mut self, id: u32) {
+        self.count[id as usize] = 0;
     }
-    fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>) {
-        protect(&mut self.protected, request.ids);
-        for &id in request.ids {
-            if self.in_cache[id as usize] {
-                // on_hit: add the step's tokens (one).
-                self.count[id as usize] += 1;
-                continue;
-            }
-            if self.resident.len() == self.capacity {
-                let (count, at) = (&self.count, &self.loaded_at);
-                let victim = evict_min(&mut self.resident, &self.protected, |r| {
-                    (count[r as usize], at[r as usize], r)
-                });
-                self.in_cache[victim as usize] = false;
-                self.count[victim as usize] = 0;
-                evicted.push(victim);
-            }
-            // on_miss: the count restarts at 1.
-            self.count[id as usize] = 1;
-            self.loaded_at[id as usize] = self.clock;
-            self.clock += 1;
-            self.in_cache[id as usize] = true;
-            self.resident.push(id);
-            loaded.push(id);
-        }
-        unprotect(&mut self.protected, request.ids);
-    }
-    fn resident(&self) -> Vec<u32> {
-        let mut r = self.resident.clone();
-        r.sort_unstable();
-        r
+    fn key(&self, id: u32) -> Self::Key {
+        (self.count[id as usize], self.loaded_at[id as usize], id)
     }
 }
 
@@ -752,33 +704,8 @@ fn ratio(a: u64, b: u64) -> f64 {
 mod tests {
     use super::*;
     use crate::cache::policy::replay;
+    use crate::cache::policy::tests::{evictions, stream};
     use formulations::cache::model::Requests;
-
-    fn stream(steps: &[&[u32]], universe: usize) -> Requests {
-        let mut r = Requests::new(universe);
-        for s in steps {
-            r.push(s);
-        }
-        r
-    }
-
-    fn loads_of<P: Policy>(mut p: P, steps: &[&[u32]]) -> Vec<Vec<u32>> {
-        let mut out = Vec::new();
-        for (t, s) in steps.iter().enumerate() {
-            let (mut l, mut e) = (Vec::new(), Vec::new());
-            p.access(
-                &Request {
-                    time: t,
-                    ids: s,
-                    scores: None,
-                },
-                &mut l,
-                &mut e,
-            );
-            out.push(e);
-        }
-        out
-    }
 
     #[test]
     fn fifo_ignores_hits_and_evicts_in_load_order() {
@@ -786,7 +713,7 @@ mod tests {
         // [0] evicts 1. [1] evicts 2. Loads 0,1,2,0,1 = 5 of 6 requests.
         let steps: &[&[u32]] = &[&[0, 1], &[0], &[2], &[0], &[1]];
         assert_eq!(
-            loads_of(Fifo::new(2, 3), steps),
+            evictions(Fifo::new(2, 3), steps),
             vec![vec![], vec![], vec![0], vec![1], vec![2]]
         );
         let s = replay(Fifo::new(2, 3), &stream(steps, 3));
@@ -797,7 +724,7 @@ mod tests {
     fn fifo_never_evicts_an_id_of_the_current_step() {
         // C = 2: [0,1]; [0,2] must keep 0 (requested) although it is first in: evicts 1.
         assert_eq!(
-            loads_of(Fifo::new(2, 3), &[&[0, 1], &[0, 2]]),
+            evictions(Fifo::new(2, 3), &[&[0, 1], &[0, 2]]),
             vec![vec![], vec![1]]
         );
     }
@@ -809,14 +736,14 @@ mod tests {
         // step 1) and 1 (2, step 4): tie on count, 0 is least recent -> evict 0.
         let steps: &[&[u32]] = &[&[0], &[0], &[1], &[2], &[1], &[2]];
         assert_eq!(
-            loads_of(Lfu::new(2, 3), steps),
+            evictions(Lfu::new(2, 3), steps),
             vec![vec![], vec![], vec![], vec![1], vec![2], vec![0]]
         );
         // Warm start (1, 0, 5), C = 2: [0] c0 = 2; [1] c1 = 1; [2] c2 = 6: victims 0 (2) and
         // 1 (1) -> evict 1.
         let lfu = Lfu::with_counts(2, vec![1, 0, 5]);
         assert_eq!(
-            loads_of(lfu, &[&[0], &[1], &[2]]),
+            evictions(lfu, &[&[0], &[1], &[2]]),
             vec![vec![], vec![], vec![1]]
         );
     }
@@ -828,7 +755,7 @@ mod tests {
         // (reset on load). [2]: victims 0 (3), 1 (1) -> evict 1.
         let steps: &[&[u32]] = &[&[0], &[0], &[0], &[1], &[2], &[1], &[2]];
         assert_eq!(
-            loads_of(ZipMoeFreq::new(2, 3), steps),
+            evictions(ZipMoeFreq::new(2, 3), steps),
             vec![vec![], vec![], vec![], vec![], vec![1], vec![2], vec![1]]
         );
     }

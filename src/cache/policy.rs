@@ -28,23 +28,193 @@ pub struct Request<'a> {
     pub scores: Option<Scores<'a>>,
 }
 
-/// An eviction policy.
+/// An eviction policy, split as libCacheSim splits one: how it finds an id (and what a hit
+/// updates), which resident id it would evict, how it removes and inserts one, and what a step
+/// as a whole records before and after. [`Policy::access`], the step itself, is written once
+/// on top of these hooks, so every policy replays a step the same way.
 pub trait Policy {
     /// The policy's name as on the command line.
     fn name(&self) -> &'static str;
     /// How many ids it holds at most.
     fn capacity(&self) -> usize;
+    /// Whether it holds `capacity` ids (a miss must evict first).
+    fn is_full(&self) -> bool;
     /// Whether `id` is resident.
     fn contains(&self, id: u32) -> bool;
-    /// Makes every id of `request` resident, appending each id it loads to `loaded` and each
-    /// id it evicts to `evicted`.
-    fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>);
     /// The resident ids, in increasing order.
     fn resident(&self) -> Vec<u32>;
+
+    /// Opens a step, before any of its ids is looked up: records what the whole step tells
+    /// (scores, counts) and pins the step's resident ids, which no eviction of the step may
+    /// choose.
+    fn begin(&mut self, _request: &Request) {}
+    /// Whether `id` is resident; on a hit, updates what the policy keeps about it.
+    fn find(&mut self, id: u32) -> bool {
+        self.contains(id)
+    }
+    /// The resident id a miss of `request` evicts: never one of its ids.
+    fn to_evict(&self, request: &Request) -> u32;
+    /// Drops the resident `id` (an eviction).
+    fn remove(&mut self, id: u32);
+    /// Makes the missing `id` resident, the cache not full.
+    fn insert(&mut self, id: u32, request: &Request);
+    /// Closes the step: unpins its ids and records what needed the whole step done.
+    fn end(&mut self, _request: &Request) {}
+
+    /// Makes every id of `request` resident, appending each id it loads to `loaded` and each
+    /// id it evicts to `evicted`.
+    fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>) {
+        self.begin(request);
+        for &id in request.ids {
+            if self.find(id) {
+                continue;
+            }
+            if self.is_full() {
+                let victim = self.to_evict(request);
+                self.remove(victim);
+                evicted.push(victim);
+            }
+            self.insert(id, request);
+            loaded.push(id);
+        }
+        self.end(request);
+    }
 }
 
-/// Misses, loads and cache lifetimes of one replay.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// A boxed policy forwards [`Policy::access`] whole, so the step runs with the boxed policy's
+/// hooks called directly (one dynamic call per step).
+impl<P: Policy + ?Sized> Policy for Box<P> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn capacity(&self) -> usize {
+        (**self).capacity()
+    }
+    fn is_full(&self) -> bool {
+        (**self).is_full()
+    }
+    fn contains(&self, id: u32) -> bool {
+        (**self).contains(id)
+    }
+    fn resident(&self) -> Vec<u32> {
+        (**self).resident()
+    }
+    fn begin(&mut self, request: &Request) {
+        (**self).begin(request)
+    }
+    fn find(&mut self, id: u32) -> bool {
+        (**self).find(id)
+    }
+    fn to_evict(&self, request: &Request) -> u32 {
+        (**self).to_evict(request)
+    }
+    fn remove(&mut self, id: u32) {
+        (**self).remove(id)
+    }
+    fn insert(&mut self, id: u32, request: &Request) {
+        (**self).insert(id, request)
+    }
+    fn end(&mut self, request: &Request) {
+        (**self).end(request)
+    }
+    fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>) {
+        (**self).access(request, loaded, evicted)
+    }
+}
+
+const NOT_RESIDENT: u32 = u32::MAX;
+
+/// The resident ids of a policy that scans them all for its victim: one unordered array (a
+/// contiguous scan) and each id's index in it (membership, insertion and removal in O(1)).
+#[derive(Debug, Clone)]
+pub(crate) struct Residents {
+    ids: Vec<u32>,
+    /// Index in `ids` of each id of the universe; [`NOT_RESIDENT`] when absent.
+    slot: Vec<u32>,
+}
+
+impl Residents {
+    /// None resident, room for `capacity` of `universe` ids.
+    pub(crate) fn new(capacity: usize, universe: usize) -> Self {
+        Residents {
+            ids: Vec::with_capacity(capacity + 1),
+            slot: vec![NOT_RESIDENT; universe],
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub(crate) fn contains(&self, id: u32) -> bool {
+        self.slot[id as usize] != NOT_RESIDENT
+    }
+
+    /// The resident ids in the array's order.
+    pub(crate) fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// Index in [`Residents::ids`] of the resident `id`.
+    pub(crate) fn index(&self, id: u32) -> usize {
+        self.slot[id as usize] as usize
+    }
+
+    /// Appends `id`, not resident, at the end of the array.
+    pub(crate) fn insert(&mut self, id: u32) {
+        self.slot[id as usize] = self.ids.len() as u32;
+        self.ids.push(id);
+    }
+
+    /// Removes the resident `id` by moving the last one into its place (`Vec::swap_remove`, so
+    /// arrays kept beside it follow with a `swap_remove` at the returned index).
+    pub(crate) fn remove(&mut self, id: u32) -> usize {
+        let at = std::mem::replace(&mut self.slot[id as usize], NOT_RESIDENT) as usize;
+        self.ids.swap_remove(at);
+        if let Some(&moved) = self.ids.get(at) {
+            self.slot[moved as usize] = at as u32;
+        }
+        at
+    }
+
+    /// The resident id minimising `key` among those not `pinned`; the first in array order
+    /// on a tie.
+    pub(crate) fn min_unpinned<K: PartialOrd>(
+        &self,
+        pinned: &[bool],
+        key: impl Fn(u32) -> K,
+    ) -> u32 {
+        let mut best: Option<(u32, K)> = None;
+        for &id in &self.ids {
+            if pinned[id as usize] {
+                continue;
+            }
+            let k = key(id);
+            if best.as_ref().is_none_or(|(_, b)| k < *b) {
+                best = Some((id, k));
+            }
+        }
+        best.expect("capacity >= step size leaves an unpinned resident id")
+            .0
+    }
+
+    /// The resident ids in increasing order.
+    pub(crate) fn sorted(&self) -> Vec<u32> {
+        let mut r = self.ids.clone();
+        r.sort_unstable();
+        r
+    }
+}
+
+/// Marks (`on`) or unmarks the ids of a step in a policy's pin mask.
+pub(crate) fn pin(mask: &mut [bool], ids: &[u32], on: bool) {
+    for &id in ids {
+        mask[id as usize] = on;
+    }
+}
+
+/// Misses, loads and cache lifetimes of one replay (all zero by default: nothing replayed).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct CacheStats {
     /// Steps replayed.
     pub steps: u64,
@@ -86,16 +256,7 @@ impl<P: Policy> Simulation<P> {
             loaded_at: vec![ABSENT; universe],
             loaded: Vec::new(),
             evicted: Vec::new(),
-            stats: CacheStats {
-                steps: 0,
-                requests: 0,
-                hits: 0,
-                loads: 0,
-                miss_rate: 0.0,
-                evictions: 0,
-                lifetime_mean_steps: 0.0,
-                lifetime_std_steps: 0.0,
-            },
+            stats: CacheStats::default(),
             lifetimes: Vec::new(),
             time: 0,
         }
@@ -239,36 +400,12 @@ impl Policy for Lru {
         self.capacity
     }
 
-    fn contains(&self, id: u32) -> bool {
-        self.present[id as usize]
+    fn is_full(&self) -> bool {
+        self.len == self.capacity
     }
 
-    fn access(&mut self, request: &Request, loaded: &mut Vec<u32>, evicted: &mut Vec<u32>) {
-        debug_assert!(request.ids.len() <= self.capacity);
-        for &id in request.ids {
-            if self.present[id as usize] {
-                self.unlink(id);
-            }
-        }
-        for &id in request.ids {
-            if self.present[id as usize] {
-                continue;
-            }
-            if self.len == self.capacity {
-                let victim = self.head;
-                debug_assert!(victim != NIL, "capacity >= step size");
-                self.unlink(victim);
-                self.present[victim as usize] = false;
-                self.len -= 1;
-                evicted.push(victim);
-            }
-            self.present[id as usize] = true;
-            self.len += 1;
-            loaded.push(id);
-        }
-        for &id in request.ids {
-            self.append(id);
-        }
+    fn contains(&self, id: u32) -> bool {
+        self.present[id as usize]
     }
 
     fn resident(&self) -> Vec<u32> {
@@ -281,21 +418,46 @@ impl Policy for Lru {
         r.sort_unstable();
         r
     }
+
+    /// Unlinks the step's hits: out of the list, they cannot be victims.
+    fn begin(&mut self, request: &Request) {
+        debug_assert!(request.ids.len() <= self.capacity);
+        for &id in request.ids {
+            if self.present[id as usize] {
+                self.unlink(id);
+            }
+        }
+    }
+
+    fn to_evict(&self, _request: &Request) -> u32 {
+        debug_assert!(self.head != NIL, "capacity >= step size");
+        self.head
+    }
+
+    fn remove(&mut self, id: u32) {
+        self.unlink(id);
+        self.present[id as usize] = false;
+        self.len -= 1;
+    }
+
+    /// Marks `id` resident; it joins the list at [`Policy::end`], with the step's hits.
+    fn insert(&mut self, id: u32, _request: &Request) {
+        self.present[id as usize] = true;
+        self.len += 1;
+    }
+
+    /// Appends the step's ids in listed order: the best-ranked is the least recent of them.
+    fn end(&mut self, request: &Request) {
+        for &id in request.ids {
+            self.append(id);
+        }
+    }
 }
 
 /// Sums the statistics of several caches (each with its count of ids still resident); lifetimes are pooled over all residencies (evictions + those
 /// open at the end) with the population variance of the union.
 pub fn combine(all: &[(CacheStats, usize)]) -> CacheStats {
-    let mut t = CacheStats {
-        steps: 0,
-        requests: 0,
-        hits: 0,
-        loads: 0,
-        miss_rate: 0.0,
-        evictions: 0,
-        lifetime_mean_steps: 0.0,
-        lifetime_std_steps: 0.0,
-    };
+    let mut t = CacheStats::default();
     let (mut n, mut sum, mut sum_sq) = (0f64, 0f64, 0f64);
     for (s, open) in all {
         t.steps += s.steps;
@@ -319,16 +481,37 @@ pub fn combine(all: &[(CacheStats, usize)]) -> CacheStats {
     t
 }
 
+/// Helpers the policies' tests share.
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn stream(steps: &[&[u32]], universe: usize) -> Requests {
+    /// The request stream of `steps` over `universe` ids.
+    pub(crate) fn stream(steps: &[&[u32]], universe: usize) -> Requests {
         let mut r = Requests::new(universe);
         for s in steps {
             r.push(s);
         }
         r
+    }
+
+    /// The ids `policy` evicts at each of `steps` (no scores).
+    pub(crate) fn evictions<P: Policy, S: AsRef<[u32]>>(
+        mut policy: P,
+        steps: &[S],
+    ) -> Vec<Vec<u32>> {
+        let mut out = Vec::new();
+        for (time, s) in steps.iter().enumerate() {
+            let (mut loaded, mut evicted) = (Vec::new(), Vec::new());
+            let request = Request {
+                time,
+                ids: s.as_ref(),
+                scores: None,
+            };
+            policy.access(&request, &mut loaded, &mut evicted);
+            out.push(evicted);
+        }
+        out
     }
 
     #[test]
@@ -393,21 +576,7 @@ mod tests {
                     s
                 })
                 .collect();
-            let mut lru = Lru::new(capacity, universe as usize);
-            let mut got = Vec::new();
-            for (t, s) in steps.iter().enumerate() {
-                let (mut l, mut e) = (Vec::new(), Vec::new());
-                lru.access(
-                    &Request {
-                        time: t,
-                        ids: s,
-                        scores: None,
-                    },
-                    &mut l,
-                    &mut e,
-                );
-                got.push(e);
-            }
+            let got = evictions(Lru::new(capacity, universe as usize), &steps);
             assert_eq!(
                 got,
                 naive_lru(&steps, capacity),

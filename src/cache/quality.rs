@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use super::routers::Row;
+use super::router::Row;
 
 /// The proxies of one replay.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -43,7 +43,7 @@ use serde::Serialize;
 use super::policies::Scope;
 use super::policy::{combine, CacheStats, Policy, Scores, Simulation};
 use super::quality::{Quality, QualityAccumulator};
-use super::router::{CacheView, Router};
+use super::router::{CacheView, Router, Row};
 
 /// Ordered promotion, eq. (5): `subset ⊕ (all \ subset)`, keeping the order of both operands.
 /// The literal definition, used to state Max-Rank (eq. (7)) in full; the replay uses
@@ -311,26 +311,6 @@ impl FromStr for RouterSpec {
             },
         })
     }
-}
-
-/// One routing as the routers read it: the original ranking and router probabilities.
-#[derive(Debug, Clone, Copy)]
-pub struct Row<'a> {
-    /// K of the original routing.
-    pub top_k: usize,
-    /// The original ranking r (all E experts with logits, else the K selected).
-    pub order: &'a [u16],
-    /// 0-based rank of each expert id in r; `u16::MAX` for experts not in r.
-    pub rank_of: &'a [u16],
-    /// Router probabilities by expert id (softmax of the logits; with only weights, the
-    /// selected experts' weights and 0 elsewhere; empty when neither is known).
-    pub probs: &'a [f32],
-    /// The logits by expert id, where known.
-    pub logits: Option<&'a [f32]>,
-    /// `max(z) - min(z)` (0 without logits).
-    pub range: f32,
-    /// Router mass of the original top-K, `sum of probs[r[:K]]` (0 without probabilities).
-    pub top_mass: f64,
 }
 
 /// Writes the row of `routing` into the buffers (resized here): the ranking of the module doc,

@@ -71,21 +71,6 @@ pub const LEMMA1_DELTAS: [f64; 5] = [0.05, 0.1, 0.2, 0.3, 0.5];
 /// A Prism claim.
 pub type PrismClaim = Claim<Instance>;
 
-fn check(outcome: Outcome, note: String) -> Check {
-    Check {
-        outcome,
-        value: None,
-        reference: None,
-        reference_kind: ReferenceKind::None,
-        solver_status: None,
-        ratio: None,
-        bound: None,
-        note,
-        witness: None,
-        margin: None,
-    }
-}
-
 /// Every Prism claim.
 pub fn registry() -> Vec<PrismClaim> {
     vec![
@@ -242,7 +227,7 @@ pub fn best_of_size(values: &[f64], b: usize, enumerate: bool) -> f64 {
 pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
     let allocation = match algorithms::alg1_counts(instance) {
         Ok(a) => a,
-        Err(e) => return check(Outcome::Inconclusive, format!("no assignment: {e}")),
+        Err(e) => return Check::inconclusive(format!("no assignment: {e}")),
     };
     let assignment = algorithms::alg2_assign(instance, &allocation.counts, RepairOrder::default());
     let enumerate = instance.expert_count() <= ENUMERATION_LIMIT;
@@ -267,25 +252,18 @@ pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
     let (n, u, opt, margin) = worst.expect("N >= 1");
     let ratio = (opt > 0.0).then(|| u / opt);
     let fail = margin < 0.0;
+    let status = if enumerate {
+        "exhaustive"
+    } else {
+        "top-b (modular)"
+    };
+    let note = format!(
+        "server {n}: U(A) = {u:.6}, U(A*) = {opt:.6} with B = {}",
+        allocation.counts[n].iter().sum::<usize>()
+    );
     Check {
-        outcome: if fail { Outcome::Fail } else { Outcome::Pass },
-        value: Some(u),
-        reference: Some(opt),
-        reference_kind: ReferenceKind::Optimum,
-        solver_status: Some(
-            if enumerate {
-                "exhaustive"
-            } else {
-                "top-b (modular)"
-            }
-            .into(),
-        ),
         ratio,
         bound: Some(bound),
-        note: format!(
-            "server {n}: U(A) = {u:.6}, U(A*) = {opt:.6} with B = {}",
-            allocation.counts[n].iter().sum::<usize>()
-        ),
         witness: fail.then(|| {
             serde_json::json!({
                 "server": n,
@@ -297,6 +275,7 @@ pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
             })
         }),
         margin: Some(margin),
+        ..Check::against_optimum(Outcome::fail_if(fail), u, opt, status, note)
     }
 }
 
@@ -334,24 +313,22 @@ pub fn lemma1_rows(rows: &[Vec<f64>]) -> Check {
         }
     }
     let Some((i, delta, k, h, margin)) = worst else {
-        return check(Outcome::Inconclusive, "no non-zero row".into());
+        return Check::inconclusive("no non-zero row");
     };
     let e = rows[i].len() as f64;
     let bound = 2f64.powf(h - delta * e.log2());
     let fail = margin < 0.0;
     Check {
-        outcome: if fail { Outcome::Fail } else { Outcome::Pass },
-        value: Some(k as f64),
-        reference: None,
-        reference_kind: ReferenceKind::None,
-        solver_status: None,
-        ratio: None,
         bound: Some(bound),
-        note: format!(
-            "worst row {i}, delta {delta}: k = {k}, 2^(H - delta log2 E) = {bound:.4} (H = {h:.4} bits)"
-        ),
-        witness: fail.then(|| serde_json::json!({"row": rows[i], "delta": delta, "k": k, "entropy_bits": h, "bound": bound})),
-        margin: Some(margin),
+        ..Check::property(
+            Outcome::fail_if(fail),
+            Some(k as f64),
+            format!(
+                "worst row {i}, delta {delta}: k = {k}, 2^(H - delta log2 E) = {bound:.4} (H = {h:.4} bits)"
+            ),
+            fail.then(|| serde_json::json!({"row": rows[i], "delta": delta, "k": k, "entropy_bits": h, "bound": bound})),
+            Some(margin),
+        )
     }
 }
 
@@ -377,20 +354,17 @@ pub fn check_gap(instance: &Instance, options: &CheckOptions) -> Check {
     let run_opts = run_options(options);
     let prism = match methods::run(Method::Prism, instance, &run_opts) {
         Ok(r) => r,
-        Err(e) => return check(Outcome::Inconclusive, e.to_string()),
+        Err(e) => return Check::inconclusive(e.to_string()),
     };
     let Some(cost) = prism.objective().filter(|_| feasible(&prism)) else {
-        return check(
-            Outcome::Inconclusive,
-            format!(
-                "Prism has no feasible placement: {}",
-                prism.note.unwrap_or_default()
-            ),
-        );
+        return Check::inconclusive(format!(
+            "Prism has no feasible placement: {}",
+            prism.note.unwrap_or_default()
+        ));
     };
     let milp = match methods::run(Method::Milp, instance, &run_opts) {
         Ok(r) => r,
-        Err(e) => return check(Outcome::Inconclusive, format!("MILP: {e}")),
+        Err(e) => return Check::inconclusive(format!("MILP: {e}")),
     };
     let status = milp
         .exact
@@ -400,23 +374,20 @@ pub fn check_gap(instance: &Instance, options: &CheckOptions) -> Check {
         return Check {
             solver_status: status,
             value: Some(cost),
-            ..check(Outcome::Inconclusive, "no proved optimum".into())
+            ..Check::inconclusive("no proved optimum")
         };
     };
+    let note = format!(
+        "no bound is claimed; C(Prism) = {cost:.6}, OPT = {opt:.6}, gap {:.6}",
+        cost - opt
+    );
     Check {
-        outcome: Outcome::Pass,
         value: Some(cost),
         reference: Some(opt),
         reference_kind: ReferenceKind::Optimum,
         solver_status: status,
         ratio: (opt > 0.0).then(|| cost / opt),
-        bound: None,
-        note: format!(
-            "no bound is claimed; C(Prism) = {cost:.6}, OPT = {opt:.6}, gap {:.6}",
-            cost - opt
-        ),
-        witness: None,
-        margin: None,
+        ..Check::new(Outcome::Pass, note)
     }
 }
 
@@ -435,7 +406,7 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
     };
     let prism = match measure(Method::Prism) {
         Ok(p) => p,
-        Err(e) => return check(Outcome::Inconclusive, e),
+        Err(e) => return Check::inconclusive(e),
     };
     let mut skipped = Vec::new();
     let mut worst: Option<(Method, &str, f64, f64, f64)> = None; // (baseline, metric, b, p, margin)
@@ -454,12 +425,12 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
                 skipped.push(m.name());
                 continue;
             }
-            Err(e) => return check(Outcome::Inconclusive, e),
+            Err(e) => return Check::inconclusive(e),
         };
         let Some(p) = prism else {
             return Check {
                 margin: Some(-1.0),
-                ..check(
+                ..Check::new(
                     Outcome::Fail,
                     format!("Prism has no feasible placement, {m} has one"),
                 )
@@ -473,10 +444,10 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
         }
     }
     let Some((m, metric, b, q, margin)) = worst else {
-        return check(
-            Outcome::Inconclusive,
-            format!("no feasible baseline (skipped: {})", skipped.join(", ")),
-        );
+        return Check::inconclusive(format!(
+            "no feasible baseline (skipped: {})",
+            skipped.join(", ")
+        ));
     };
     let fail = margin < 0.0;
     let skipped_note = if skipped.is_empty() {
@@ -484,17 +455,17 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
     } else {
         format!("; skipped (infeasible or none): {}", skipped.join(", "))
     };
+    let note = format!("closest: {m} on {metric}: baseline {b:.6} vs Prism {q:.6}{skipped_note}");
     Check {
-        outcome: if fail { Outcome::Fail } else { Outcome::Pass },
-        value: Some(q),
         reference: Some(b),
-        reference_kind: ReferenceKind::None,
-        solver_status: None,
         ratio: (b > 0.0).then(|| q / b),
-        bound: None,
-        note: format!("closest: {m} on {metric}: baseline {b:.6} vs Prism {q:.6}{skipped_note}"),
-        witness: fail.then(|| serde_json::json!({"baseline": m.name(), "metric": metric, "baseline_value": b, "prism_value": q})),
-        margin: Some(margin),
+        ..Check::property(
+            Outcome::fail_if(fail),
+            Some(q),
+            note,
+            fail.then(|| serde_json::json!({"baseline": m.name(), "metric": metric, "baseline_value": b, "prism_value": q})),
+            Some(margin),
+        )
     }
 }
 

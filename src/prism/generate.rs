@@ -63,8 +63,7 @@ use std::path::PathBuf;
 
 use formulations::prism::{validate::validate, Gpu, Instance, MoeModel, Network, Server, Workload};
 use formulations::{Error, ProblemKind};
-use rand::{Rng, RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
 /// The path named in errors about a configuration not read from a file.
@@ -103,6 +102,8 @@ crate::named!(
 );
 
 pub use crate::generate::Between;
+
+use crate::generate::{normal, open01, stream};
 
 /// The MoE model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -501,24 +502,6 @@ impl GeneratorConfig {
     }
 }
 
-/// The RNG of `stream` under `seed`.
-fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(stream);
-    rng
-}
-
-/// Uniform in the open interval (0, 1).
-fn open01(rng: &mut impl RngCore) -> f64 {
-    ((rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
-}
-
-/// Standard normal (Box-Muller).
-fn normal(rng: &mut impl RngCore) -> f64 {
-    let (a, b) = (open01(rng), open01(rng));
-    (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-}
-
 /// Gamma(shape, 1) by Marsaglia and Tsang (2000); shapes below 1 via Gamma(shape + 1) U^(1/shape).
 fn gamma(shape: f64, rng: &mut impl RngCore) -> f64 {
     if shape < 1.0 {
@@ -591,18 +574,17 @@ fn with_floor(p: Vec<f64>, floor: f64) -> Vec<f64> {
 pub fn try_generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
     config.check()?;
     let mut shapes = stream(seed, STREAM_SHAPES);
-    let mut draw = |r: Between<u32>| shapes.random_range(r.min..=r.max);
     let m = &config.model;
-    let layers = draw(m.layers);
-    let experts = draw(m.experts_per_layer);
-    let top_k = draw(m.top_k);
+    let layers = m.layers.draw(&mut shapes);
+    let experts = m.experts_per_layer.draw(&mut shapes);
+    let top_k = m.top_k.draw(&mut shapes);
     let gpus: Vec<u32> = match &config.servers {
         ServerShape::Fixed { gpus } => gpus.clone(),
         ServerShape::Random {
             servers,
             gpus_per_server,
-        } => (0..draw(*servers))
-            .map(|_| draw(*gpus_per_server))
+        } => (0..servers.draw(&mut shapes))
+            .map(|_| gpus_per_server.draw(&mut shapes))
             .collect(),
     };
     let total_gpus: usize = gpus.iter().map(|&g| g as usize).sum();
@@ -615,7 +597,7 @@ pub fn try_generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Err
         MemoryConfig::ModelFraction(r) => {
             let mut slots: Vec<u64> = (0..total_gpus)
                 .map(|_| {
-                    let x = r.min + (r.max - r.min) * shapes.random::<f64>();
+                    let x = r.scale(&mut shapes);
                     ((x * model_experts as f64).round() as u64).max(1)
                 })
                 .collect();
@@ -629,7 +611,7 @@ pub fn try_generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Err
     let mut speed = stream(seed, STREAM_SPEED);
     let c = &config.compute;
     let mut gpu_specs = memory.into_iter().map(|memory_bytes| {
-        let s = c.slowdown.min + (c.slowdown.max - c.slowdown.min) * speed.random::<f64>();
+        let s = c.slowdown.scale(&mut speed);
         Gpu {
             memory_bytes,
             compute_base_s: c.base_s * s,

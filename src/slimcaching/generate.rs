@@ -27,53 +27,12 @@
 //! The wireless model, compute and cloud latency are the paper's in every preset, so latencies
 //! stay realistic even where sizes are small integers.
 //!
-//! ## Network (Section III-C, eqs. (3)-(4), Section VI-A)
+//! ## Network and model shapes
 //!
-//! Users lie uniformly in a square of side `area_side_m` (1 km). Servers lie on a grid
-//! ([`ServerLayout::Grid`]: ceil(sqrt N) columns, cell centres; the 2 x 2 centres for N = 4) or
-//! uniformly ([`ServerLayout::Uniform`]). Rates follow eq. (3)/(4):
-//!
-//! R = B log2(1 + P G d^-alpha / (N0 B)),
-//!
-//! with d in metres clamped to at least `min_distance_m` (1 m, so that co-located nodes get a
-//! finite rate). The uplink uses the user power (0.01 W) and B_u (5 MHz), the downlink the server
-//! power (38 dBm) and B_u, edge-edge links the server power, 100 MHz and the server distance (so
-//! the edge-edge matrix is symmetric by construction and `backhaul.symmetric` is set). The
-//! edge<->cloud links are latency-only: `Link { latency_s: 0.01, rate_bps: None }` each way.
-//! Users get `associated_server: None`, so the evaluator applies the rule under eq. (4). If
-//! `total_user_bandwidth_hz` is set, B_u = total / U (the shared-bandwidth setting of Fig. 8(b)).
-//! Compute: 50 / 82.58 / 312 TFLOP/s for user / edge / cloud, each expert of model m getting
-//! 1/E_m of it (eq. (6)).
-//!
-//! ## Model library (Section VI-A)
-//!
-//! The paper's library has 18 models, "nearly 4,000 experts", in three families, but names only
-//! 7 architectures. Reading (following the paper's remark in Section V that "numerous downstream
-//! models are developed by fine-tuning a pre-trained base model" with identical expert sizes):
-//! the 18 models are the 7 architectures plus fine-tuned variants that share their shapes but
-//! have their own activation statistics. Model j is architecture `j mod 7` of
-//! [`PAPER_ARCHITECTURES`] (in the order ST-b-8, ST-b-16, ST-b-32, LLaMA-MoE-3.5B,
-//! MoE-LLaVA-StableLM, -Qwen, -Phi2), variant `j / 7` (named `-ft1`, `-ft2`). For 18 models:
-//! three each of the Switch models and LLaMA-MoE, two of each MoE-LLaVA model, 3,872 experts.
-//!
-//! Shapes (expert bytes = parameters x 2 bytes, bf16/fp16; D_m = hidden size x 2 bytes; FLOPs
-//! per expert per token = 2 x parameters), from the models' public configuration files:
-//!
-//! | architecture | K | MoE layers | experts | hidden | expert parameters | bytes (MiB) |
-//! |---|---|---|---|---|---|---|
-//! | ST-b-8/16/32 (google/switch-base-*) | 1 | 12 | 8/16/32 | 768 | 2 x 768 x 3072 (d_model, d_ff; wi, wo) | 9 |
-//! | MoE-LLaVA-StableLM-1.6B-4e | 2 | 12 | 4 | 2048 | 3 x 2048 x 5632 (SwiGLU) | 66 |
-//! | MoE-LLaVA-Qwen-1.8B-4e | 2 | 12 | 4 | 2048 | 3 x 2048 x 5504 (Qwen's w1, w2, c_proj use intermediate_size / 2) | 64.5 -> 65 |
-//! | MoE-LLaVA-Phi2-2.7B-4e | 2 | 16 | 4 | 2560 | 2 x 2560 x 10240 + biases (fc1, fc2) | 100.02 -> 100 |
-//! | LLaMA-MoE-3.5B (4/16) | 4 | 32 | 16 | 4096 | 3 x 4096 x 688 (LLaMA-2-7B's FFN split in 16) | 16.125 -> 16 |
-//!
-//! Switch-base is T5-base (12 encoder + 12 decoder blocks) with every other FFN an MoE layer:
-//! 12 MoE layers. MoE-LLaVA's "sparse" mode makes every other decoder layer MoE (StableLM-2-1.6B
-//! and Qwen-1.8B have 24 layers, Phi-2 has 32). LLaMA-MoE converts all 32 FFNs. The MoE-LLaVA
-//! Qwen and Phi2 sizes are approximate (biases and Qwen's halved intermediate size as read from
-//! the configs). Expert bytes are rounded to the nearest multiple of 1 MiB (ties up) so the
-//! knapsack DPs can work on 1 MiB units; capacities Q are exact bytes (5 GB = 5 x 10^9 bytes).
-//! FLOPs use the unrounded parameter counts.
+//! The wireless model, links and compute are [`super::network`]'s (Section III-C, eqs.
+//! (3)-(4)); the paper library and its seven architectures are [`super::architectures`]'s
+//! (Section VI-A). The user positions and uniformly placed servers draw from their own
+//! streams of the same seed, so they stay apart from the draws below.
 //!
 //! Synthetic libraries ([`SyntheticLibrary`], for `tiny` and `small`) draw shapes from ranges,
 //! give the models the K values of a list in a seeded rotation (so K = 1 and K = 2 mix), use
@@ -120,30 +79,22 @@ use std::path::PathBuf;
 
 use formulations::slimcaching::validate::{validate, MAX_SERVERS, MAX_TOP_K};
 use formulations::slimcaching::{
-    ActivationSet, Backhaul, Cloud, EdgeServer, ExpertRef, Instance, LayerActivation, LayerId,
-    Link, ModelId, ModelRequest, MoeModel, User,
+    ExpertRef, Instance, LayerActivation, LayerId, ModelId, ModelRequest, MoeModel, User,
 };
 use formulations::Error;
 use rand::seq::SliceRandom;
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-
-/// One mebibyte, the unit expert sizes are rounded to.
-pub const MIB: u64 = 1 << 20;
 
 /// ChaCha stream of the shape draws (N, U, synthetic models, storage fraction).
 const STREAM_SHAPES: u64 = 1;
 /// ChaCha stream of the library's global model popularity.
 const STREAM_MODEL_RANKING: u64 = 2;
-/// ChaCha stream of uniformly placed servers.
-const STREAM_SERVER_POSITIONS: u64 = 3;
 /// Base of the per-model popularity streams (+ model index).
 const STREAM_MODEL_BASE: u64 = 1 << 32;
 /// Base of the per-user request / activation streams (+ user index).
 const STREAM_USER_BASE: u64 = 2 << 32;
-/// Base of the per-user position streams (+ user index).
-const STREAM_USER_POSITION_BASE: u64 = 3 << 32;
 
 /// The generator presets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -167,7 +118,13 @@ crate::named!(
     ]
 );
 
+pub use super::network::{ComputeConfig, ServerLayout, WirelessConfig};
 pub use crate::generate::Between;
+
+use super::architectures::{paper_library, Architecture, PAPER_ARCHITECTURES};
+use super::demand::{most_frequent_experts, sets_from_counts};
+use super::network::{build_network, check_compute, check_wireless, Network};
+use crate::generate::{normal, open01, stream};
 
 /// Server storage Q_n (the same on every server).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -178,90 +135,6 @@ pub enum Storage {
     /// Q as a fraction of the whole library's expert bytes, drawn uniformly per instance
     /// (synthetic presets, whose library size varies with the seed).
     LibraryFraction(Between<f64>),
-}
-
-/// Where the edge servers stand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerLayout {
-    /// Cell centres of a ceil(sqrt N)-column grid over the square, filled row by row.
-    Grid,
-    /// Uniformly at random in the square.
-    Uniform,
-}
-
-/// The wireless and backhaul parameters of Section VI-A (eqs. (3)-(4)).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WirelessConfig {
-    /// Side of the square cell, metres (1 km).
-    pub area_side_m: f64,
-    /// Placement of the servers.
-    pub server_layout: ServerLayout,
-    /// User transmit power P_{u,n}, W (0.01 W).
-    pub user_power_w: f64,
-    /// Server transmit power P_{n,u} (and on edge-edge links), W (38 dBm).
-    pub server_power_w: f64,
-    /// Bandwidth B_u of each user, Hz (5 MHz).
-    pub user_bandwidth_hz: f64,
-    /// If set, B_u = this / U instead (users share a fixed total, Fig. 8(b)).
-    #[serde(default)]
-    pub total_user_bandwidth_hz: Option<f64>,
-    /// Bandwidth between edge servers, Hz (100 MHz).
-    pub edge_bandwidth_hz: f64,
-    /// Path-loss exponent alpha (4).
-    pub path_loss_exponent: f64,
-    /// Antenna-related factor G (1).
-    pub antenna_gain: f64,
-    /// Noise power spectral density N0, dBm/Hz (-174).
-    pub noise_dbm_per_hz: f64,
-    /// Distances are clamped to at least this, metres (1 m).
-    pub min_distance_m: f64,
-    /// Fixed edge->cloud and cloud->edge latency, seconds (0.01 s each way).
-    pub cloud_latency_s: f64,
-}
-
-impl WirelessConfig {
-    /// The values of Section VI-A.
-    pub fn paper() -> Self {
-        WirelessConfig {
-            area_side_m: 1000.0,
-            server_layout: ServerLayout::Grid,
-            user_power_w: 0.01,
-            server_power_w: dbm_to_w(38.0),
-            user_bandwidth_hz: 5e6,
-            total_user_bandwidth_hz: None,
-            edge_bandwidth_hz: 100e6,
-            path_loss_exponent: 4.0,
-            antenna_gain: 1.0,
-            noise_dbm_per_hz: -174.0,
-            min_distance_m: 1.0,
-            cloud_latency_s: 0.01,
-        }
-    }
-}
-
-/// Computing capabilities C, FLOP/s (Section VI-A).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ComputeConfig {
-    /// C_u of every user (50 TFLOP/s).
-    pub user_flops: f64,
-    /// Every edge server (82.58 TFLOP/s).
-    pub edge_flops: f64,
-    /// The cloud (312 TFLOP/s).
-    pub cloud_flops: f64,
-}
-
-impl ComputeConfig {
-    /// The values of Section VI-A.
-    pub fn paper() -> Self {
-        ComputeConfig {
-            user_flops: 50e12,
-            edge_flops: 82.58e12,
-            cloud_flops: 312e12,
-        }
-    }
 }
 
 /// A model library with randomly drawn shapes (the `tiny` and `small` presets).
@@ -588,333 +461,14 @@ impl GeneratorConfig {
 /// The `path` of configuration errors.
 const CONFIG_PATH: &str = "<generator config>";
 
-/// Checks wireless knobs; errors name `{prefix}.{field}` in `path`.
-pub(crate) fn check_wireless(w: &WirelessConfig, path: &str, prefix: &str) -> Result<(), Error> {
-    let fields = [
-        ("area_side_m", w.area_side_m),
-        ("user_power_w", w.user_power_w),
-        ("server_power_w", w.server_power_w),
-        ("user_bandwidth_hz", w.user_bandwidth_hz),
-        ("edge_bandwidth_hz", w.edge_bandwidth_hz),
-        ("path_loss_exponent", w.path_loss_exponent),
-        ("antenna_gain", w.antenna_gain),
-        ("min_distance_m", w.min_distance_m),
-        (
-            "total_user_bandwidth_hz",
-            w.total_user_bandwidth_hz.unwrap_or(1.0),
-        ),
-    ];
-    for (name, x) in fields {
-        if !(x.is_finite() && x > 0.0) {
-            return Err(Error::Invalid {
-                path: PathBuf::from(path),
-                field: format!("{prefix}.{name}"),
-                reason: format!("must be positive and finite, got {x}"),
-            });
-        }
-    }
-    if !w.noise_dbm_per_hz.is_finite() {
-        return Err(Error::Invalid {
-            path: PathBuf::from(path),
-            field: format!("{prefix}.noise_dbm_per_hz"),
-            reason: format!("must be finite, got {}", w.noise_dbm_per_hz),
-        });
-    }
-    if !(w.cloud_latency_s.is_finite() && w.cloud_latency_s >= 0.0) {
-        return Err(Error::Invalid {
-            path: PathBuf::from(path),
-            field: format!("{prefix}.cloud_latency_s"),
-            reason: format!("must be finite and >= 0, got {}", w.cloud_latency_s),
-        });
-    }
-    Ok(())
-}
-
-/// Checks compute knobs; errors name `{prefix}.{field}` in `path`.
-pub(crate) fn check_compute(c: &ComputeConfig, path: &str, prefix: &str) -> Result<(), Error> {
-    for (name, x) in [
-        ("user_flops", c.user_flops),
-        ("edge_flops", c.edge_flops),
-        ("cloud_flops", c.cloud_flops),
-    ] {
-        if !(x.is_finite() && x > 0.0) {
-            return Err(Error::Invalid {
-                path: PathBuf::from(path),
-                field: format!("{prefix}.{name}"),
-                reason: format!("must be positive and finite, got {x}"),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// One of the 7 MoE architectures named in Section VI-A (shapes: see the module doc).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Architecture {
-    /// Name as in the paper.
-    pub name: &'static str,
-    /// K_m.
-    pub top_k: u32,
-    /// L_m, MoE layers.
-    pub layers: u32,
-    /// E_m.
-    pub experts_per_layer: u32,
-    /// Hidden size (elements); D_m = 2 x this bytes.
-    pub hidden_size: u64,
-    /// Parameters of one expert.
-    pub expert_params: u64,
-}
-
-impl Architecture {
-    /// The instance's model: bf16 bytes rounded to 1 MiB, D_m = 2 x hidden, 2 x params FLOPs.
-    pub fn to_model(&self, name: String) -> MoeModel {
-        let shape = super::import::ExpertShape::bf16(self.expert_params, self.hidden_size);
-        MoeModel {
-            name,
-            top_k: self.top_k,
-            layers: self.layers,
-            experts_per_layer: self.experts_per_layer,
-            expert_bytes: shape.expert_bytes,
-            hidden_bytes: shape.hidden_bytes,
-            expert_flops: shape.expert_flops,
-        }
-    }
-}
-
-/// The paper's architectures, in the order the library cycles through them.
-pub const PAPER_ARCHITECTURES: [Architecture; 7] = [
-    Architecture {
-        name: "ST-b-8",
-        top_k: 1,
-        layers: 12,
-        experts_per_layer: 8,
-        hidden_size: 768,
-        expert_params: 2 * 768 * 3072,
-    },
-    Architecture {
-        name: "ST-b-16",
-        top_k: 1,
-        layers: 12,
-        experts_per_layer: 16,
-        hidden_size: 768,
-        expert_params: 2 * 768 * 3072,
-    },
-    Architecture {
-        name: "ST-b-32",
-        top_k: 1,
-        layers: 12,
-        experts_per_layer: 32,
-        hidden_size: 768,
-        expert_params: 2 * 768 * 3072,
-    },
-    Architecture {
-        name: "LLaMA-MoE-3.5B",
-        top_k: 4,
-        layers: 32,
-        experts_per_layer: 16,
-        hidden_size: 4096,
-        expert_params: 3 * 4096 * 688,
-    },
-    Architecture {
-        name: "MoE-LLaVA-StableLM-1.6B-4e",
-        top_k: 2,
-        layers: 12,
-        experts_per_layer: 4,
-        hidden_size: 2048,
-        expert_params: 3 * 2048 * 5632,
-    },
-    Architecture {
-        name: "MoE-LLaVA-Qwen-1.8B-4e",
-        top_k: 2,
-        layers: 12,
-        experts_per_layer: 4,
-        hidden_size: 2048,
-        expert_params: 3 * 2048 * 5504,
-    },
-    Architecture {
-        name: "MoE-LLaVA-Phi2-2.7B-4e",
-        top_k: 2,
-        layers: 16,
-        experts_per_layer: 4,
-        hidden_size: 2560,
-        expert_params: 2 * 2560 * 10240 + 10240 + 2560,
-    },
-];
-
-/// `bytes` rounded to the nearest multiple of 1 MiB (ties up), at least 1 MiB.
-pub fn round_to_mib(bytes: u64) -> u64 {
-    ((bytes + MIB / 2) / MIB).max(1) * MIB
-}
-
-/// dBm to watts.
-pub fn dbm_to_w(dbm: f64) -> f64 {
-    10f64.powf((dbm - 30.0) / 10.0)
-}
-
-/// Achievable rate of eqs. (3)-(4), bit/s: B log2(1 + P G d^-alpha / (N0 B)), d clamped to
-/// `min_distance_m`.
-pub fn rate_bps(bandwidth_hz: f64, power_w: f64, distance_m: f64, w: &WirelessConfig) -> f64 {
-    let n0 = dbm_to_w(w.noise_dbm_per_hz);
-    let d = distance_m.max(w.min_distance_m);
-    let snr = power_w * w.antenna_gain * d.powf(-w.path_loss_exponent) / (n0 * bandwidth_hz);
-    bandwidth_hz * (1.0 + snr).log2()
-}
-
-/// The first `models` models of the paper's library (see the module doc).
-pub fn paper_library(models: u32) -> Vec<MoeModel> {
-    (0..models as usize)
-        .map(|j| {
-            let arch = &PAPER_ARCHITECTURES[j % PAPER_ARCHITECTURES.len()];
-            let variant = j / PAPER_ARCHITECTURES.len();
-            let name = if variant == 0 {
-                arch.name.to_string()
-            } else {
-                format!("{}-ft{variant}", arch.name)
-            };
-            arch.to_model(name)
-        })
-        .collect()
-}
-
-/// The RNG of `stream` under `seed`.
-fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(stream);
-    rng
-}
-
-/// Uniform in the open interval (0, 1).
-fn open01(rng: &mut impl RngCore) -> f64 {
-    ((rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
-}
-
-/// Standard normal (Box-Muller).
-fn normal(rng: &mut impl RngCore) -> f64 {
-    let (a, b) = (open01(rng), open01(rng));
-    (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-}
-
 /// Standard Gumbel.
 fn gumbel(rng: &mut impl RngCore) -> f64 {
     -(-open01(rng).ln()).ln()
 }
 
-fn draw_u32(rng: &mut impl Rng, r: Between<u32>) -> u32 {
-    rng.random_range(r.min..=r.max)
-}
-
-/// Links, servers and cloud of an instance (everything but models and demands).
-pub(crate) struct Network {
-    pub servers: Vec<EdgeServer>,
-    pub cloud: Cloud,
-    pub backhaul: Backhaul,
-    /// Per user, per server.
-    pub uplink: Vec<Vec<Link>>,
-    /// Per user, per server.
-    pub downlink: Vec<Vec<Link>>,
-}
-
-/// Server positions (metres) per the layout.
-fn server_positions(w: &WirelessConfig, n: usize, seed: u64) -> Vec<(f64, f64)> {
-    let side = w.area_side_m;
-    match w.server_layout {
-        ServerLayout::Grid => {
-            let cols = (1..=n).find(|c| c * c >= n).unwrap_or(1);
-            let rows = n.div_ceil(cols).max(1);
-            (0..n)
-                .map(|k| {
-                    let (c, r) = ((k % cols) as f64, (k / cols) as f64);
-                    (
-                        (c + 0.5) * side / cols as f64,
-                        (r + 0.5) * side / rows as f64,
-                    )
-                })
-                .collect()
-        }
-        ServerLayout::Uniform => {
-            let mut rng = stream(seed, STREAM_SERVER_POSITIONS);
-            (0..n)
-                .map(|_| (rng.random::<f64>() * side, rng.random::<f64>() * side))
-                .collect()
-        }
-    }
-}
-
-/// Builds the network of eqs. (3)-(4) for `servers` servers and `users` users.
-pub(crate) fn build_network(
-    w: &WirelessConfig,
-    c: &ComputeConfig,
-    servers: usize,
-    users: usize,
-    storage_bytes: u64,
-    seed: u64,
-) -> Network {
-    let spos = server_positions(w, servers, seed);
-    let dist = |a: (f64, f64), b: (f64, f64)| ((a.0 - b.0).powi(2) + (a.1 - b.1).powi(2)).sqrt();
-    let edge_to_edge = (0..servers)
-        .map(|i| {
-            (0..servers)
-                .map(|j| {
-                    (i != j).then(|| Link {
-                        latency_s: 0.0,
-                        rate_bps: Some(rate_bps(
-                            w.edge_bandwidth_hz,
-                            w.server_power_w,
-                            dist(spos[i], spos[j]),
-                            w,
-                        )),
-                    })
-                })
-                .collect()
-        })
-        .collect();
-    let cloud_link = Link {
-        latency_s: w.cloud_latency_s,
-        rate_bps: None,
-    };
-    let bandwidth = w
-        .total_user_bandwidth_hz
-        .map_or(w.user_bandwidth_hz, |t| t / users.max(1) as f64);
-    let mut uplink = Vec::with_capacity(users);
-    let mut downlink = Vec::with_capacity(users);
-    for u in 0..users {
-        let mut rng = stream(seed, STREAM_USER_POSITION_BASE + u as u64);
-        let pos = (
-            rng.random::<f64>() * w.area_side_m,
-            rng.random::<f64>() * w.area_side_m,
-        );
-        let rate = |power: f64, n: usize| Link {
-            latency_s: 0.0,
-            rate_bps: Some(rate_bps(bandwidth, power, dist(pos, spos[n]), w)),
-        };
-        uplink.push((0..servers).map(|n| rate(w.user_power_w, n)).collect());
-        downlink.push((0..servers).map(|n| rate(w.server_power_w, n)).collect());
-    }
-    Network {
-        servers: vec![
-            EdgeServer {
-                storage_bytes,
-                compute_flops: c.edge_flops,
-            };
-            servers
-        ],
-        cloud: Cloud {
-            compute_flops: c.cloud_flops,
-        },
-        backhaul: Backhaul {
-            symmetric: true,
-            edge_to_edge,
-            edge_to_cloud: vec![cloud_link; servers],
-            cloud_to_edge: vec![cloud_link; servers],
-        },
-        uplink,
-        downlink,
-    }
-}
-
 /// Draws a synthetic library for `servers` servers.
 fn synthetic_library(s: &SyntheticLibrary, servers: u32, rng: &mut ChaCha8Rng) -> Vec<MoeModel> {
-    let count = draw_u32(rng, s.models) as usize;
+    let count = s.models.draw(rng) as usize;
     let mut ks = s.top_k.clone();
     ks.shuffle(rng);
     let k_of = |j: usize| ks[j % ks.len()];
@@ -942,9 +496,9 @@ fn synthetic_library(s: &SyntheticLibrary, servers: u32, rng: &mut ChaCha8Rng) -
     for _ in 0..1000 {
         let models: Vec<MoeModel> = (0..count)
             .map(|j| {
-                let layers = draw_u32(rng, s.layers);
-                let experts = draw_u32(rng, s.experts_per_layer);
-                let bytes = rng.random_range(s.expert_bytes.min..=s.expert_bytes.max);
+                let layers = s.layers.draw(rng);
+                let experts = s.experts_per_layer.draw(rng);
+                let bytes = s.expert_bytes.draw(rng);
                 let arch = &PAPER_ARCHITECTURES[rng.random_range(0..PAPER_ARCHITECTURES.len())];
                 synthetic(j, layers, experts, bytes, arch)
             })
@@ -1018,76 +572,6 @@ fn categorical(rng: &mut impl RngCore, weights: &[f64]) -> usize {
     weights.iter().rposition(|&w| w > 0.0).unwrap_or(0)
 }
 
-/// The sparse distribution from set counts: keeps the `max_sets` most frequent (ties by the
-/// set), p = count / kept total; sorted by decreasing count, then set.
-pub(crate) fn sets_from_counts(
-    counts: BTreeMap<Vec<u32>, u64>,
-    max_sets: Option<usize>,
-) -> Vec<ActivationSet> {
-    let mut sets: Vec<(Vec<u32>, u64)> = counts.into_iter().filter(|(_, c)| *c > 0).collect();
-    sets.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    if let Some(k) = max_sets {
-        sets.truncate(k);
-    }
-    let total: u64 = sets.iter().map(|s| s.1).sum();
-    sets.into_iter()
-        .map(|(experts, c)| ActivationSet {
-            experts,
-            p: c as f64 / total as f64,
-        })
-        .collect()
-}
-
-/// The user's `rho` most frequently activated experts of its requested models (frequency
-/// sum_m p_{u,m} sum_{S containing i} p_{u,S}, ties by expert), sorted by expert.
-pub(crate) fn most_frequent_experts(
-    models: &[MoeModel],
-    requests: &[ModelRequest],
-    activations: &[LayerActivation],
-    rho: usize,
-) -> Vec<ExpertRef> {
-    let mut freq: BTreeMap<ExpertRef, f64> = BTreeMap::new();
-    for r in requests.iter().filter(|r| r.p > 0.0) {
-        let model = &models[r.model.index()];
-        for l in 0..model.layers {
-            for expert in 0..model.experts_per_layer {
-                freq.insert(
-                    ExpertRef {
-                        model: r.model,
-                        layer: LayerId(l),
-                        expert,
-                    },
-                    0.0,
-                );
-            }
-        }
-    }
-    for act in activations {
-        let p_model = requests
-            .iter()
-            .find(|r| r.model == act.model)
-            .map_or(0.0, |r| r.p);
-        for set in &act.sets {
-            for &expert in &set.experts {
-                let key = ExpertRef {
-                    model: act.model,
-                    layer: act.layer,
-                    expert,
-                };
-                if let Some(f) = freq.get_mut(&key) {
-                    *f += p_model * set.p;
-                }
-            }
-        }
-    }
-    let mut ranked: Vec<(ExpertRef, f64)> = freq.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    ranked.truncate(rho);
-    let mut local: Vec<ExpertRef> = ranked.into_iter().map(|(r, _)| r).collect();
-    local.sort();
-    local
-}
-
 /// Top-K of `scores`, ties by lower index, sorted ascending.
 fn top_k(scores: &[f64], k: usize) -> Vec<u32> {
     let mut idx: Vec<u32> = (0..scores.len() as u32).collect();
@@ -1115,7 +599,7 @@ fn generate_user(
 ) -> (Vec<ModelRequest>, Vec<LayerActivation>, Vec<ExpertRef>) {
     let a = &config.activations;
     let mut rng = stream(seed, STREAM_USER_BASE + u as u64);
-    let count = (draw_u32(&mut rng, config.models_per_user) as usize).min(models.len());
+    let count = (config.models_per_user.draw(&mut rng) as usize).min(models.len());
     let mut weights = ranking_weight.to_vec();
     let mut chosen = Vec::with_capacity(count);
     for _ in 0..count {
@@ -1180,8 +664,8 @@ fn generate_user(
 pub fn try_generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
     config.check()?;
     let mut shapes = stream(seed, STREAM_SHAPES);
-    let n = draw_u32(&mut shapes, config.servers);
-    let users = draw_u32(&mut shapes, config.users) as usize;
+    let n = config.servers.draw(&mut shapes);
+    let users = config.users.draw(&mut shapes) as usize;
     let models = match &config.library {
         Library::Paper { models } => paper_library(*models),
         Library::Synthetic(s) => synthetic_library(s, n, &mut shapes),
@@ -1193,7 +677,7 @@ pub fn try_generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Err
                 .iter()
                 .map(|m| u64::from(m.layers) * u64::from(m.experts_per_layer) * m.expert_bytes)
                 .sum();
-            let f = r.min + (r.max - r.min) * shapes.random::<f64>();
+            let f = r.scale(&mut shapes);
             ((f * total as f64).round() as u64).max(1)
         }
     };
@@ -1265,7 +749,8 @@ pub fn generate(config: &GeneratorConfig, seed: u64) -> Instance {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use formulations::slimcaching::ExpertCatalogue;
+    use crate::slimcaching::architectures::MIB;
+    use formulations::slimcaching::{ExpertCatalogue, Link};
 
     const SEEDS: [u64; 5] = [0, 1, 2, 7, 12345];
 
@@ -1451,51 +936,6 @@ mod tests {
     }
 
     #[test]
-    fn paper_shapes_follow_the_public_configs() {
-        let lib = paper_library(18);
-        let by_name = |n: &str| lib.iter().find(|m| m.name == n).unwrap().clone();
-        // switch-base: d_model 768, d_ff 3072: 2 x 768 x 3072 x 2 bytes = 9 MiB.
-        let st = by_name("ST-b-32");
-        assert_eq!((st.top_k, st.layers, st.experts_per_layer), (1, 12, 32));
-        assert_eq!(st.expert_bytes, 9 * MIB);
-        assert_eq!(st.hidden_bytes, 1536);
-        assert_eq!(st.expert_flops, 9_437_184.0);
-        // LLaMA-MoE-3.5B: 3 x 4096 x 688 x 2 bytes = 16.125 MiB -> 16 MiB.
-        let llama = by_name("LLaMA-MoE-3.5B-ft2");
-        assert_eq!(
-            (llama.top_k, llama.layers, llama.experts_per_layer),
-            (4, 32, 16)
-        );
-        assert_eq!(llama.expert_bytes, 16 * MIB);
-        assert_eq!(llama.hidden_bytes, 8192);
-        // Qwen-1.8B: 3 x 2048 x 5504 x 2 bytes = 64.5 MiB -> 65 MiB (ties up).
-        assert_eq!(by_name("MoE-LLaVA-Qwen-1.8B-4e").expert_bytes, 65 * MIB);
-        assert_eq!(by_name("MoE-LLaVA-StableLM-1.6B-4e").expert_bytes, 66 * MIB);
-        assert_eq!(
-            by_name("MoE-LLaVA-Phi2-2.7B-4e-ft1").expert_bytes,
-            100 * MIB
-        );
-        let count = |prefix: &str| lib.iter().filter(|m| m.name.starts_with(prefix)).count();
-        assert_eq!(count("ST-b-"), 9);
-        assert_eq!(count("LLaMA-MoE"), 3);
-        assert_eq!(count("MoE-LLaVA"), 6);
-    }
-
-    #[test]
-    fn rates_follow_eq_3() {
-        let w = WirelessConfig::paper();
-        // Hand-computed: N0 = 10^-20.4 W/Hz; 0.01 W at 100 m over 5 MHz:
-        // SNR = 1e-10 / (3.981e-21 * 5e6) = 5023.8, R = 5e6 log2(5024.8) = 61.474 Mbit/s.
-        assert!((rate_bps(5e6, 0.01, 100.0, &w) - 61.474213e6).abs() < 1.0);
-        // 0.01 W at 1 km: SNR = 0.5024, R = 2.936 Mbit/s.
-        assert!((rate_bps(5e6, 0.01, 1000.0, &w) - 2.936236e6).abs() < 1.0);
-        // 38 dBm = 6.3096 W over 100 MHz at 500 m: 799.2 Mbit/s.
-        assert!((rate_bps(100e6, dbm_to_w(38.0), 500.0, &w) - 799.199177e6).abs() < 10.0);
-        // Distances below 1 m are clamped.
-        assert_eq!(rate_bps(5e6, 0.01, 0.0, &w), rate_bps(5e6, 0.01, 1.0, &w));
-    }
-
-    #[test]
     fn paper_network_is_symmetric_with_latency_only_cloud_links() {
         let i = generate(&GeneratorConfig::preset(Preset::Paper), 5);
         let b = &i.backhaul;
@@ -1620,27 +1060,6 @@ mod tests {
                 .fold(0.0, f64::max);
             assert!(held_min >= other_max, "{held_min} < {other_max}");
         }
-    }
-
-    #[test]
-    fn set_counts_become_probabilities() {
-        let counts: BTreeMap<Vec<u32>, u64> = [
-            (vec![0, 1], 5),
-            (vec![1, 2], 3),
-            (vec![0, 2], 3),
-            (vec![2, 3], 1),
-        ]
-        .into_iter()
-        .collect();
-        let all = sets_from_counts(counts.clone(), None);
-        assert_eq!(all[0].experts, vec![0, 1]);
-        assert_eq!(all[0].p, 5.0 / 12.0);
-        assert_eq!(all[3].p, 1.0 / 12.0);
-        // Keep 2: {0,1} (5) and, of the two 3s, {0,2} (lexicographically first); p over 8.
-        let kept = sets_from_counts(counts, Some(2));
-        assert_eq!(kept.len(), 2);
-        assert_eq!(kept[1].experts, vec![0, 2]);
-        assert_eq!(kept[1].p, 3.0 / 8.0);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! A SlimCaching instance from a real activation-count file (`moe-activation-counts/v1`, see
 //! ../shared/data/README.md): one MoE model, real per-user activation distributions p_{u,S}, and
-//! the network of the paper preset (Section VI-A, eqs. (3)-(4); see [`super::generate`]).
+//! the network of the paper preset (Section VI-A, eqs. (3)-(4); see [`super::network`]).
 //!
 //! ## Format
 //!
@@ -72,37 +72,12 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::generate::{
-    build_network, check_compute, check_wireless, most_frequent_experts, round_to_mib,
-    sets_from_counts, ComputeConfig, WirelessConfig,
-};
+pub use super::architectures::ExpertShape;
+use super::demand::{most_frequent_experts, sets_from_counts};
+use super::network::{build_network, check_compute, check_wireless, ComputeConfig, WirelessConfig};
 
 /// The `format` string this importer reads.
 pub const FORMAT: &str = "moe-activation-counts/v1";
-
-/// Per-expert sizes of a model: b_m, D_m, mu_m^CP.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExpertShape {
-    /// b_m, bytes of one expert.
-    pub expert_bytes: u64,
-    /// D_m, bytes of one hidden state.
-    pub hidden_bytes: u64,
-    /// mu_m^CP, FLOPs of one expert for one token.
-    pub expert_flops: f64,
-}
-
-impl ExpertShape {
-    /// bf16 weights: expert bytes 2 x parameters rounded to 1 MiB, D_m = 2 x hidden size,
-    /// FLOPs per token 2 x parameters (one multiply-add per weight).
-    pub fn bf16(expert_params: u64, hidden_size: u64) -> Self {
-        ExpertShape {
-            expert_bytes: round_to_mib(2 * expert_params),
-            hidden_bytes: 2 * hidden_size,
-            expert_flops: 2.0 * expert_params as f64,
-        }
-    }
-}
 
 /// A model whose shape moe-opt knows (from its public configuration, see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -31,7 +31,7 @@ use serde_json::json;
 use super::generate::{generate, Preset};
 use super::router::{route_batch, LowScore, RouterConfig};
 use super::split::{alg2, Alg2Rule};
-use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome, ReferenceKind};
+use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome};
 
 /// The paper's file.
 pub const PAPER: &str = "004_ecd17ad30b7583cf.txt";
@@ -98,21 +98,6 @@ pub fn family_tiny(seed: u64) -> Instance {
     generate(Preset::Tiny, seed)
 }
 
-fn inconclusive(note: String) -> Check {
-    Check {
-        outcome: Outcome::Inconclusive,
-        value: None,
-        reference: None,
-        reference_kind: ReferenceKind::None,
-        solver_status: None,
-        ratio: None,
-        bound: None,
-        note,
-        witness: None,
-        margin: None,
-    }
-}
-
 fn in_gpu(instance: &Instance) -> Vec<bool> {
     let mut g = vec![false; instance.experts];
     for &e in &instance.gpu_cache {
@@ -140,7 +125,7 @@ fn check_router(instance: &Instance, _: &CheckOptions, low_score: LowScore) -> C
     let sets = LayerSets::new(instance);
     let best = match routing_exhaustive(&sets) {
         Ok(r) => r,
-        Err(e) => return inconclusive(format!("no optimum: {e}")),
+        Err(e) => return Check::inconclusive(format!("no optimum: {e}")),
     };
     let routing = route(instance, low_score);
     let (alg, opt) = match (
@@ -149,53 +134,50 @@ fn check_router(instance: &Instance, _: &CheckOptions, low_score: LowScore) -> C
     ) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) => {
-            let mut c = inconclusive(format!("the evaluator refused the router's routing: {e}"));
-            c.outcome = Outcome::Fail;
-            c.margin = Some(-1.0);
-            c.witness = Some(json!({ "routing": routing }));
-            return c;
+            return Check::property(
+                Outcome::Fail,
+                None,
+                format!("the evaluator refused the router's routing: {e}"),
+                Some(json!({ "routing": routing })),
+                Some(-1.0),
+            );
         }
-        (_, Err(e)) => return inconclusive(format!("the evaluator refused the optimum: {e}")),
+        (_, Err(e)) => {
+            return Check::inconclusive(format!("the evaluator refused the optimum: {e}"))
+        }
     };
     let formula: usize = objective1(&sets).iter().sum();
     let margin = alg.total_hits as f64 - opt.total_hits as f64;
-    let outcome = if margin < 0.0 {
-        Outcome::Fail
-    } else {
-        Outcome::Pass
-    };
+    let outcome = Outcome::fail_if(margin < 0.0);
+    let note = format!(
+        "router hits {:?} (total {}), optimum {:?} (total {}), formula (1) {formula}, \
+         {} substituted",
+        alg.hits, alg.total_hits, opt.hits, opt.total_hits, alg.substituted
+    );
+    let (value, optimum) = (alg.total_hits as f64, opt.total_hits as f64);
     Check {
-        outcome,
-        value: Some(alg.total_hits as f64),
-        reference: Some(opt.total_hits as f64),
-        reference_kind: ReferenceKind::Optimum,
-        solver_status: Some("exhaustive".into()),
-        ratio: (opt.total_hits > 0).then(|| alg.total_hits as f64 / opt.total_hits as f64),
+        ratio: (opt.total_hits > 0).then(|| value / optimum),
         bound: Some(1.0),
-        note: format!(
-            "router hits {:?} (total {}), optimum {:?} (total {}), formula (1) {formula}, \
-             {} substituted",
-            alg.hits, alg.total_hits, opt.hits, opt.total_hits, alg.substituted
-        ),
         witness: (outcome == Outcome::Fail)
             .then(|| json!({ "sets": sets, "routing": routing, "optimal_routing": best })),
         margin: Some(margin),
+        ..Check::against_optimum(outcome, value, optimum, "exhaustive", note)
     }
 }
 
 fn check_alg2_uniform(instance: &Instance, _: &CheckOptions) -> Check {
     let Costs::Uniform { load_s, cpu_s, .. } = instance.costs else {
-        return inconclusive("per-expert costs: the claim is about uniform costs".into());
+        return Check::inconclusive("per-expert costs: the claim is about uniform costs");
     };
     let sets = LayerSets::new(instance);
     let routing = route(instance, LowScore::Missing);
     let value = match evaluate_routing(instance, &sets, &routing) {
         Ok(v) => v,
-        Err(e) => return inconclusive(format!("the evaluator refused the routing: {e}")),
+        Err(e) => return Check::inconclusive(format!("the evaluator refused the routing: {e}")),
     };
     let n = value.misses.len();
     if n == 0 {
-        return inconclusive("no missed expert: nothing to split".into());
+        return Check::inconclusive("no missed expert: nothing to split");
     }
     let split = alg2(&value.misses, &instance.costs, Alg2Rule::Paper);
     let (m, opt) = split_optimum_uniform(n, load_s, cpu_s);
@@ -203,24 +185,20 @@ fn check_alg2_uniform(instance: &Instance, _: &CheckOptions) -> Check {
     let t = 1e-12 + 1e-9 * a.max(opt);
     let r = opt - a;
     let fail = r + t < 0.0;
+    let note = format!(
+        "n = {n} missed, C_load {load_s:.3e} s, C_CPU {cpu_s:.3e} s: Alg. 2 loads {} \
+         ({a:.4e} s), the optimum loads {m} ({opt:.4e} s)",
+        split.load.len()
+    );
     Check {
-        outcome: if fail { Outcome::Fail } else { Outcome::Pass },
-        value: Some(a),
-        reference: Some(opt),
-        reference_kind: ReferenceKind::Optimum,
-        solver_status: Some("closed_form".into()),
         ratio: Some(a / opt),
         bound: Some(1.0),
-        note: format!(
-            "n = {n} missed, C_load {load_s:.3e} s, C_CPU {cpu_s:.3e} s: Alg. 2 loads {} \
-             ({a:.4e} s), the optimum loads {m} ({opt:.4e} s)",
-            split.load.len()
-        ),
         witness: fail.then(|| {
             json!({ "misses": value.misses, "load_s": load_s, "cpu_s": cpu_s,
                     "alg2": split, "optimal_loads": m })
         }),
         margin: Some(if fail { (r + t) / opt } else { 0.0 }),
+        ..Check::against_optimum(Outcome::fail_if(fail), a, opt, "closed_form", note)
     }
 }
 

@@ -29,7 +29,7 @@ use serde_json::json;
 
 use super::algorithms::{self, Candidates};
 use super::generate::{generate, GeneratorConfig, Preset};
-use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome, ReferenceKind};
+use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome};
 
 /// The paper's file.
 pub const PAPER: &str = "003_f13bf7f446ba8bd3.txt";
@@ -116,21 +116,6 @@ pub fn optimum(
     }
 }
 
-fn inconclusive(note: String, status: Option<String>) -> Check {
-    Check {
-        outcome: Outcome::Inconclusive,
-        value: None,
-        reference: None,
-        reference_kind: ReferenceKind::None,
-        solver_status: status,
-        ratio: None,
-        bound: None,
-        note,
-        witness: None,
-        margin: None,
-    }
-}
-
 /// Outcome and margin of a <= b (module doc).
 fn judge(a: f64, b: f64, opt: f64) -> (Outcome, Option<f64>) {
     let t = 1e-12 + 1e-9 * a.abs().max(b.abs());
@@ -159,11 +144,14 @@ fn with_optimum(
 ) -> Check {
     match optimum(instance, options) {
         Ok(Ok(opt)) => f(opt),
-        Ok(Err(status)) => inconclusive(
-            format!("the MILP stopped without a proved optimum ({status})"),
-            Some(status),
-        ),
-        Err(e) => inconclusive(format!("no optimum: {e}"), None),
+        Ok(Err(status)) => {
+            let note = format!("the MILP stopped without a proved optimum ({status})");
+            Check {
+                solver_status: Some(status),
+                ..Check::inconclusive(note)
+            }
+        }
+        Err(e) => Check::inconclusive(format!("no optimum: {e}")),
     }
 }
 
@@ -172,32 +160,28 @@ fn check_thm31(instance: &Instance, options: &CheckOptions) -> Check {
         let blocks = algorithms::cache_affinity(instance, Candidates::Algorithm1);
         let alg = match Simulator::new(instance).run(&blocks.priority) {
             Ok(s) => s,
-            Err(e) => return inconclusive(format!("evaluator refused Alg. 1's order: {e}"), None),
+            Err(e) => return Check::inconclusive(format!("evaluator refused Alg. 1's order: {e}")),
         };
         let bound = 3.0 - 1.0 / f64::from(instance.threads);
         let (outcome, margin) = judge(alg.makespan_s, bound * opt.makespan_s, opt.makespan_s);
         let ratio = (opt.makespan_s > 1e-12).then(|| alg.makespan_s / opt.makespan_s);
+        let note = format!(
+            "ALG {:.6e} s, OPT {:.6e} s, ratio {}, bound 3 - 1/{} = {bound:.4}, {} blocks",
+            alg.makespan_s,
+            opt.makespan_s,
+            ratio.map_or("-".into(), |r| format!("{r:.4}")),
+            instance.threads,
+            blocks.blocks.len()
+        );
         Check {
-            outcome,
-            value: Some(alg.makespan_s),
-            reference: Some(opt.makespan_s),
-            reference_kind: ReferenceKind::Optimum,
-            solver_status: Some(opt.status.clone()),
             ratio,
             bound: Some(bound),
-            note: format!(
-                "ALG {:.6e} s, OPT {:.6e} s, ratio {}, bound 3 - 1/{} = {bound:.4}, {} blocks",
-                alg.makespan_s,
-                opt.makespan_s,
-                ratio.map_or("-".into(), |r| format!("{r:.4}")),
-                instance.threads,
-                blocks.blocks.len()
-            ),
             witness: (outcome == Outcome::Fail).then(|| {
                 json!({ "blocks": blocks.priority.blocks, "alg_gantt": alg.rows,
                         "optimal_gantt": opt.schedule.rows })
             }),
             margin,
+            ..Check::against_optimum(outcome, alg.makespan_s, opt.makespan_s, &*opt.status, note)
         }
     })
 }
@@ -217,30 +201,26 @@ fn check_lemma_b3(instance: &Instance, options: &CheckOptions) -> Check {
         .filter(|(_, v)| judge(*v, o, o).0 == Outcome::Fail)
         .map(|(n, _)| *n)
         .collect();
+        let note = format!(
+            "LB {:.6e} s (I {:.3e}, C/L {:.3e}, P {:.3e}, Z {:.3e}), OPT {o:.6e} s{}",
+            lb.value_s,
+            lb.io_s,
+            lb.compute_per_thread_s,
+            lb.token_s,
+            lb.critical_path_s,
+            if over.is_empty() {
+                String::new()
+            } else {
+                format!("; above OPT: {}", over.join(", "))
+            }
+        );
         Check {
-            outcome,
-            value: Some(lb.value_s),
-            reference: Some(o),
-            reference_kind: ReferenceKind::Optimum,
-            solver_status: Some(opt.status.clone()),
             ratio: (o > 1e-12).then(|| lb.value_s / o),
             bound: Some(1.0),
-            note: format!(
-                "LB {:.6e} s (I {:.3e}, C/L {:.3e}, P {:.3e}, Z {:.3e}), OPT {o:.6e} s{}",
-                lb.value_s,
-                lb.io_s,
-                lb.compute_per_thread_s,
-                lb.token_s,
-                lb.critical_path_s,
-                if over.is_empty() {
-                    String::new()
-                } else {
-                    format!("; above OPT: {}", over.join(", "))
-                }
-            ),
             witness: (outcome == Outcome::Fail)
                 .then(|| json!({ "lower_bound": lb, "optimal_gantt": opt.schedule.rows })),
             margin,
+            ..Check::against_optimum(outcome, lb.value_s, o, &*opt.status, note)
         }
     })
 }

@@ -318,10 +318,6 @@ fn invalid(field: &str, reason: impl Into<String>) -> Error {
     }
 }
 
-fn draw_u32(rng: &mut ChaCha8Rng, r: Between<u32>) -> u32 {
-    rng.random_range(r.min..=r.max)
-}
-
 fn draw_f64(rng: &mut ChaCha8Rng, r: Between<f64>) -> f64 {
     if r.min == r.max {
         r.min
@@ -334,7 +330,7 @@ fn draw_f64(rng: &mut ChaCha8Rng, r: Between<f64>) -> f64 {
 pub fn try_generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
     config.check()?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let tokens = draw_u32(&mut rng, config.batch_tokens);
+    let tokens = config.batch_tokens.draw(&mut rng);
     let mut counts = vec![0u32; config.layer_experts as usize];
     for _ in 0..tokens {
         let chosen = rand::seq::index::sample(
@@ -346,8 +342,8 @@ pub fn try_generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Err
             counts[e] += 1;
         }
     }
-    let shards = draw_u32(&mut rng, config.shards);
-    let threads = draw_u32(&mut rng, config.threads);
+    let shards = config.shards.draw(&mut rng);
+    let threads = config.threads.draw(&mut rng);
     let rho = draw_f64(&mut rng, config.compression_ratio);
     let u = draw_f64(&mut rng, config.sm_read_s);
     let c = draw_f64(&mut rng, config.decompress_per_shard_read) * u / f64::from(shards);

@@ -54,7 +54,7 @@ use super::independent::{
 };
 use super::ipf::fit;
 use super::planner;
-use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome, ReferenceKind};
+use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome};
 
 /// The paper's file in ../shared/papers/.
 pub const PAPER: &str = "003_f13bf7f446ba8bd3.txt";
@@ -180,21 +180,6 @@ pub fn family_small(seed: u64) -> PoolInstance {
     i
 }
 
-fn inconclusive(note: String) -> Check {
-    Check {
-        outcome: Outcome::Inconclusive,
-        value: None,
-        reference: None,
-        reference_kind: ReferenceKind::None,
-        solver_status: None,
-        ratio: None,
-        bound: None,
-        note,
-        witness: None,
-        margin: None,
-    }
-}
-
 /// What Thm. D.1's checks measure on one layer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LayerEntropy {
@@ -269,7 +254,7 @@ pub fn measure_thm_d1(
 fn check_inclusion(instance: &PoolInstance, _options: &CheckOptions) -> Check {
     let layers = match measure_thm_d1(instance, false) {
         Ok(l) => l,
-        Err(e) => return inconclusive(e),
+        Err(e) => return Check::inconclusive(e),
     };
     let bound = instance.ipf.tolerance + INCLUSION_ALLOWANCE;
     let (worst, layer) = layers
@@ -279,39 +264,39 @@ fn check_inclusion(instance: &PoolInstance, _options: &CheckOptions) -> Check {
         .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
     let margin = bound - worst;
     let pass = margin >= 0.0;
+    let note = format!(
+        "max |marginal - f| = {worst:.3e} (layer {layer}; eq. (24) residual {:.3e} after {} \
+         iterations), bound {bound:.3e}",
+        layers[layer].ipf_residual, layers[layer].ipf_iterations
+    );
+    let witness = (!pass).then(|| {
+        json!({
+            "layer": layer,
+            "inclusion_probabilities": instance.layers[layer].inclusion_probabilities,
+            "inclusion_error": worst,
+        })
+    });
     Check {
-        outcome: if pass { Outcome::Pass } else { Outcome::Fail },
-        value: Some(worst),
-        reference: None,
-        reference_kind: ReferenceKind::None,
-        solver_status: None,
-        ratio: None,
         bound: Some(bound),
-        note: format!(
-            "max |marginal - f| = {worst:.3e} (layer {layer}; eq. (24) residual {:.3e} after {} \
-             iterations), bound {bound:.3e}",
-            layers[layer].ipf_residual, layers[layer].ipf_iterations
-        ),
-        witness: (!pass).then(|| {
-            json!({
-                "layer": layer,
-                "inclusion_probabilities": instance.layers[layer].inclusion_probabilities,
-                "inclusion_error": worst,
-            })
-        }),
-        margin: Some(margin),
+        ..Check::property(
+            Outcome::fail_if(!pass),
+            Some(worst),
+            note,
+            witness,
+            Some(margin),
+        )
     }
 }
 
 fn check_max_entropy(instance: &PoolInstance, _options: &CheckOptions) -> Check {
     let layers = match measure_thm_d1(instance, true) {
         Ok(l) => l,
-        Err(e) => return inconclusive(e),
+        Err(e) => return Check::inconclusive(e),
     };
     let mut worst: Option<(f64, usize, f64, f64)> = None;
     for (l, m) in layers.iter().enumerate() {
         let (Some(h_star), Some(tv)) = (m.max_entropy, m.total_variation) else {
-            return inconclusive(format!(
+            return Check::inconclusive(format!(
                 "layer {l}: no independent maximum-entropy distribution: {}",
                 m.max_entropy_error.as_deref().unwrap_or("unknown")
             ));
@@ -324,29 +309,29 @@ fn check_max_entropy(instance: &PoolInstance, _options: &CheckOptions) -> Check 
     }
     let (margin, layer, gap, tv) = worst.expect("an instance has at least one layer");
     let pass = margin >= 0.0;
+    let note = format!(
+        "layer {layer}: H(P*) - H(P_DP) = {gap:.3e} nats, TV = {tv:.3e} (H(P_DP) = {:.6} nats)",
+        layers[layer].dp_entropy
+    );
+    let witness = (!pass).then(|| {
+        json!({
+            "layer": layer,
+            "inclusion_probabilities": instance.layers[layer].inclusion_probabilities,
+            "dp_entropy": layers[layer].dp_entropy,
+            "max_entropy": layers[layer].max_entropy,
+            "total_variation": tv,
+        })
+    });
     Check {
-        outcome: if pass { Outcome::Pass } else { Outcome::Fail },
-        value: Some(gap),
         reference: layers[layer].max_entropy,
-        reference_kind: ReferenceKind::None,
-        solver_status: None,
-        ratio: None,
         bound: Some(MAX_ENTROPY_TOLERANCE),
-        note: format!(
-            "layer {layer}: H(P*) - H(P_DP) = {gap:.3e} nats, TV = {tv:.3e} (H(P_DP) = {:.6} \
-             nats)",
-            layers[layer].dp_entropy
-        ),
-        witness: (!pass).then(|| {
-            json!({
-                "layer": layer,
-                "inclusion_probabilities": instance.layers[layer].inclusion_probabilities,
-                "dp_entropy": layers[layer].dp_entropy,
-                "max_entropy": layers[layer].max_entropy,
-                "total_variation": tv,
-            })
-        }),
-        margin: Some(margin),
+        ..Check::property(
+            Outcome::fail_if(!pass),
+            Some(gap),
+            note,
+            witness,
+            Some(margin),
+        )
     }
 }
 
@@ -391,7 +376,7 @@ fn equality_margin(a: f64, b: f64) -> f64 {
 fn check_best_split(instance: &PoolInstance, _options: &CheckOptions) -> Check {
     let plan = match planner::plan(instance) {
         Ok(p) => p,
-        Err(e) => return inconclusive(format!("the planner failed: {e}")),
+        Err(e) => return Check::inconclusive(format!("the planner failed: {e}")),
     };
     let q: Vec<Vec<f64>> = plan
         .layers
@@ -403,14 +388,15 @@ fn check_best_split(instance: &PoolInstance, _options: &CheckOptions) -> Check {
     if splits.len() as u64 != expected_points || plan.grid_points != expected_points {
         return Check {
             margin: Some(-1.0),
-            outcome: Outcome::Fail,
-            note: format!(
-                "grid sizes differ: brute force {}, planner {}, C(M + |Lambda| - 1, |Lambda| - 1) \
-                 = {expected_points}",
-                splits.len(),
-                plan.grid_points
-            ),
-            ..inconclusive(String::new())
+            ..Check::new(
+                Outcome::Fail,
+                format!(
+                    "grid sizes differ: brute force {}, planner {}, C(M + |Lambda| - 1, \
+                     |Lambda| - 1) = {expected_points}",
+                    splits.len(),
+                    plan.grid_points
+                ),
+            )
         };
     }
     let costs: Vec<f64> = splits
@@ -432,21 +418,16 @@ fn check_best_split(instance: &PoolInstance, _options: &CheckOptions) -> Check {
     let consistency = equality_margin(reported, chosen);
     let margin = optimality.min(consistency);
     let pass = margin >= 0.0;
+    let note = format!(
+        "planner split {:?}: independent cost {chosen:.6e} s, reported {reported:.6e} s; best \
+         of {} grid points {best:.6e} s at {:?}",
+        plan.best.split.steps,
+        splits.len(),
+        splits[best_at].steps
+    );
     Check {
-        outcome: if pass { Outcome::Pass } else { Outcome::Fail },
-        value: Some(chosen),
-        reference: Some(best),
-        reference_kind: ReferenceKind::Optimum,
-        solver_status: Some("exhaustive".into()),
         ratio: (best.abs() > 1e-300).then(|| chosen / best),
         bound: Some(1.0),
-        note: format!(
-            "planner split {:?}: independent cost {chosen:.6e} s, reported {reported:.6e} s; \
-             best of {} grid points {best:.6e} s at {:?}",
-            plan.best.split.steps,
-            splits.len(),
-            splits[best_at].steps
-        ),
         witness: (!pass).then(|| {
             json!({
                 "planner_split": plan.best.split.steps,
@@ -457,6 +438,7 @@ fn check_best_split(instance: &PoolInstance, _options: &CheckOptions) -> Check {
             })
         }),
         margin: Some(margin),
+        ..Check::against_optimum(Outcome::fail_if(!pass), chosen, best, "exhaustive", note)
     }
 }
 

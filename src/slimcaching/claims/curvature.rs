@@ -1,0 +1,472 @@
+//! The claims on the supermodular curvature kappa_n along Alg. 3's run: Prop. 5 (per server
+//! against the P2_n optimum), Thm. 1 (against the P1 optimum) and Prop. 6 (kappa itself).
+
+use formulations::slimcaching::{Instance, LatencyModel, Placement};
+use serde::Serialize;
+use serde_json::json;
+use verification::{
+    check_monotone, check_supermodular, supermodular_curvature, Curvature, SetFunction,
+};
+
+use super::references::{
+    judge, p1_reference, p2_reference, ratio_check, ratio_of, reference_note, Reference,
+};
+use super::set_functions::{
+    only_server, prefix, server_ground, set_mode, top_k, PlacementFunction,
+};
+use super::witnesses::placement_json;
+use super::{
+    compile, fmt_opt, EXHAUSTIVE_SET_LIMIT, NEGLIGIBLE_COMPUTE, PROP6_END_POINT,
+    PROP6_SINGLE_TOLERANCE, TOLERANCE,
+};
+use crate::claims::{Check, CheckOptions, Outcome};
+use crate::slimcaching::algorithms;
+
+/// kappa_n of one server of a successive run.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct ServerKappa {
+    server: usize,
+    /// kappa_n as used in bounds: the curvature, 0 when F~^super_n vanishes, `None` when
+    /// undefined.
+    pub(super) kappa: Option<f64>,
+    /// F~^super_n is identically zero (no term, or every value 0 over the lattice).
+    pub(super) vanishes: bool,
+    pub(super) curvature: Curvature,
+    /// Definition 4's premise on the instance: F~^super_n monotone and supermodular
+    /// (`None` when not checked).
+    premise: Option<bool>,
+}
+
+/// Every value of g is 0 (within the absolute tolerance), checked over all 2^|V| sets; false
+/// when the ground set is too large to tell.
+fn identically_zero(g: &PlacementFunction) -> bool {
+    let n = g.ground_size();
+    n <= EXHAUSTIVE_SET_LIMIT
+        && (0..1usize << n).all(|m| {
+            let flags: Vec<bool> = (0..n).map(|b| m >> b & 1 == 1).collect();
+            g.value(&flags).abs() <= TOLERANCE.abs
+        })
+}
+
+/// kappa_n for every server, with X_{<n} = `x` on earlier servers.
+pub(super) fn kappas(
+    instance: &Instance,
+    model: &LatencyModel,
+    x: &Placement,
+    premise: bool,
+) -> Vec<ServerKappa> {
+    (0..model.servers())
+        .map(|n| {
+            let base = prefix(x, n);
+            let g = PlacementFunction::new(model, &base, server_ground(model, n), |d| {
+                top_k(instance, d) > 1
+            });
+            let curvature = supermodular_curvature(&g);
+            let vanishes = g.has_no_terms() || (curvature.kappa.is_none() && identically_zero(&g));
+            let kappa = if vanishes { Some(0.0) } else { curvature.kappa };
+            let premise = premise.then(|| {
+                let mode = set_mode(g.ground_size(), 40 + n as u64);
+                check_monotone(&g, mode, TOLERANCE).holds()
+                    && check_supermodular(&g, mode, TOLERANCE).holds()
+            });
+            ServerKappa {
+                server: n,
+                kappa,
+                vanishes,
+                curvature,
+                premise,
+            }
+        })
+        .collect()
+}
+
+/// One server's numbers for Prop. 5.
+#[derive(Debug, Clone)]
+struct ServerRatio {
+    server: usize,
+    value: f64,
+    reference: Reference,
+    kappa: ServerKappa,
+    bound: Option<f64>,
+    outcome: Outcome,
+    margin: Option<f64>,
+}
+
+/// Claim `prop5-subproblem-ratio`.
+pub(super) fn check_prop5(instance: &Instance, options: &CheckOptions) -> Check {
+    prop5_with(instance, options, false)
+}
+
+pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp: bool) -> Check {
+    let model = match compile(instance) {
+        Ok(m) => m,
+        Err(note) => return Check::inconclusive(note),
+    };
+    let run = match algorithms::successive_maxconv(&model) {
+        Ok(r) => r,
+        Err(e) => return Check::inconclusive(format!("Alg. 3 failed: {e}")),
+    };
+    let ks = kappas(instance, &model, &run.placement, true);
+    let mut servers = Vec::with_capacity(model.servers());
+    for (n, kappa) in ks.into_iter().enumerate() {
+        let base = prefix(&run.placement, n);
+        let mut with_n = base.clone();
+        with_n.union_with(&only_server(&run.placement, n));
+        let value = model.objective(&with_n) - model.objective(&base);
+        let reference = p2_reference(&model, &base, n, options, Some(&with_n), force_milp);
+        let bound = kappa.kappa.map(|k| 1.0 - k);
+        let (outcome, margin) = judge(value, reference.value, reference.kind, bound);
+        servers.push(ServerRatio {
+            server: n,
+            value,
+            reference,
+            kappa,
+            bound,
+            outcome,
+            margin,
+        });
+    }
+    let rank = |o: Outcome| match o {
+        Outcome::Fail => 0,
+        Outcome::Inconclusive => 1,
+        Outcome::Pass => 2,
+    };
+    let worst = servers
+        .iter()
+        .min_by(|a, b| {
+            let inf = f64::INFINITY;
+            rank(a.outcome)
+                .cmp(&rank(b.outcome))
+                .then_with(|| a.margin.unwrap_or(inf).total_cmp(&b.margin.unwrap_or(inf)))
+                .then_with(|| {
+                    let ra = ratio_of(a.value, a.reference.value).unwrap_or(inf);
+                    let rb = ratio_of(b.value, b.reference.value).unwrap_or(inf);
+                    ra.total_cmp(&rb)
+                })
+        })
+        .expect("a valid instance has at least one server");
+    let count = |o: Outcome| servers.iter().filter(|s| s.outcome == o).count();
+    let (fails, inconclusives) = (count(Outcome::Fail), count(Outcome::Inconclusive));
+    let outcome = if fails > 0 {
+        Outcome::Fail
+    } else if inconclusives > 0 {
+        Outcome::Inconclusive
+    } else {
+        Outcome::Pass
+    };
+    // The smallest server margin; undefined while some server is inconclusive (unless one
+    // fails, which decides the instance).
+    let margin = if outcome == Outcome::Inconclusive {
+        None
+    } else {
+        servers.iter().filter_map(|s| s.margin).reduce(f64::min)
+    };
+    let premise_broken: Vec<usize> = servers
+        .iter()
+        .filter(|s| s.kappa.premise == Some(false))
+        .map(|s| s.server)
+        .collect();
+    let undefined: Vec<usize> = servers
+        .iter()
+        .filter(|s| s.kappa.kappa.is_none())
+        .map(|s| s.server)
+        .collect();
+    let mut note = format!(
+        "{} servers: {fails} fail, {inconclusives} inconclusive; worst server {}: \
+         F~_n(Alg. 3) = {:.6e}, F~_n(X*) = {}, ratio {} vs 1 - kappa_n = {}{}",
+        servers.len(),
+        worst.server,
+        worst.value,
+        fmt_opt(worst.reference.value),
+        fmt_opt(ratio_of(worst.value, worst.reference.value)),
+        fmt_opt(worst.bound),
+        reference_note(&worst.reference)
+    );
+    if !undefined.is_empty() {
+        note += &format!("; kappa undefined on servers {undefined:?}");
+    }
+    if !premise_broken.is_empty() {
+        note += &format!(
+            "; F~^super not monotone supermodular on servers {premise_broken:?} (Definition \
+             4's premise fails; kappa computed anyway)"
+        );
+    }
+    let cat = model.catalogue();
+    let witness = (outcome == Outcome::Fail).then(|| {
+        json!({
+            "alg3_placement": placement_json(cat, &run.placement),
+            "servers": servers.iter().map(|s| json!({
+                "server": s.server,
+                "outcome": s.outcome,
+                "earlier_servers_placement": placement_json(cat, &prefix(&run.placement, s.server)),
+                "alg3_on_server": placement_json(cat, &only_server(&run.placement, s.server)),
+                "value": s.value,
+                "optimum": s.reference.value,
+                "optimum_placement": s.reference.placement.as_ref()
+                    .map(|x| placement_json(cat, &only_server(x, s.server))),
+                "solver_status": s.reference.status,
+                "kappa": s.kappa,
+                "bound": s.bound,
+                "margin": s.margin,
+            })).collect::<Vec<_>>(),
+        })
+    });
+    Check {
+        bound: worst.bound,
+        witness,
+        margin,
+        ..worst.reference.check(outcome, worst.value, note)
+    }
+}
+
+/// Claim `thm1-ratio`.
+pub(super) fn check_thm1(instance: &Instance, options: &CheckOptions) -> Check {
+    let model = match compile(instance) {
+        Ok(m) => m,
+        Err(note) => return Check::inconclusive(note),
+    };
+    let run = match algorithms::successive_maxconv(&model) {
+        Ok(r) => r,
+        Err(e) => return Check::inconclusive(format!("Alg. 3 failed: {e}")),
+    };
+    let ks = kappas(instance, &model, &run.placement, false);
+    let value = model.objective(&run.placement);
+    let reference = p1_reference(&model, options, Some(&run.placement));
+    let undefined: Vec<usize> = ks
+        .iter()
+        .filter(|k| k.kappa.is_none())
+        .map(|k| k.server)
+        .collect();
+    let kappa_max = if undefined.is_empty() {
+        ks.iter()
+            .filter_map(|k| k.kappa)
+            .fold(None, |m: Option<f64>, k| Some(m.map_or(k, |m| m.max(k))))
+    } else {
+        None
+    };
+    let single = model.servers() == 1;
+    let bound = kappa_max.map(|k| if single { 1.0 - k } else { (1.0 - k) / 2.0 });
+    let mut note = format!(
+        "F(Alg. 3) = {value:.6e}, OPT = {}, ratio {} vs {} = {}{}",
+        fmt_opt(reference.value),
+        fmt_opt(ratio_of(value, reference.value)),
+        if single {
+            "1 - kappa_1"
+        } else {
+            "(1 - kappa_max)/2"
+        },
+        fmt_opt(bound),
+        reference_note(&reference)
+    );
+    if !undefined.is_empty() {
+        note += &format!("; kappa undefined on servers {undefined:?}");
+    }
+    let cat = model.catalogue();
+    ratio_check(value, &reference, bound, note, || {
+        json!({
+            "algorithm": "Alg. 3",
+            "placement": placement_json(cat, &run.placement),
+            "value": value,
+            "optimum_placement": reference.placement.as_ref().map(|x| placement_json(cat, x)),
+            "optimum": reference.value,
+            "kappas": ks,
+            "kappa_max": kappa_max,
+            "bound": bound,
+        })
+    })
+}
+
+/// Prop. 6's premises on an instance: `Err(reason)` when one fails.
+pub(super) fn prop6_premises(instance: &Instance) -> Result<(), String> {
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+    let b = &instance.backhaul;
+    let servers = instance.servers.len();
+    let mut shortest_cloud = f64::INFINITY;
+    let mut longest_compute = 0.0f64;
+    for m in &instance.models {
+        let d = m.hidden_bytes;
+        for n in 0..servers {
+            let up = b.edge_to_cloud[n].transfer_time(d);
+            let down = b.cloud_to_edge[n].transfer_time(d);
+            if !close(up, down) {
+                return Err(format!(
+                    "links not symmetric: server {n} to cloud {up:.3e} s, back {down:.3e} s \
+                     (model '{}')",
+                    m.name
+                ));
+            }
+            shortest_cloud = shortest_cloud.min(up);
+            for n2 in 0..servers {
+                let there = b.edge_to_edge[n][n2].map(|l| l.transfer_time(d));
+                let back = b.edge_to_edge[n2][n].map(|l| l.transfer_time(d));
+                let same = match (there, back) {
+                    (Some(x), Some(y)) => close(x, y),
+                    (None, None) => true,
+                    _ => false,
+                };
+                if !same {
+                    return Err(format!(
+                        "links not symmetric: server {n} -> {n2} differs from {n2} -> {n}"
+                    ));
+                }
+            }
+            let per_expert = m.expert_flops * f64::from(m.experts_per_layer);
+            longest_compute = longest_compute
+                .max(per_expert / instance.servers[n].compute_flops)
+                .max(per_expert / instance.cloud.compute_flops);
+        }
+    }
+    if longest_compute > NEGLIGIBLE_COMPUTE * shortest_cloud {
+        return Err(format!(
+            "computation not negligible: a T^CP of {longest_compute:.3e} s exceeds \
+             {NEGLIGIBLE_COMPUTE} x the shortest cloud link time {shortest_cloud:.3e} s"
+        ));
+    }
+    Ok(())
+}
+
+/// Claim `prop6-single-server`.
+pub(super) fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -> Check {
+    let model = match compile(instance) {
+        Ok(m) => m,
+        Err(note) => return Check::inconclusive(note),
+    };
+    if model.servers() != 1 {
+        return Check::inconclusive(format!(
+            "premise fails: N = {} (the claim is for N = 1)",
+            model.servers()
+        ));
+    }
+    let ks = kappas(instance, &model, &model.empty_placement(), true);
+    let k = &ks[0];
+    let kappa = if k.vanishes { None } else { k.curvature.kappa };
+    let evidence = || json!({ "kappa": k });
+    if let Err(reason) = prop6_premises(instance) {
+        return Check::property(
+            Outcome::Inconclusive,
+            kappa,
+            format!("premise fails: {reason}; kappa_1 = {}", fmt_opt(kappa)),
+            Some(evidence()),
+            None,
+        );
+    }
+    let Some(kappa_1) = kappa else {
+        return Check::property(
+            Outcome::Inconclusive,
+            None,
+            if k.vanishes {
+                "kappa_1 undefined: F~^super_1 is identically zero"
+            } else {
+                "kappa_1 undefined: no element has F~^super(z | V - z) > 0"
+            },
+            None,
+            None,
+        );
+    };
+    let margin = PROP6_SINGLE_TOLERANCE - (kappa_1 - 0.5).abs();
+    let pass = margin >= 0.0;
+    Check::property(
+        if pass { Outcome::Pass } else { Outcome::Fail },
+        Some(kappa_1),
+        format!(
+            "kappa_1 = {kappa_1:.6} ({} 1/2 +- {PROP6_SINGLE_TOLERANCE}){}",
+            if pass { "within" } else { "outside" },
+            if k.premise == Some(false) {
+                "; F~^super not monotone supermodular"
+            } else {
+                ""
+            }
+        ),
+        (!pass).then(evidence),
+        Some(margin),
+    )
+}
+
+/// Claim `prop6-multi-server`.
+pub(super) fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) -> Check {
+    let model = match compile(instance) {
+        Ok(m) => m,
+        Err(note) => return Check::inconclusive(note),
+    };
+    if model.servers() < 2 {
+        return Check::inconclusive("premise fails: N = 1 (the claim is for N >= 2)");
+    }
+    let run = match algorithms::successive_maxconv(&model) {
+        Ok(r) => r,
+        Err(e) => return Check::inconclusive(format!("Alg. 3 failed: {e}")),
+    };
+    let ks = kappas(instance, &model, &run.placement, true);
+    // Servers where F~^super_n vanishes carry no supermodular term and no curvature.
+    let relevant: Vec<&ServerKappa> = ks.iter().filter(|k| !k.vanishes).collect();
+    let all_defined = relevant.iter().all(|k| k.curvature.kappa.is_some());
+    let kappa_max = relevant
+        .iter()
+        .filter_map(|k| k.curvature.kappa)
+        .reduce(f64::max);
+    let per_server: Vec<String> = ks
+        .iter()
+        .map(|k| {
+            if k.vanishes {
+                "vanishes".into()
+            } else {
+                fmt_opt(k.curvature.kappa)
+            }
+        })
+        .collect();
+    let evidence = || {
+        json!({
+            "alg3_placement": placement_json(model.catalogue(), &run.placement),
+            "kappas": ks,
+            "kappa_max": kappa_max,
+        })
+    };
+    if let Err(reason) = prop6_premises(instance) {
+        return Check::property(
+            Outcome::Inconclusive,
+            kappa_max,
+            format!(
+                "premise fails: {reason}; kappa_n = [{}]",
+                per_server.join(", ")
+            ),
+            Some(evidence()),
+            None,
+        );
+    }
+    let Some(k) = kappa_max.filter(|_| all_defined) else {
+        return Check::property(
+            Outcome::Inconclusive,
+            kappa_max,
+            format!(
+                "kappa undefined on some server: kappa_n = [{}]",
+                per_server.join(", ")
+            ),
+            None,
+            None,
+        );
+    };
+    // The open interval: kappa_max must stay at least PROP6_END_POINT from both end points.
+    let eps = PROP6_END_POINT;
+    let margin = (k - 0.5).min(1.0 - k) - eps;
+    let pass = margin >= 0.0;
+    let place = if pass {
+        "inside (1/2, 1)"
+    } else if k < 0.5 - eps {
+        "below 1/2"
+    } else if k > 1.0 + eps {
+        "above 1"
+    } else if k < 0.75 {
+        "at the end point 1/2 of the open interval"
+    } else {
+        "at the end point 1 of the open interval: some z has F~^super(z | empty) = 0"
+    };
+    Check::property(
+        if pass { Outcome::Pass } else { Outcome::Fail },
+        Some(k),
+        format!(
+            "kappa_max = {k:.6}, {place}; kappa_n = [{}]",
+            per_server.join(", ")
+        ),
+        (!pass).then(evidence),
+        Some(margin),
+    )
+}

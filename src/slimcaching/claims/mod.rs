@@ -1,0 +1,469 @@
+//! The SlimCaching claims (paper 000) as hypotheses checked instance by instance: each claim
+//! has an id, its place in the paper, a deterministic instance family and a check that derives
+//! its [`Outcome`] from measurements only (the evaluator's F, exhaustive set-function checks,
+//! exhaustive search or a HiGHS solve with a proved status). Nothing here assumes a claim holds.
+//!
+//! This module holds the registry and what every check shares (tolerance, margins, premises);
+//! the rest is in layers: `families` (the instance families), `set_functions` (F and its
+//! restrictions over (server, expert) pairs), `witnesses` (failure evidence as JSON),
+//! `properties` (Props. 1, 2 and 4), `references` (optima and the ratio claims against them:
+//! Prop. 3, Remark 2, Alg. 3 = Alg. 2) and `curvature` (Prop. 5, Thm. 1 and Prop. 6).
+//!
+//! ## Set functions
+//!
+//! Every set function is F (17) or a restriction of it, evaluated by the one evaluator
+//! ([`LatencyModel::route`], the latency-optimal route of a routing demand): over a ground set
+//! of (server, expert) pairs on top of a fixed base placement,
+//!
+//! f(S) = sum_{d kept} W_d (G_d(base) - G_d(base + S)),
+//!
+//! which is F(S) for an empty base and all demands, F~_n(S) = F(X_{<n} + S) - F(X_{<n}) of
+//! (20)-(21) for base X_{<n} and the ground set V_n of server n, and the two parts of Prop. 4 when
+//! the demands are split by the K_m of their model: F~^mod (K_m = 1) and F~^super (K_m > 1).
+//! Since F~_n = F~^mod + F~^super exactly (every demand belongs to one model), no further
+//! reading is needed for the split. Ground sets contain only experts some routing demand needs
+//! (the other experts change no route, so their gains are identically 0 and they can violate no
+//! inequality); Prop. 1/2's full V = all N x E pairs is used whenever N x E <= 20. Inequalities
+//! are checked exhaustively over 2^|ground| sets (|ground| <= 20, a proof for the instance);
+//! above that by 20,000 seeded random chains, and a check that finds no violation that way is
+//! reported inconclusive, never passed. All inequalities use verification's default
+//! [`Tolerance`]: a >= b - (1e-12 + 1e-9 max(|a|, |b|)), decided as the sign of the slack
+//! (a - b) + 1e-12 + 1e-9 max(|a|, |b|) ([`Tolerance::slack`]). Property checks visit every
+//! inequality ([`worst_slack`]) and report the worst one, not the first violation found.
+//!
+//! ## Optima
+//!
+//! OPT of P1 comes from [`algorithms::exhaustive`] (at most 22 relevant pairs; reference kind
+//! optimum, status `exhaustive`) or else from the MILP of P1 (optimum only with status
+//! `optimal`; otherwise its best bound is reported as a bound and the instance is
+//! inconclusive). The optimum X_n^* of P2_n comes from enumerating every subset of server n's
+//! relevant experts within Q_n (at most 20 such experts) or else from
+//! [`SlimCachingMilp::build`] with `Scope::Fixed(X_{<n})` on earlier servers, `Scope::Free` on
+//! n and `Scope::Fixed(empty)` on later ones. Ratio claims pass only against a proved optimum.
+//!
+//! ## The claims (ids `slimcaching/...`)
+//!
+//! 1. `prop1-submodular`, Prop. 1 (Sec. IV-B, App. A): every model Top-1 => F monotone
+//!    non-decreasing and submodular (Definition 1) on V. Exhaustive checks of both; fail with
+//!    the worst violation of whichever is violated. Instances with a K_m > 1 model are
+//!    inconclusive (premise). Family `tiny-top1`.
+//! 2. `prop2-monotone`, Prop. 2, first part: K_m > 1 => F monotone. Reading: "K_m > 1 for any
+//!    m" is read like Prop. 1's "K_m = 1 for any m", i.e. for every model (mixed libraries are
+//!    Prop. 4's subject); other instances are inconclusive. Family `tiny-top2`.
+//! 3. `prop2-neither`, Prop. 2, second part (App. B): with K_m > 1, F is neither submodular nor
+//!    supermodular. Reading: App. B proves it by exhibiting one configuration of each kind, so
+//!    it is an existence statement about the problem class, not about every instance (a
+//!    one-server instance is in fact supermodular: a demand's -G_d is T_{n,C} + T^CP_C times
+//!    [all of R cached] (supermodular), minus T^CP_E times [some of R cached] (a negated
+//!    coverage term, supermodular) plus modular terms, so only N >= 2 can show both).
+//!    Per instance: pass when both a submodularity and a supermodularity violation are found
+//!    (both witnesses are recorded even on a pass: they are the evidence), inconclusive when
+//!    only one or none is (the note says which). The claim then holds when some instance
+//!    passes. Family `tiny-top2`.
+//! 4. `prop3-greedy-ratio`, Prop. 3: every model Top-1 => F(Alg. 1) >= (1 - 1/e) F(X*).
+//!    Alg. 1 is [`algorithms::greedy`] (density greedy as written). Family `tiny-top1`.
+//! 5. `prop4-structure`, Prop. 4: along Alg. 3's successive run (X_{<n} = Alg. 3's placement on
+//!    servers before n, later servers empty), F~^mod_n is modular (both sub- and supermodular)
+//!    and non-decreasing and F~^super_n is supermodular and non-decreasing, as set functions on
+//!    server n's experts. Any violation fails the instance; the witness is the worst one (lowest
+//!    margin) and names the server, the part and the property, the note lists every violated
+//!    (server, part, property). Family `tiny-mixed`.
+//! 6. `prop5-subproblem-ratio`, Prop. 5 (App. C), eq. (24): for every server n of Alg. 3's run,
+//!    F~_n(X_n^alg3) >= (1 - kappa_n) F~_n(X_n^*), kappa_n the supermodular curvature
+//!    (Definition 4) of F~^super_n on server n's experts
+//!    ([`verification::supermodular_curvature`], which skips elements with
+//!    F~^super(z | V - z) <= 0). Readings: when F~^super_n vanishes (it has no term, i.e. no
+//!    K_m > 1 demand needs one of server n's experts, or every one of its 2^|V_n| values is 0,
+//!    as happens on a last server whose Top-K > 1 experts are all better served elsewhere),
+//!    kappa_n is taken as 0: the supermodular part is absent and (24) is Remark 2's
+//!    exactness. When kappa_n is otherwise undefined the server is inconclusive. If F~^super_n is not monotone supermodular,
+//!    Definition 4's premise fails: kappa_n is still computed and used, and the note says so.
+//!    Per instance: fail when any server fails; value, reference, ratio and bound are those of
+//!    the worst server (a failing one first, then the lowest margin, then the lowest ratio).
+//!    Family `tiny-mixed`.
+//! 7. `thm1-ratio`, Thm. 1 (App. D): F(X_alg3) >= (1 - kappa_max)/2 F(X*), kappa_max = max_n
+//!    kappa_n along Alg. 3's run as in 6; for N = 1 the theorem's sharper (1 - kappa_1) is the
+//!    bound. An undefined kappa_n makes the instance inconclusive. Family `tiny-mixed`.
+//! 8. `remark2-half`, Remark 2: every model Top-1 => Alg. 2 and Alg. 3 reach >= 1/2 F(X*). Both
+//!    are checked; value and ratio are the worse algorithm's; a failure names the algorithm.
+//!    Family `tiny-top1`.
+//! 9. `prop6-single-server`, Prop. 6 (App. E (1)): symmetric links and negligible computation,
+//!    N = 1 => kappa_1 ~ 1/2. moe-opt's reading of "approximately": |kappa_1 - 1/2| <= 0.05.
+//!    The premises are checked on the instance: links symmetric (every edge-edge and edge-cloud
+//!    transfer time equals its reverse for every model's D_m, relative 1e-9) and computation
+//!    negligible (every T^CP_E and T^CP_C at most 1e-3 of the shortest one-way cloud link
+//!    time); otherwise inconclusive, with kappa still reported. Value = kappa_1, no reference.
+//!    Family `prop6-single`.
+//! 10. `prop6-multi-server`, Prop. 6 (App. E (2)): same premises, N >= 2 => kappa_max in
+//!     (1/2, 1) along Alg. 3's run, the maximum over the servers whose F~^super_n does not
+//!     vanish (a vanishing one has no curvature; an undefined kappa_n elsewhere makes the
+//!     instance inconclusive). The interval is open: kappa_max closer than 1e-9 to an end point
+//!     fails, and the note says which end point (1/2: no redirection gain anywhere; 1: some
+//!     expert is worthless alone on its server but not next to the others). Value = kappa_max.
+//!     Family `prop6-multi`.
+//! 11. `alg3-equals-alg2`, Sec. V-B4 ("without sacrificing optimality"): Alg. 3 reaches the
+//!     same P3_n optimum as Alg. 2. Along Alg. 2's run, each server's knapsack (item values
+//!     F((n, e) | X_{<n})) is solved by both [`algorithms::knapsack_dp`] and
+//!     [`algorithms::knapsack_maxconv`] on the same values, and the optima must agree (relative
+//!     1e-9). Value = the largest relative difference. Family `small`.
+//!
+//! ## Margins
+//!
+//! Every check also reports [`Check::margin`], the claim's signed slack on the instance, which
+//! the worst-case search of `moe-opt verify` drives down. Every claim here is an inequality
+//! (or a minimum of inequalities) judged with a tolerance: with raw slack r (the amount by
+//! which it holds; negative when it is violated) and allowance t = 1e-12 + 1e-9 max of the two
+//! sides, the outcome is a fail exactly when r + t < 0. The margin is the signed distance of r
+//! from the band [-t, t], over a scale: (r + t) / scale below it (a fail), (r - t) / scale
+//! above it. Inside the band the inequality holds with equality within the tolerance and has
+//! no margin. So a margin is < 0 exactly on a fail (decided from the very number the margin is
+//! computed from; the quotient is kept strictly negative), and inconclusive instances
+//! (premise fails, no proved optimum, kappa undefined, ground set too large for an exhaustive
+//! check) have none.
+//!
+//! Why equalities are left out: in these claims they are equalities by structure, whatever the
+//! instance's numbers. Two pairs serving different demands give f(x | A) = f(x | B); a copy of
+//! an expert next to the user's own copy gains 0; F~^mod is modular, so all its sub- and
+//! supermodular inequalities are equalities; Alg. 3 meets the bound 1 - kappa_n = 1 exactly on
+//! a server without K_m > 1 terms. Counting them would pin the margin at t / scale on almost
+//! every instance, and the search, unable to change that, would only inflate max |f| (it
+//! did: a 23 s cloud link on a one-server Prop. 1 instance). Left out, the margin is how close
+//! the tightest inequality that can move is to failing.
+//!
+//! * Ratio claims (`prop3-greedy-ratio`, `prop5-subproblem-ratio`, `thm1-ratio`,
+//!   `remark2-half`): value v, proved optimum r, bound b, raw slack v - b r, scale |r|: the
+//!   margin is ratio - bound moved towards 0 by t / r (at most about 1e-9 + 1e-12 / r). Only
+//!   with a proved optimum and a defined ratio (|r| > 1e-12); a fail against an optimum of 0
+//!   keeps (r + t) / 1e-12 (the algorithm loses value where nothing can be gained). Prop. 5:
+//!   the smallest margin over the servers (the worst server reported is the one with it);
+//!   Remark 2: the worse algorithm's.
+//! * Property claims (`prop1-submodular`, `prop2-monotone`, `prop4-structure`): for each
+//!   property of each set function f, the smallest margin over the inequalities of the
+//!   exhaustive check (monotone: f(x | S); submodular: f(x | S) - f(x | S + y);
+//!   supermodular: f(x | S + y) - f(x | S); the local chains) that are not equalities
+//!   ([`verification::Slack::strict`]), with scale = max(max |f| over the lattice, 1e-12) so
+//!   that margins are comparable across instances; the claim's margin is the minimum over its
+//!   properties (Prop. 1: monotone, submodular; Prop. 2: monotone; Prop. 4: every server, both
+//!   parts, each part's properties). The failure witnesses are the worst inequalities.
+//! * `prop2-neither` (existence): `None` always. The claim is that some instance of the class
+//!   shows both violations; no single instance can fail it, so there is nothing to drive down.
+//! * `prop6-single-server`: 0.05 - |kappa_1 - 1/2| (pass iff >= 0; no band: the reading's
+//!   tolerance 0.05 is the band).
+//! * `prop6-multi-server`: min(kappa_max - 1/2, 1 - kappa_max) - 1e-9 (the open interval with
+//!   the end-point tolerance [`PROP6_END_POINT`]; pass iff >= 0).
+//! * `alg3-equals-alg2` (an equality: the band is the claim): per server, the unused fraction
+//!   of the allowance, (t - |dp - mc|) / t with t = 1e-12 + 1e-9 max(|dp|, |mc|): 1 when the
+//!   two optima are equal, 0 at the tolerance, negative beyond (about
+//!   1 - relative difference / 1e-9); the minimum over the servers.
+//!
+//! ## Families
+//!
+//! All families are the generator's presets (Section VI-A's wireless model, compute and cloud
+//! latency, synthetic libraries) with a few knobs changed; each is a pure function of the seed.
+//! Instances where F is not submodular because of the evaluator's routing rule (a remote edge
+//! round trip slower than the cloud's, see [`algorithms`]) are not filtered out.
+//!
+//! * `tiny-top1`: tiny preset, every model Top-1, N = 1-3, N x E <= 16.
+//! * `tiny-top2`: tiny preset, every model Top-2, N = 1-3, N x E <= 16.
+//! * `tiny-mixed`: tiny preset (one Top-1 and one Top-2 model), N = 1-3, N x E <= 16.
+//! * `prop6-single` / `prop6-multi`: tiny preset, every model Top-2, every compute capability
+//!   (user, edge, cloud) 1e30 FLOP/s, N = 1 / N = 2-3; links as generated (symmetric edge-edge
+//!   rates, 0.01 s each way to the cloud).
+//! * `small`: the small preset unchanged.
+//!
+//! [`Check::margin`]: crate::claims::Check::margin
+//! [`Outcome`]: crate::claims::Outcome
+//! [`SlimCachingMilp::build`]: formulations::slimcaching::SlimCachingMilp::build
+//! [`algorithms`]: super::algorithms
+//! [`algorithms::exhaustive`]: super::algorithms::exhaustive
+//! [`algorithms::greedy`]: super::algorithms::greedy
+//! [`algorithms::knapsack_dp`]: super::algorithms::knapsack_dp
+//! [`algorithms::knapsack_maxconv`]: super::algorithms::knapsack_maxconv
+//! [`worst_slack`]: verification::worst_slack
+
+mod curvature;
+mod families;
+mod properties;
+mod references;
+mod set_functions;
+mod witnesses;
+
+use formulations::slimcaching::validate::validate;
+use formulations::slimcaching::{Instance, LatencyModel};
+use verification::{Slack, Tolerance};
+
+use crate::claims::{Claim, ClaimInfo};
+use curvature::{check_prop5, check_prop6_multi, check_prop6_single, check_thm1};
+use properties::{check_prop1, check_prop2_monotone, check_prop2_neither, check_prop4};
+use references::{check_alg3_equals_alg2, check_prop3, check_remark2};
+
+pub use crate::claims::CheckOptions;
+pub use families::{
+    family_prop6_multi, family_prop6_single, family_small, family_tiny_mixed, family_tiny_top1,
+    family_tiny_top2,
+};
+
+/// The paper's file in ../shared/papers/.
+pub const PAPER: &str = "000_e52eafead23a117e.txt";
+
+/// Tolerance of every inequality (verification's default: 1e-12 absolute, 1e-9 relative).
+pub const TOLERANCE: Tolerance = Tolerance {
+    abs: 1e-12,
+    rel: 1e-9,
+};
+
+/// Largest ground set checked exhaustively (2^20 sets).
+pub const EXHAUSTIVE_SET_LIMIT: usize = verification::setfn::EXHAUSTIVE_LIMIT;
+
+/// Random chains sampled when a ground set is larger than [`EXHAUSTIVE_SET_LIMIT`].
+pub const SAMPLED_CHAINS: u64 = 20_000;
+
+/// Most relevant experts of one server for which P2_n is solved by enumeration; above, the
+/// MILP is used.
+pub const P2_ENUMERATION_LIMIT: usize = 20;
+
+/// moe-opt's reading of Prop. 6's "kappa_1 approximately 1/2": |kappa_1 - 1/2| <= this.
+pub const PROP6_SINGLE_TOLERANCE: f64 = 0.05;
+
+/// Prop. 6 (N >= 2) claims kappa_max in the open interval (1/2, 1): closer than this to an end
+/// point fails.
+pub const PROP6_END_POINT: f64 = 1e-9;
+
+/// Computation counts as negligible (Prop. 6) when every T^CP is at most this fraction of the
+/// shortest one-way edge-cloud link time.
+pub const NEGLIGIBLE_COMPUTE: f64 = 1e-3;
+
+/// One registered SlimCaching claim.
+pub type SlimClaim = Claim<Instance>;
+
+/// Every SlimCaching claim, in the paper's order.
+pub fn registry() -> Vec<SlimClaim> {
+    const TINY_TOP1: &str = "tiny-top1: tiny preset (Sec. VI-A wireless model and compute, \
+        synthetic library) with every model Top-1, N = 1-3 servers, N x E <= 16";
+    const TINY_TOP2: &str = "tiny-top2: tiny preset with every model Top-2, N = 1-3 servers, \
+        N x E <= 16";
+    const TINY_MIXED: &str = "tiny-mixed: tiny preset (one Top-1 and one Top-2 model), N = 1-3 \
+        servers, N x E <= 16";
+    vec![
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/prop1-submodular",
+                paper: PAPER,
+                place: "Prop. 1 (Sec. IV-B), proof in App. A",
+                statement: "When K_m = 1 for every model, F(X) of (17) is monotone \
+                    non-decreasing and submodular on V = {v_i^n}: P1 is monotone submodular \
+                    maximisation under N knapsack constraints",
+                measured: "f(x|A) >= 0 and f(x|A) >= f(x|B) for all A subset B, x outside B, \
+                    over 2^V (V = all N x E pairs), exhaustively",
+                bound: "no violation (tolerance 1e-12 + 1e-9 relative)",
+                family: TINY_TOP1,
+            },
+            family: family_tiny_top1,
+            check: check_prop1,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/prop2-monotone",
+                paper: PAPER,
+                place: "Prop. 2 (Sec. IV-B), first part",
+                statement: "When K_m > 1 (read: for every model), F(X) is monotone \
+                    non-decreasing",
+                measured: "f(x|A) >= 0 for all A and x outside A, over 2^V, exhaustively",
+                bound: "no violation (tolerance 1e-12 + 1e-9 relative)",
+                family: TINY_TOP2,
+            },
+            family: family_tiny_top2,
+            check: check_prop2_monotone,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/prop2-neither",
+                paper: PAPER,
+                place: "Prop. 2 (Sec. IV-B), second part, proof in App. B",
+                statement: "When K_m > 1, F(X) is neither submodular nor supermodular",
+                measured: "an exhaustive search over 2^V for a violation of submodularity and \
+                    one of supermodularity; an instance passes when both exist (the claim is \
+                    an existence statement about the problem class)",
+                bound: "both witnesses on some instance",
+                family: TINY_TOP2,
+            },
+            family: family_tiny_top2,
+            check: check_prop2_neither,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/prop3-greedy-ratio",
+                paper: PAPER,
+                place: "Prop. 3 (Sec. V-A), Alg. 1",
+                statement: "When K_m = 1 for every model, Alg. 1 returns S with \
+                    F_1(S) >= (1 - 1/e) F_1(X*)",
+                measured: "F(Alg. 1) / F(X*), X* by exhaustive search (or the MILP of P1)",
+                bound: "ratio >= 1 - 1/e = 0.632",
+                family: TINY_TOP1,
+            },
+            family: family_tiny_top1,
+            check: check_prop3,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/prop4-structure",
+                paper: PAPER,
+                place: "Prop. 4 (Sec. V-B2)",
+                statement: "P2_n maximises the sum of a non-decreasing modular function (the \
+                    K_m = 1 terms) and a non-decreasing supermodular function (the K_m > 1 \
+                    terms) under a knapsack constraint",
+                measured: "along Alg. 3's successive run, per server n: F~^mod_n non-decreasing, \
+                    sub- and supermodular; F~^super_n non-decreasing and supermodular; \
+                    exhaustively over server n's experts",
+                bound: "no violation on any server (tolerance 1e-12 + 1e-9 relative)",
+                family: TINY_MIXED,
+            },
+            family: family_tiny_mixed,
+            check: check_prop4,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/prop5-subproblem-ratio",
+                paper: PAPER,
+                place: "Prop. 5 (Sec. V-B6), eq. (24), proof in App. C",
+                statement: "Alg. 3's solution of P3_n satisfies \
+                    F~_n(X_n) >= (1 - kappa_n) F~_n(X_n^*), X_n^* optimal for P2_n and kappa_n \
+                    the supermodular curvature (Definition 4) of F~^super_n",
+                measured: "per server of Alg. 3's run: F~_n(X_n^alg3) / F~_n(X_n^*), X_n^* by \
+                    enumeration (or the MILP of P2_n); kappa_n computed on the instance",
+                bound: "ratio >= 1 - kappa_n on every server",
+                family: TINY_MIXED,
+            },
+            family: family_tiny_mixed,
+            check: check_prop5,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/thm1-ratio",
+                paper: PAPER,
+                place: "Thm. 1 (Sec. V-B6), proof in App. D",
+                statement: "F(X_alg) >= (1 - kappa_max)/2 F(X*), kappa_max = max_n kappa_n; \
+                    for N = 1, F(X_alg) >= (1 - kappa_1) F(X*)",
+                measured: "F(Alg. 3) / F(X*), X* by exhaustive search (or the MILP of P1); \
+                    kappa_n along Alg. 3's run",
+                bound: "ratio >= (1 - kappa_max)/2 (N >= 2), >= 1 - kappa_1 (N = 1)",
+                family: TINY_MIXED,
+            },
+            family: family_tiny_mixed,
+            check: check_thm1,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/remark2-half",
+                paper: PAPER,
+                place: "Remark 2 (Sec. V-C)",
+                statement: "When K_m = 1 for every model, Alg. 2 and Alg. 3 give a \
+                    1/2-approximation of P1",
+                measured: "min(F(Alg. 2), F(Alg. 3)) / F(X*), X* by exhaustive search (or the \
+                    MILP of P1)",
+                bound: "ratio >= 1/2 for both algorithms",
+                family: TINY_TOP1,
+            },
+            family: family_tiny_top1,
+            check: check_remark2,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/prop6-single-server",
+                paper: PAPER,
+                place: "Prop. 6 (Sec. V-C), App. E (1)",
+                statement: "With symmetric links and negligible computation, for N = 1 the \
+                    curvature is (kappa_g)_1 ~ 1/2 (so Alg. 3 is a 1/2-approximation)",
+                measured: "kappa_1 of F~^super_1 (Definition 4)",
+                bound: "|kappa_1 - 1/2| <= 0.05 (moe-opt's reading of 'approximately')",
+                family: "prop6-single: tiny preset with every model Top-2, N = 1, every compute \
+                    capability 1e30 FLOP/s (negligible computation), symmetric links as \
+                    generated (0.01 s each way to the cloud)",
+            },
+            family: family_prop6_single,
+            check: check_prop6_single,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/prop6-multi-server",
+                paper: PAPER,
+                place: "Prop. 6 (Sec. V-C), App. E (2)",
+                statement: "With symmetric links and negligible computation, for N >= 2 the \
+                    curvature lies in kappa_max in (1/2, 1) (so Alg. 3 is a \
+                    1/4-approximation)",
+                measured: "kappa_max = max_n kappa_n along Alg. 3's successive run",
+                bound: "1/2 < kappa_max < 1",
+                family: "prop6-multi: tiny preset with every model Top-2, N = 2-3, every \
+                    compute capability 1e30 FLOP/s, symmetric links as generated",
+            },
+            family: family_prop6_multi,
+            check: check_prop6_multi,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/alg3-equals-alg2",
+                paper: PAPER,
+                place: "Alg. 3 and Definition 3 (Sec. V-B4)",
+                statement: "Alg. 3 solves P3_n to the same optimum as Alg. 2's DP ('without \
+                    sacrificing optimality')",
+                measured: "along Alg. 2's run, per server: the optima of the DP and of the \
+                    (max, +) convolution on the same item values; the largest relative \
+                    difference",
+                bound: "equal optima (relative difference <= 1e-9)",
+                family: "small: the small preset (N = 2-3, U = 4-6, 3 synthetic models)",
+            },
+            family: family_small,
+            check: check_alg3_equals_alg2,
+        },
+    ]
+}
+
+/// `slack / max(scale, TOLERANCE.abs)`, kept strictly negative when `slack` is (a quotient
+/// that underflowed to -0 would read as "holds").
+fn normalised(slack: f64, scale: f64) -> f64 {
+    let m = slack / scale.max(TOLERANCE.abs);
+    if slack < 0.0 {
+        m.min(-f64::MIN_POSITIVE)
+    } else {
+        m
+    }
+}
+
+/// A property claim's margin for one property of one set function: the worst slack of the
+/// inequalities that are not equalities within the tolerance ([`Slack::strict`]) over max |f|
+/// on the lattice; `None` when every inequality is an equality.
+fn slack_margin(s: &Slack) -> Option<f64> {
+    s.strict.as_ref().map(|t| normalised(t.slack, s.scale))
+}
+
+/// The validated instance's evaluator, or a note naming the broken rule.
+fn compile(instance: &Instance) -> Result<LatencyModel, String> {
+    validate(instance)
+        .map(|()| LatencyModel::new(instance))
+        .map_err(|e| format!("invalid instance: {e}"))
+}
+
+/// The premise "every model is Top-1" (or Top-K > 1 with `want_one = false`).
+fn premise_top_k(instance: &Instance, want_one: bool) -> Result<(), String> {
+    let bad = instance.models.iter().find(|m| (m.top_k == 1) != want_one);
+    match bad {
+        Some(m) => Err(format!(
+            "premise fails: model '{}' is Top-{} (the claim needs every model {})",
+            m.name,
+            m.top_k,
+            if want_one { "Top-1" } else { "Top-K, K > 1" }
+        )),
+        None => Ok(()),
+    }
+}
+
+fn fmt_opt(x: Option<f64>) -> String {
+    x.map_or_else(|| "undefined".into(), |v| format!("{v:.6}"))
+}
+
+fn fmt_margin(m: Option<f64>) -> String {
+    m.map_or_else(|| "undefined".into(), |v| format!("{v:.3e}"))
+}
+
+#[cfg(test)]
+mod tests;

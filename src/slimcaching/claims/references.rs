@@ -1,0 +1,433 @@
+//! The ratio claims against a reference (an optimum of P1 or P2_n by exhaustive search or the
+//! MILP, or only a bound): the references, the judging of value >= bound x reference, and the
+//! claims that need no curvature: Prop. 3, Remark 2 and Alg. 3 = Alg. 2 (two optima compared).
+
+use formulations::milp::MilpStatus;
+use formulations::slimcaching::{
+    ExpertId, IncrementalObjective, Instance, LatencyModel, Placement, Scope, ServerId,
+    SlimCachingMilp,
+};
+use serde_json::{json, Value};
+use verification::SetFunction;
+
+use super::set_functions::{eid, prefix, server_ground, sid, PlacementFunction};
+use super::witnesses::placement_json;
+use super::{compile, fmt_opt, normalised, premise_top_k, P2_ENUMERATION_LIMIT, TOLERANCE};
+use crate::claims::{Check, CheckOptions, Outcome, ReferenceKind};
+use crate::slimcaching::algorithms;
+
+/// A reference value for a ratio claim.
+#[derive(Debug, Clone)]
+pub(super) struct Reference {
+    pub(super) value: Option<f64>,
+    pub(super) kind: ReferenceKind,
+    pub(super) status: Option<String>,
+    pub(super) placement: Option<Placement>,
+}
+
+impl Reference {
+    /// `value` compared with this reference: its value, kind and solver status, and the ratio
+    /// where defined; bound, witness and margin by struct update.
+    pub(super) fn check(&self, outcome: Outcome, value: f64, note: String) -> Check {
+        Check {
+            value: Some(value),
+            reference: self.value,
+            reference_kind: self.kind,
+            solver_status: self.status.clone(),
+            ratio: ratio_of(value, self.value),
+            ..Check::new(outcome, note)
+        }
+    }
+}
+
+fn status_name(s: MilpStatus) -> String {
+    match s {
+        MilpStatus::Optimal => "optimal",
+        MilpStatus::GapLimit => "gap_limit",
+        MilpStatus::TimeLimit => "time_limit",
+        MilpStatus::Infeasible => "infeasible",
+        MilpStatus::Unbounded => "unbounded",
+    }
+    .to_string()
+}
+
+/// Solves a SlimCaching MILP; the reference is its objective minus `offset` when proved
+/// optimal, its best bound minus `offset` otherwise.
+fn milp_reference(
+    model: &LatencyModel,
+    milp: &SlimCachingMilp,
+    options: &CheckOptions,
+    start: Option<&Placement>,
+    offset: f64,
+) -> Reference {
+    match milp.solve(model, &options.solve, start) {
+        Ok(sol) => {
+            let s = &sol.solution;
+            let (value, kind) = if s.is_optimal() && s.objective.is_some() {
+                (s.objective.map(|o| o - offset), ReferenceKind::Optimum)
+            } else if let Some(b) = s.best_bound {
+                (Some(b - offset), ReferenceKind::Bound)
+            } else {
+                (None, ReferenceKind::None)
+            };
+            Reference {
+                value,
+                kind,
+                status: Some(status_name(s.status)),
+                placement: sol.placement,
+            }
+        }
+        Err(e) => Reference {
+            value: None,
+            kind: ReferenceKind::None,
+            status: Some(format!("error: {e}")),
+            placement: None,
+        },
+    }
+}
+
+/// OPT of P1: exhaustive search when small enough, otherwise the MILP (started from `start`).
+pub(super) fn p1_reference(
+    model: &LatencyModel,
+    options: &CheckOptions,
+    start: Option<&Placement>,
+) -> Reference {
+    match algorithms::exhaustive(model) {
+        Ok((placement, value)) => Reference {
+            value: Some(value),
+            kind: ReferenceKind::Optimum,
+            status: Some("exhaustive".into()),
+            placement: Some(placement),
+        },
+        Err(_) => milp_reference(model, &SlimCachingMilp::p1(model), options, start, 0.0),
+    }
+}
+
+/// max F~_n(S) over S within Q_n on server n, given `base` = X_{<n} (server n and later
+/// empty): enumeration of server n's relevant experts when at most [`P2_ENUMERATION_LIMIT`]
+/// (or `force_milp`), else the MILP of P2_n. The value is F~_n, i.e. minus F(base).
+pub(super) fn p2_reference(
+    model: &LatencyModel,
+    base: &Placement,
+    n: usize,
+    options: &CheckOptions,
+    start: Option<&Placement>,
+    force_milp: bool,
+) -> Reference {
+    let q = model.capacity(sid(n));
+    let ground: Vec<(ServerId, ExpertId)> = server_ground(model, n)
+        .into_iter()
+        .filter(|&(_, e)| model.expert_bytes(e) <= q)
+        .collect();
+    if ground.len() <= P2_ENUMERATION_LIMIT && !force_milp {
+        let f = PlacementFunction::new(model, base, ground, |_| true);
+        let sizes: Vec<u64> = f
+            .ground
+            .iter()
+            .map(|&(_, e)| model.expert_bytes(e))
+            .collect();
+        let mut flags = vec![false; f.ground.len()];
+        let mut best: (f64, Vec<bool>) = (f.value(&flags), flags.clone());
+        enumerate_within(&f, &sizes, 0, q, &mut flags, &mut best);
+        let mut placement = base.clone();
+        for (i, &on) in best.1.iter().enumerate() {
+            if on {
+                placement.insert(f.ground[i].0, f.ground[i].1);
+            }
+        }
+        return Reference {
+            value: Some(best.0),
+            kind: ReferenceKind::Optimum,
+            status: Some("exhaustive".into()),
+            placement: Some(placement),
+        };
+    }
+    let scopes: Vec<Scope> = (0..model.servers())
+        .map(|s| match s.cmp(&n) {
+            std::cmp::Ordering::Less => Scope::Fixed(base.experts_on(sid(s)).collect()),
+            std::cmp::Ordering::Equal => Scope::Free,
+            std::cmp::Ordering::Greater => Scope::Fixed(Vec::new()),
+        })
+        .collect();
+    let milp = SlimCachingMilp::build(model, &scopes);
+    milp_reference(model, &milp, options, start, model.objective(base))
+}
+
+/// Depth-first enumeration of the subsets within capacity `room`; keeps the best value (the
+/// first found on ties, exclusion before inclusion).
+fn enumerate_within(
+    f: &PlacementFunction,
+    sizes: &[u64],
+    k: usize,
+    room: u64,
+    flags: &mut Vec<bool>,
+    best: &mut (f64, Vec<bool>),
+) {
+    if k == sizes.len() {
+        let v = f.value(flags);
+        if v > best.0 {
+            *best = (v, flags.clone());
+        }
+        return;
+    }
+    enumerate_within(f, sizes, k + 1, room, flags, best);
+    if sizes[k] <= room {
+        flags[k] = true;
+        enumerate_within(f, sizes, k + 1, room - sizes[k], flags, best);
+        flags[k] = false;
+    }
+}
+
+/// Pass / fail of `value >= bound * reference` against a proved optimum, inconclusive
+/// otherwise, and the margin (see the module doc): the distance of the raw slack
+/// v - b r from the tolerance band [-allowance, allowance] over |r|, i.e. ratio - bound moved
+/// towards 0 by allowance / r; `None` inside the band (the bound is met with equality) and
+/// when the ratio is undefined (|r| <= the absolute tolerance), except on a fail, which keeps
+/// its slack over max(|r|, 1e-12) (then a large negative number: the algorithm loses value
+/// where nothing is to gain). Negative exactly on a fail.
+pub(super) fn judge(
+    value: f64,
+    reference: Option<f64>,
+    kind: ReferenceKind,
+    bound: Option<f64>,
+) -> (Outcome, Option<f64>) {
+    match (kind, reference, bound) {
+        (ReferenceKind::Optimum, Some(r), Some(b)) => {
+            let target = b * r;
+            let slack = TOLERANCE.slack(value, target);
+            if slack < 0.0 {
+                return (Outcome::Fail, Some(normalised(slack, r.abs())));
+            }
+            let raw = value - target;
+            let allowance = TOLERANCE.abs + TOLERANCE.rel * value.abs().max(target.abs());
+            let margin = (raw > allowance && ratio_of(value, reference).is_some())
+                .then(|| normalised(raw - allowance, r.abs()));
+            (Outcome::Pass, margin)
+        }
+        _ => (Outcome::Inconclusive, None),
+    }
+}
+
+/// value / reference, undefined when the reference is within the absolute tolerance of 0
+/// (an optimum of rounding noise, e.g. 1e-22 s, would give meaningless ratios, and the
+/// worst-case search would chase them).
+pub(super) fn ratio_of(value: f64, reference: Option<f64>) -> Option<f64> {
+    reference
+        .filter(|r| r.abs() > TOLERANCE.abs)
+        .map(|r| value / r)
+}
+
+/// A ratio claim's check from its numbers; the witness (placements and values) is attached
+/// on failure only.
+pub(super) fn ratio_check(
+    value: f64,
+    reference: &Reference,
+    bound: Option<f64>,
+    note: String,
+    witness: impl FnOnce() -> Value,
+) -> Check {
+    let (outcome, margin) = judge(value, reference.value, reference.kind, bound);
+    Check {
+        bound,
+        witness: (outcome == Outcome::Fail).then(witness),
+        margin,
+        ..reference.check(outcome, value, note)
+    }
+}
+
+/// Why a ratio check is not a pass or fail, for notes.
+pub(super) fn reference_note(r: &Reference) -> String {
+    match r.kind {
+        ReferenceKind::Optimum => String::new(),
+        ReferenceKind::Bound => format!(
+            "; no proved optimum (solver status {}), only a bound",
+            r.status.as_deref().unwrap_or("unknown")
+        ),
+        ReferenceKind::None => format!(
+            "; no reference ({})",
+            r.status.as_deref().unwrap_or("no solver result")
+        ),
+    }
+}
+
+/// Claim `prop3-greedy-ratio`.
+pub(super) fn check_prop3(instance: &Instance, options: &CheckOptions) -> Check {
+    let model = match compile(instance) {
+        Ok(m) => m,
+        Err(note) => return Check::inconclusive(note),
+    };
+    if let Err(note) = premise_top_k(instance, true) {
+        return Check::inconclusive(note);
+    }
+    let greedy = algorithms::greedy(&model).placement;
+    let value = model.objective(&greedy);
+    let reference = p1_reference(&model, options, Some(&greedy));
+    let bound = 1.0 - (-1.0f64).exp();
+    let cat = model.catalogue();
+    let note = format!(
+        "F(Alg. 1) = {value:.6e}, OPT = {}, ratio {} vs 1 - 1/e = {bound:.4}{}",
+        fmt_opt(reference.value),
+        fmt_opt(ratio_of(value, reference.value)),
+        reference_note(&reference)
+    );
+    ratio_check(value, &reference, Some(bound), note, || {
+        json!({
+            "algorithm": "Alg. 1 (greedy)",
+            "placement": placement_json(cat, &greedy),
+            "value": value,
+            "optimum_placement": reference.placement.as_ref().map(|x| placement_json(cat, x)),
+            "optimum": reference.value,
+            "bound": bound,
+        })
+    })
+}
+
+/// Claim `remark2-half`.
+pub(super) fn check_remark2(instance: &Instance, options: &CheckOptions) -> Check {
+    let model = match compile(instance) {
+        Ok(m) => m,
+        Err(note) => return Check::inconclusive(note),
+    };
+    if let Err(note) = premise_top_k(instance, true) {
+        return Check::inconclusive(note);
+    }
+    let runs = [
+        ("Alg. 2", algorithms::successive_dp(&model)),
+        ("Alg. 3", algorithms::successive_maxconv(&model)),
+    ];
+    let mut results = Vec::new();
+    for (name, run) in runs {
+        match run {
+            Ok(s) => {
+                let v = model.objective(&s.placement);
+                results.push((name, s.placement, v));
+            }
+            Err(e) => return Check::inconclusive(format!("{name} failed: {e}")),
+        }
+    }
+    let reference = p1_reference(&model, options, Some(&results[1].1));
+    let bound = 0.5;
+    let failing: Vec<&str> = results
+        .iter()
+        .filter(|r| judge(r.2, reference.value, reference.kind, Some(bound)).0 == Outcome::Fail)
+        .map(|r| r.0)
+        .collect();
+    // The worse algorithm decides value and ratio (Alg. 2 on ties).
+    let worst = if results[1].2 < results[0].2 { 1 } else { 0 };
+    let value = results[worst].2;
+    let note = format!(
+        "F(Alg. 2) = {:.6e}, F(Alg. 3) = {:.6e}, OPT = {}, worse ratio {} ({}) vs 1/2{}{}",
+        results[0].2,
+        results[1].2,
+        fmt_opt(reference.value),
+        fmt_opt(ratio_of(value, reference.value)),
+        results[worst].0,
+        if failing.is_empty() {
+            String::new()
+        } else {
+            format!("; below 1/2: {}", failing.join(" and "))
+        },
+        reference_note(&reference)
+    );
+    let cat = model.catalogue();
+    ratio_check(value, &reference, Some(bound), note, || {
+        json!({
+            "failing": failing,
+            "algorithms": results.iter().map(|(name, x, v)| json!({
+                "algorithm": name, "placement": placement_json(cat, x), "value": v,
+            })).collect::<Vec<_>>(),
+            "optimum_placement": reference.placement.as_ref().map(|x| placement_json(cat, x)),
+            "optimum": reference.value,
+            "bound": bound,
+        })
+    })
+}
+
+/// Claim `alg3-equals-alg2`.
+pub(super) fn check_alg3_equals_alg2(instance: &Instance, _options: &CheckOptions) -> Check {
+    let model = match compile(instance) {
+        Ok(m) => m,
+        Err(note) => return Check::inconclusive(note),
+    };
+    let run = match algorithms::successive_dp(&model) {
+        Ok(r) => r,
+        Err(e) => return Check::inconclusive(format!("Alg. 2 failed: {e}")),
+    };
+    let sizes: Vec<u64> = (0..model.experts())
+        .map(|e| model.expert_bytes(eid(e)))
+        .collect();
+    let mut worst = 0.0f64;
+    let mut margin = f64::INFINITY;
+    let mut rows = Vec::new();
+    let mut differing = Vec::new();
+    for n in 0..model.servers() {
+        let inc = IncrementalObjective::new(&model, prefix(&run.placement, n));
+        let values: Vec<f64> = (0..model.experts())
+            .map(|e| inc.gain(sid(n), eid(e)))
+            .collect();
+        let q = model.capacity(sid(n));
+        let (dp, mc) = match (
+            algorithms::knapsack_dp(&values, &sizes, q),
+            algorithms::knapsack_maxconv(&values, &sizes, q),
+        ) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => {
+                return Check::inconclusive(format!("server {n}: knapsack refused: {e}"))
+            }
+        };
+        let scale = dp.0.abs().max(mc.0.abs());
+        let diff = if scale == 0.0 {
+            0.0
+        } else {
+            (dp.0 - mc.0).abs() / scale
+        };
+        worst = worst.max(diff);
+        // Slack of the equality within the tolerance: the smaller of the slacks of >= and <=,
+        // i.e. allowance - |dp - mc|; in units of the allowance, the margin.
+        let slack = TOLERANCE.slack(dp.0, mc.0).min(TOLERANCE.slack(mc.0, dp.0));
+        let allowance = TOLERANCE.abs + TOLERANCE.rel * scale;
+        let server_margin = normalised(slack, allowance);
+        margin = margin.min(server_margin);
+        if server_margin < 0.0 {
+            differing.push(n);
+        }
+        rows.push(json!({
+            "server": n,
+            "item_values": values,
+            "capacity": q,
+            "dp_optimum": dp.0, "dp_items": dp.1,
+            "maxconv_optimum": mc.0, "maxconv_items": mc.1,
+            "margin": server_margin,
+        }));
+    }
+    let fail = margin < 0.0;
+    let note = if fail {
+        format!(
+            "P3_n optima differ on servers {differing:?} (largest relative difference \
+                 {worst:.3e}; margin {margin:.3e})"
+        )
+    } else {
+        format!(
+            "equal P3_n optima on all {} servers of Alg. 2's run (largest relative \
+                 difference {worst:.3e}; margin {margin:.3e})",
+            model.servers()
+        )
+    };
+    let witness = fail.then(|| {
+        json!({
+            "sizes": sizes,
+            "alg2_placement": placement_json(model.catalogue(), &run.placement),
+            "servers": rows,
+        })
+    });
+    Check {
+        bound: Some(TOLERANCE.rel),
+        ..Check::property(
+            Outcome::fail_if(fail),
+            Some(worst),
+            note,
+            witness,
+            margin.is_finite().then_some(margin),
+        )
+    }
+}

@@ -1,0 +1,218 @@
+//! F (17) and its restrictions as set functions over (server, expert) pairs on top of a base
+//! placement ([`PlacementFunction`], see the parent module's doc), their ground sets, and the
+//! placements they are taken along (X_{<n}, one server alone).
+
+use formulations::slimcaching::{
+    ExpertId, Instance, LatencyModel, Placement, RoutingDemand, ServerId,
+};
+use verification::{Mode, SetFunction};
+
+use super::{EXHAUSTIVE_SET_LIMIT, SAMPLED_CHAINS};
+
+/// Routes of a demand are tabulated over the subsets of its ground elements up to this many.
+const TABLE_BITS: usize = 12;
+
+/// One routing demand's share of a [`PlacementFunction`].
+#[derive(Debug, Clone)]
+struct Term {
+    demand: usize,
+    weight: f64,
+    /// Ground indices of the pairs (n, e) with e in the demand's R.
+    elements: Vec<usize>,
+    /// G_d(base + sub) for every subset `sub` of `elements` (bit b = elements[b]); empty when
+    /// there are more than [`TABLE_BITS`] elements (then routed on demand).
+    latency: Vec<f64>,
+    /// G_d(base).
+    at_base: f64,
+}
+
+/// f(S) = sum over the kept demands d of W_d (G_d(base) - G_d(base + S)) for S a set of
+/// (server, expert) pairs of `ground` (see the module doc).
+#[derive(Debug, Clone)]
+pub(super) struct PlacementFunction<'a> {
+    pub(super) model: &'a LatencyModel,
+    pub(super) base: Placement,
+    pub(super) ground: Vec<(ServerId, ExpertId)>,
+    terms: Vec<Term>,
+}
+
+impl<'a> PlacementFunction<'a> {
+    pub(super) fn new(
+        model: &'a LatencyModel,
+        base: &Placement,
+        ground: Vec<(ServerId, ExpertId)>,
+        keep: impl Fn(&RoutingDemand) -> bool,
+    ) -> Self {
+        let mut terms = Vec::new();
+        for (di, d) in model.demands().iter().enumerate() {
+            if !keep(d) {
+                continue;
+            }
+            let elements: Vec<usize> = ground
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, e))| d.missing.contains(e))
+                .map(|(i, _)| i)
+                .collect();
+            if elements.is_empty() {
+                continue;
+            }
+            let at_base = model.routing_latency(d, base);
+            let latency = if elements.len() <= TABLE_BITS {
+                (0..1usize << elements.len())
+                    .map(|sub| {
+                        model
+                            .route(d, |s, e| {
+                                base.contains(s, e)
+                                    || elements
+                                        .iter()
+                                        .enumerate()
+                                        .any(|(b, &i)| sub >> b & 1 == 1 && ground[i] == (s, e))
+                            })
+                            .latency
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            terms.push(Term {
+                demand: di,
+                weight: d.weight,
+                elements,
+                latency,
+                at_base,
+            });
+        }
+        PlacementFunction {
+            model,
+            base: base.clone(),
+            ground,
+            terms,
+        }
+    }
+
+    /// No kept demand needs an element of the ground set: f is identically 0.
+    pub(super) fn has_no_terms(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// Membership flags of a set of ground indices.
+    pub(super) fn flags(&self, members: &[usize]) -> Vec<bool> {
+        let mut f = vec![false; self.ground.len()];
+        for &i in members {
+            f[i] = true;
+        }
+        f
+    }
+}
+
+impl SetFunction for PlacementFunction<'_> {
+    fn ground_size(&self) -> usize {
+        self.ground.len()
+    }
+
+    fn value(&self, set: &[bool]) -> f64 {
+        let mut total = 0.0;
+        for t in &self.terms {
+            let after = if t.latency.is_empty() {
+                let d = &self.model.demands()[t.demand];
+                self.model
+                    .route(d, |s, e| {
+                        self.base.contains(s, e)
+                            || t.elements
+                                .iter()
+                                .any(|&i| set[i] && self.ground[i] == (s, e))
+                    })
+                    .latency
+            } else {
+                let sub = t
+                    .elements
+                    .iter()
+                    .enumerate()
+                    .fold(0usize, |acc, (b, &i)| acc | usize::from(set[i]) << b);
+                t.latency[sub]
+            };
+            total += t.weight * (t.at_base - after);
+        }
+        total
+    }
+}
+
+pub(super) fn sid(n: usize) -> ServerId {
+    ServerId(n as u32)
+}
+
+pub(super) fn eid(e: usize) -> ExpertId {
+    ExpertId(e as u32)
+}
+
+/// Experts some routing demand needs.
+fn demanded_experts(model: &LatencyModel) -> Vec<ExpertId> {
+    (0..model.experts())
+        .map(eid)
+        .filter(|&e| model.demands_of(e).next().is_some())
+        .collect()
+}
+
+/// V for Props. 1-2: every (server, expert) pair, index n E + e, when N x E <= 20; otherwise
+/// the pairs of demanded experts (the others have identically zero gains). Returns the pairs
+/// and a description.
+pub(super) fn full_ground(model: &LatencyModel) -> (Vec<(ServerId, ExpertId)>, String) {
+    let (servers, experts) = (model.servers(), model.experts());
+    if servers * experts <= EXHAUSTIVE_SET_LIMIT {
+        let pairs = (0..servers)
+            .flat_map(|n| (0..experts).map(move |e| (sid(n), eid(e))))
+            .collect();
+        return (pairs, format!("all {servers} x {experts} pairs"));
+    }
+    let demanded = demanded_experts(model);
+    let pairs: Vec<_> = (0..servers)
+        .flat_map(|n| demanded.iter().map(move |&e| (sid(n), e)))
+        .collect();
+    let d = format!(
+        "the {} pairs of demanded experts ({servers} x {experts} pairs in all)",
+        pairs.len()
+    );
+    (pairs, d)
+}
+
+/// V_n: server n's demanded experts.
+pub(super) fn server_ground(model: &LatencyModel, n: usize) -> Vec<(ServerId, ExpertId)> {
+    demanded_experts(model)
+        .into_iter()
+        .map(|e| (sid(n), e))
+        .collect()
+}
+
+pub(super) fn set_mode(n: usize, seed: u64) -> Mode {
+    Mode::auto(n, SAMPLED_CHAINS, seed)
+}
+
+pub(super) fn exhaustive_mode(mode: Mode) -> bool {
+    mode == Mode::Exhaustive
+}
+
+/// K_m of a demand's model.
+pub(super) fn top_k(instance: &Instance, d: &RoutingDemand) -> u32 {
+    instance.models[d.model.index()].top_k
+}
+
+/// The placement restricted to servers before n (later servers empty): X_{<n}.
+pub(super) fn prefix(x: &Placement, n: usize) -> Placement {
+    let mut p = Placement::empty(x.servers(), x.experts());
+    for s in 0..n.min(x.servers()) {
+        for e in x.experts_on(sid(s)) {
+            p.insert(sid(s), e);
+        }
+    }
+    p
+}
+
+/// The experts x caches on server n, as a placement alone.
+pub(super) fn only_server(x: &Placement, n: usize) -> Placement {
+    let mut p = Placement::empty(x.servers(), x.experts());
+    for e in x.experts_on(sid(n)) {
+        p.insert(sid(n), e);
+    }
+    p
+}
