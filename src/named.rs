@@ -37,15 +37,6 @@ pub trait Named: Copy + Eq + 'static {
     fn names() -> Vec<&'static str> {
         Self::ALL.iter().map(|v| v.name()).collect()
     }
-
-    /// A line per value: its name and description, for `--preset help` and `--help`.
-    fn help() -> String {
-        let width = Self::ALL.iter().map(|v| v.name().len()).max().unwrap_or(0);
-        Self::ALL
-            .iter()
-            .map(|v| format!("  {:<width$}  {}\n", v.name(), v.description()))
-            .collect()
-    }
 }
 
 /// Implements [`Named`], `Display` and `FromStr` for an enum from its variants' names and
@@ -100,7 +91,6 @@ macro_rules! named {
 
 #[cfg(test)]
 mod tests {
-    use super::Named;
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     enum Fruit {
@@ -121,10 +111,6 @@ mod tests {
         assert_eq!(
             e,
             "unknown fruit `pear`; expected one of: apple, blood-orange"
-        );
-        assert_eq!(
-            Fruit::help(),
-            "  apple         a pome\n  blood-orange  a citrus\n"
         );
     }
 }

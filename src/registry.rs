@@ -303,7 +303,7 @@ pub fn infos<N: Named>() -> Vec<MethodInfo> {
 }
 
 /// A generator configuration: read from `file` (errors name it), else made from `preset`
-/// (`default` when none is named; `help` lists the presets).
+/// (`default` when none is named).
 pub fn generator_config<C: DeserializeOwned, P: Named>(
     preset: Option<&str>,
     default: P,
@@ -315,12 +315,6 @@ pub fn generator_config<C: DeserializeOwned, P: Named>(
     }
     let preset = match preset {
         None => default,
-        Some("help" | "?") => {
-            return Err(Error::command_line(
-                "--preset",
-                format!("the presets are:\n{}", P::help().trim_end()),
-            ))
-        }
         Some(name) => P::parse_name(name).map_err(|e| Error::command_line("--preset", e))?,
     };
     Ok(make(preset))
@@ -464,17 +458,10 @@ const HEADERS: [&str; 6] = [
 /// default (the standard reports, no generator), so a new problem starts with
 /// `impl Commands for MyProblem {}` and overrides what it has.
 pub trait Commands: Problem {
-    /// The generator's presets.
-    fn presets() -> Vec<MethodInfo> {
-        Vec::new()
-    }
-    /// `generate --print-config` (see [`generator_json`]).
-    fn config(_preset: Option<&str>, _file: Option<&Path>) -> Result<Value, Error> {
-        Err(refused::<Self>("generate"))
-    }
-    /// `generate` (see [`generated`]).
-    fn generate(_preset: Option<&str>, _file: Option<&Path>, _seed: u64) -> Result<Made, Error> {
-        Err(refused::<Self>("generate"))
+    /// The generator (`generate`, `--print-config`, presets, the demo's instance):
+    /// `registry::generator::<Self>()` for a [`Generator`].
+    fn generator() -> Option<Box<dyn GeneratorEntry>> {
+        None
     }
     /// `import`.
     fn import(_args: &ImportArgs) -> Result<Made, Error> {
@@ -502,10 +489,6 @@ pub trait Commands: Problem {
     fn sweep() -> Option<Box<dyn SweepProblem>> {
         None
     }
-    /// The demo's instance.
-    fn demo_instance(_seed: u64) -> Option<Result<Made, Error>> {
-        None
-    }
 }
 
 fn refused<P: Problem>(command: &str) -> Error {
@@ -526,11 +509,13 @@ impl<P: Commands> Entry for ProblemEntry<P> {
     }
 
     fn presets(&self) -> Vec<MethodInfo> {
-        P::presets()
+        P::generator().map_or_else(Vec::new, |g| g.presets())
     }
 
     fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
-        P::config(preset, file)
+        P::generator()
+            .ok_or_else(|| refused::<P>("generate"))?
+            .config(preset, file)
     }
 
     fn generate(
@@ -539,7 +524,9 @@ impl<P: Commands> Entry for ProblemEntry<P> {
         file: Option<&Path>,
         seed: u64,
     ) -> Result<Made, Error> {
-        P::generate(preset, file, seed)
+        P::generator()
+            .ok_or_else(|| refused::<P>("generate"))?
+            .generate(preset, file, seed)
     }
 
     fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
@@ -580,8 +567,11 @@ impl<P: Commands> Entry for ProblemEntry<P> {
         P::sweep()
     }
 
+    /// The generator's first (smallest) preset.
     fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
-        P::demo_instance(seed)
+        let generator = P::generator()?;
+        let (smallest, _) = generator.presets().into_iter().next()?;
+        Some(generator.generate(Some(&smallest), None, seed))
     }
 }
 
@@ -663,24 +653,44 @@ pub trait Generator: Problem {
     }
 }
 
-/// `--print-config` of a [`Generator`]: the configuration of `file`, else of `preset`.
-pub fn generator_json<P: Generator>(
-    preset: Option<&str>,
-    file: Option<&Path>,
-) -> Result<Value, Error> {
-    let config = generator_config(preset, P::DEFAULT_PRESET, file, P::preset_config)?;
-    Ok(to_value(&config))
+/// A [`Generator`] with its types erased, for the command line.
+pub trait GeneratorEntry {
+    /// The presets.
+    fn presets(&self) -> Vec<MethodInfo>;
+    /// `--print-config`: the configuration of `file`, else of `preset`.
+    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error>;
+    /// `generate`.
+    fn generate(&self, preset: Option<&str>, file: Option<&Path>, seed: u64)
+        -> Result<Made, Error>;
 }
 
-/// `generate` of a [`Generator`].
-pub fn generated<P: Generator>(
-    preset: Option<&str>,
-    file: Option<&Path>,
-    seed: u64,
-) -> Result<Made, Error> {
-    let config = generator_config(preset, P::DEFAULT_PRESET, file, P::preset_config)?;
-    let instance = P::generate_instance(&config, seed)?;
-    Ok(Made::new(&instance, P::summary(&instance)))
+struct GeneratorOf<P>(std::marker::PhantomData<P>);
+
+impl<P: Generator> GeneratorEntry for GeneratorOf<P> {
+    fn presets(&self) -> Vec<MethodInfo> {
+        infos::<P::Preset>()
+    }
+
+    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
+        let config = generator_config(preset, P::DEFAULT_PRESET, file, P::preset_config)?;
+        Ok(to_value(&config))
+    }
+
+    fn generate(
+        &self,
+        preset: Option<&str>,
+        file: Option<&Path>,
+        seed: u64,
+    ) -> Result<Made, Error> {
+        let config = generator_config(preset, P::DEFAULT_PRESET, file, P::preset_config)?;
+        let instance = P::generate_instance(&config, seed)?;
+        Ok(Made::new(&instance, P::summary(&instance)))
+    }
+}
+
+/// The generator of a [`Generator`] problem, for [`Commands::generator`].
+pub fn generator<P: Generator>() -> Option<Box<dyn GeneratorEntry>> {
+    Some(Box::new(GeneratorOf::<P>(std::marker::PhantomData)))
 }
 
 /// `write-lp` of a [`Problem`]: its MILP in CPLEX LP format, and its size.

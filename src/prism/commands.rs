@@ -16,7 +16,7 @@ use formulations::Error;
 use serde::Serialize;
 
 use formulations::prism::evaluate::Evaluation;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::algorithms::{self, MigrationConfig, MigrationRun, MigrationStats};
 use super::generate::{try_generate, GeneratorConfig, Preset};
@@ -24,7 +24,7 @@ use super::import::{from_activation_counts, ImportConfig};
 use super::methods::{self, ExactReport, Method, MethodRun, Prism, Reference, RunOptions};
 use crate::export::Table;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, Generator, ImportArgs, Made, MethodInfo, Rendered};
+use crate::registry::{self, Commands, Generator, GeneratorEntry, ImportArgs, Made, Rendered};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
 
@@ -576,16 +576,8 @@ impl Generator for Prism {
 
 /// Prism's commands (`eplb` and `migrate` are its own).
 impl Commands for Prism {
-    fn presets() -> Vec<MethodInfo> {
-        registry::infos::<Preset>()
-    }
-
-    fn config(preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
-        registry::generator_json::<Self>(preset, file)
-    }
-
-    fn generate(preset: Option<&str>, file: Option<&Path>, seed: u64) -> Result<Made, Error> {
-        registry::generated::<Self>(preset, file, seed)
+    fn generator() -> Option<Box<dyn GeneratorEntry>> {
+        registry::generator::<Self>()
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {
@@ -641,10 +633,6 @@ impl Commands for Prism {
 
     fn sweep() -> Option<Box<dyn SweepProblem>> {
         Some(Box::new(SweepAdapter::<Self>::new()))
-    }
-
-    fn demo_instance(seed: u64) -> Option<Result<Made, Error>> {
-        Some(registry::generated::<Self>(Some("tiny"), None, seed))
     }
 }
 

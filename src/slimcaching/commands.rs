@@ -1,8 +1,6 @@
 //! SlimCaching's commands: its [`Entry`] in the registry and the reports of `solve` and
 //! `compare` (JSON field names documented in the README; units in the names).
 
-use std::path::Path;
-
 use formulations::slimcaching::{Evaluation, ExpertRef, Instance, LatencyModel};
 use formulations::Error;
 use serde::Serialize;
@@ -13,7 +11,7 @@ use super::import::{from_activation_counts, ImportConfig};
 use super::methods::{ExactReport, Method, MethodRun, Reference, RunOptions, SlimCaching};
 use crate::export::Table;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, Generator, ImportArgs, Made, MethodInfo, Rendered};
+use crate::registry::{self, Commands, Generator, GeneratorEntry, ImportArgs, Made, Rendered};
 use crate::render::{ms, table};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
@@ -356,16 +354,8 @@ impl Generator for SlimCaching {
 }
 
 impl Commands for SlimCaching {
-    fn presets() -> Vec<MethodInfo> {
-        registry::infos::<Preset>()
-    }
-
-    fn config(preset: Option<&str>, file: Option<&Path>) -> Result<serde_json::Value, Error> {
-        registry::generator_json::<Self>(preset, file)
-    }
-
-    fn generate(preset: Option<&str>, file: Option<&Path>, seed: u64) -> Result<Made, Error> {
-        registry::generated::<Self>(preset, file, seed)
+    fn generator() -> Option<Box<dyn GeneratorEntry>> {
+        registry::generator::<Self>()
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {
@@ -403,10 +393,6 @@ impl Commands for SlimCaching {
 
     fn sweep() -> Option<Box<dyn SweepProblem>> {
         Some(Box::new(SweepAdapter::<Self>::new()))
-    }
-
-    fn demo_instance(seed: u64) -> Option<Result<Made, Error>> {
-        Some(registry::generated::<Self>(Some("tiny"), None, seed))
     }
 }
 

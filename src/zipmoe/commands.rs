@@ -8,13 +8,12 @@ use std::path::Path;
 use formulations::zipmoe::{lower_bound, GanttRow, Instance, LowerBound, Schedule, ZipMoeMilp};
 use formulations::Error;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::generate::{self, GeneratorConfig, ImportConfig, Preset};
 use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions, ZipMoe};
 use crate::export::Table;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, Generator, ImportArgs, Made, MethodInfo, Rendered};
+use crate::registry::{self, Commands, Generator, GeneratorEntry, ImportArgs, Made, Rendered};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
 
@@ -360,16 +359,8 @@ impl Generator for ZipMoe {
 /// ZipMoE's layer schedule (the cache-pool plan is
 /// [`crate::zipmoe::planning::commands::PoolEntry`]).
 impl Commands for ZipMoe {
-    fn presets() -> Vec<MethodInfo> {
-        registry::infos::<Preset>()
-    }
-
-    fn config(preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
-        registry::generator_json::<Self>(preset, file)
-    }
-
-    fn generate(preset: Option<&str>, file: Option<&Path>, seed: u64) -> Result<Made, Error> {
-        registry::generated::<Self>(preset, file, seed)
+    fn generator() -> Option<Box<dyn GeneratorEntry>> {
+        registry::generator::<Self>()
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {
@@ -411,10 +402,6 @@ impl Commands for ZipMoe {
 
     fn sweep() -> Option<Box<dyn SweepProblem>> {
         Some(Box::new(SweepAdapter::<Self>::new()))
-    }
-
-    fn demo_instance(seed: u64) -> Option<Result<Made, Error>> {
-        Some(registry::generated::<Self>(Some("tiny"), None, seed))
     }
 }
 
