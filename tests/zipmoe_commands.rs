@@ -11,7 +11,7 @@ use moe_opt::zipmoe::methods::{Method, Reference};
 fn compare_on_a_tiny_layer_has_a_proved_optimum() {
     let g = generate("tiny", 1).unwrap();
     assert_eq!(generate("tiny", 1).unwrap().instance, g.instance);
-    let r = compare(&g.instance, &Method::ALL, &RunOptions::default()).unwrap();
+    let r = compare(&g.instance, Method::ALL, &RunOptions::default()).unwrap();
     let Reference::Optimum(opt) = r.reference else {
         panic!("no optimum: {:?}", r.reference)
     };

@@ -469,6 +469,11 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
     }
 }
 
+/// The run's placement covers every expert and fits every GPU.
+fn feasible(run: &methods::MethodRun) -> bool {
+    run.evaluation.as_ref().is_some_and(|e| e.feasible)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -559,9 +564,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The run's placement covers every expert and fits every GPU.
-fn feasible(run: &methods::MethodRun) -> bool {
-    run.evaluation.as_ref().is_some_and(|e| e.feasible)
 }
