@@ -7,17 +7,8 @@ use std::path::PathBuf;
 
 use assert_cmd::Command;
 
-fn moe_opt() -> Command {
-    Command::cargo_bin("moe-opt").expect("the binary is built for tests")
-}
-
-/// A fresh folder for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("moe-opt-cli-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::{bin, moe_opt, refused, scratch};
 
 fn generate(dir: &std::path::Path, preset: &str, seed: u64) -> PathBuf {
     let file = dir.join(format!("{preset}-{seed}.json"));
@@ -49,8 +40,9 @@ fn rounded(mut v: serde_json::Value) -> serde_json::Value {
     v
 }
 
-fn stderr_line(output: &std::process::Output) -> String {
-    let text = String::from_utf8_lossy(&output.stderr).to_string();
+/// Runs a command that must be refused as bad input and returns its one stderr line.
+fn error_line(cmd: &mut Command) -> String {
+    let text = refused(cmd);
     assert_eq!(text.lines().count(), 1, "one line on stderr, got: {text}");
     text
 }
@@ -171,12 +163,7 @@ fn write_lp_writes_a_cplex_lp_file() {
 
 #[test]
 fn a_missing_file_is_bad_input() {
-    let out = moe_opt()
-        .args(["compare", "/nonexistent/instance.json"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let line = stderr_line(&out);
+    let line = error_line(moe_opt().args(["compare", "/nonexistent/instance.json"]));
     assert!(
         line.starts_with("error: /nonexistent/instance.json: "),
         "{line}"
@@ -188,9 +175,7 @@ fn malformed_json_names_line_and_column() {
     let dir = scratch("malformed");
     let file = dir.join("bad.json");
     std::fs::write(&file, "{\n  \"servers\": [,]\n}\n").unwrap();
-    let out = moe_opt().arg("solve").arg(&file).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let line = stderr_line(&out);
+    let line = error_line(moe_opt().arg("solve").arg(&file));
     assert!(line.contains("bad.json: line 2, column"), "{line}");
 }
 
@@ -202,9 +187,7 @@ fn an_invalid_probability_names_the_field() {
         serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     instance["users"][0]["requests"][0]["p"] = serde_json::json!(1.5);
     std::fs::write(&file, serde_json::to_vec(&instance).unwrap()).unwrap();
-    let out = moe_opt().arg("solve").arg(&file).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let line = stderr_line(&out);
+    let line = error_line(moe_opt().arg("solve").arg(&file));
     assert!(
         line.contains("users[0].requests[0].p: probability 1.5 is outside [0, 1]"),
         "{line}"
@@ -215,14 +198,12 @@ fn an_invalid_probability_names_the_field() {
 fn an_unknown_method_lists_the_known_ones() {
     let dir = scratch("method");
     let file = generate(&dir, "tiny", 1);
-    let out = moe_opt()
-        .arg("solve")
-        .arg(&file)
-        .args(["--method", "simplex"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let line = stderr_line(&out);
+    let line = error_line(
+        moe_opt()
+            .arg("solve")
+            .arg(&file)
+            .args(["--method", "simplex"]),
+    );
     assert!(line.contains("unknown method `simplex`") && line.contains("successive-maxconv"));
 }
 
@@ -230,14 +211,12 @@ fn an_unknown_method_lists_the_known_ones() {
 fn exhaustive_search_refuses_a_large_instance() {
     let dir = scratch("large");
     let file = generate(&dir, "small", 1);
-    let out = moe_opt()
-        .arg("solve")
-        .arg(&file)
-        .args(["--method", "exhaustive"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    stderr_line(&out);
+    error_line(
+        moe_opt()
+            .arg("solve")
+            .arg(&file)
+            .args(["--method", "exhaustive"]),
+    );
 }
 
 #[test]
@@ -318,7 +297,7 @@ fn a_closed_standard_output_ends_quietly() {
         // with EPIPE, whatever the timing.
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("moe-opt"))
+        let out = std::process::Command::new(bin())
             .args(args)
             .stdout(writer)
             .stderr(std::process::Stdio::piped())

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 mod common;
 
-use common::{moe_opt, ok, scratch};
+use common::{csv_records, moe_opt, ok, refused, scratch};
 
 /// A generated Mixtral-shaped trace (E = 8, K = 2, 32 layers, 256 tokens).
 fn mixtral(dir: &Path) -> PathBuf {
@@ -23,23 +23,6 @@ fn mixtral(dir: &Path) -> PathBuf {
         ])
         .arg(&file));
     file
-}
-
-/// The CSV's rows as maps from column name to value.
-fn rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
-    let mut reader = csv::Reader::from_path(path).unwrap();
-    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
-    reader
-        .records()
-        .map(|r| {
-            let r = r.unwrap();
-            header
-                .iter()
-                .cloned()
-                .zip(r.iter().map(String::from))
-                .collect()
-        })
-        .collect()
 }
 
 #[test]
@@ -64,7 +47,7 @@ fn compare_puts_the_routers_beside_belady_and_both_exact_bounds() {
             "--csv",
         ])
         .arg(&csv));
-    let rows = rows(&csv);
+    let rows = csv_records(&csv);
     let names: Vec<&str> = rows.iter().map(|r| r["method"].as_str()).collect();
     assert_eq!(
         names,
@@ -99,14 +82,13 @@ fn compare_puts_the_routers_beside_belady_and_both_exact_bounds() {
         prior["within_freedom"] == "false"
     );
     // Pruning runs fewer than K experts: refused as bad input.
-    let out = moe_opt()
-        .arg("compare")
-        .arg(&instance)
-        .args(["--methods", "pruning:h=1"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("fewer than K"));
+    let err = refused(
+        moe_opt()
+            .arg("compare")
+            .arg(&instance)
+            .args(["--methods", "pruning:h=1"]),
+    );
+    assert!(err.contains("fewer than K"));
 }
 
 #[test]
@@ -125,7 +107,7 @@ fn pareto_tables_name_each_router_whole_and_carry_the_baselines() {
         ])
         .args(["--csv"])
         .arg(&csv));
-    let points = rows(&csv);
+    let points = csv_records(&csv);
     let routers: Vec<(&str, &str)> = points
         .iter()
         .map(|r| (r["router"].as_str(), r["capacity"].as_str()))
@@ -139,7 +121,7 @@ fn pareto_tables_name_each_router_whole_and_carry_the_baselines() {
             ("cumsum:p=0.5,j=1", "4"),
         ]
     );
-    let baselines = rows(&dir.join("points-baselines.csv"));
+    let baselines = csv_records(&dir.join("points-baselines.csv"));
     let at = |policy: &str, c: &str| -> f64 {
         baselines
             .iter()
@@ -171,20 +153,20 @@ fn tpot_fits_t_alpha_and_names_a_bad_predictor() {
         ])
         .args(["--predictor", "previous-token", "--csv"])
         .arg(&csv));
-    let rows = rows(&csv);
+    let rows = csv_records(&csv);
     assert_eq!(rows.len(), 3);
     // alpha = 0 is the original top-k: all the router mass is kept.
     assert_eq!(rows[0]["alpha"], "0.0");
     assert_eq!(rows[0]["mass_kept"], "1.0");
-    let out = moe_opt()
-        .arg("tpot")
-        .arg(&trace)
-        .args(["--capacity", "64", "--predictor", "bogus"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let err = refused(moe_opt().arg("tpot").arg(&trace).args([
+        "--capacity",
+        "64",
+        "--predictor",
+        "bogus",
+    ]));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("expected one of: oracle, previous-token")
+        err.contains("expected one of: oracle, previous-token"),
+        "{err}"
     );
 }
 
@@ -213,7 +195,7 @@ fn a_real_log_replays_under_every_weight_free_policy() {
         .arg(&log)
         .args(["--capacity", "32", "--csv"])
         .arg(&csv));
-    let totals: Vec<_> = rows(&csv)
+    let totals: Vec<_> = csv_records(&csv)
         .into_iter()
         .filter(|r| r["layer"] == "total")
         .collect();
@@ -228,12 +210,11 @@ fn a_real_log_replays_under_every_weight_free_policy() {
         assert!(loads(policy) >= belady, "{policy} beats Belady");
     }
     // SMoE's score window needs router scores, which a log of selected experts lacks.
-    let out = moe_opt()
-        .arg("replay")
-        .arg(&log)
-        .args(["--capacity", "32", "--policies", "smoe-window:n=4"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no logits"));
+    let err = refused(moe_opt().arg("replay").arg(&log).args([
+        "--capacity",
+        "32",
+        "--policies",
+        "smoe-window:n=4",
+    ]));
+    assert!(err.contains("no logits"));
 }

@@ -3,20 +3,13 @@
 //! one; shards merged equal the whole grid; mismatched specs are refused; every ratio against a
 //! proved optimum is at most 1 (P1 maximises F).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("moe-opt")
-}
-
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("moe-opt-sweep-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::{csv_records, moe_opt, scratch};
 
 /// A 2 x 2 grid of tiny SlimCaching instances, 2 seeds each: 8 cells.
 const SPEC: &str = r#"
@@ -42,7 +35,7 @@ fn write_spec(dir: &Path, text: &str) -> PathBuf {
 }
 
 fn sweep(spec: &Path, out: &Path, extra: &[&str]) {
-    Command::new(bin())
+    moe_opt()
         .arg("sweep")
         .arg(spec)
         .arg("--out")
@@ -74,33 +67,8 @@ fn read(dir: &Path, name: &str) -> String {
 fn jobs_resume_and_shards_give_the_same_bytes() {
     let dir = scratch("bytes");
     let spec = write_spec(&dir, SPEC);
-    let one = dir.join("one");
-    let two = dir.join("two");
-    sweep(&spec, &one, &["--jobs", "1"]);
-    sweep(&spec, &two, &["--jobs", "2"]);
-    for f in ["results.csv", "results.jsonl", "sweep.json"] {
-        assert_eq!(read(&one, f), read(&two, f), "{f}");
-    }
-    // 8 cells x 6 methods, plus the header.
-    let csv = read(&one, "results.csv");
-    assert_eq!(csv.lines().count(), 1 + 8 * 6);
-
-    // Interrupted: keep 3 finished cells and a torn fourth line, then resume.
-    let cut = dir.join("cut");
-    std::fs::create_dir_all(&cut).unwrap();
-    std::fs::copy(one.join("sweep.json"), cut.join("sweep.json")).unwrap();
-    let journal = read(&one, "results.jsonl");
-    let lines: Vec<&str> = journal.lines().collect();
-    let torn = format!(
-        "{}\n{}",
-        lines[..3].join("\n"),
-        &lines[3][..lines[3].len() / 2]
-    );
-    std::fs::write(cut.join("results.jsonl"), torn).unwrap();
-    sweep(&spec, &cut, &["--resume", "--jobs", "2"]);
-    for f in ["results.csv", "results.jsonl"] {
-        assert_eq!(read(&one, f), read(&cut, f), "{f} after resume");
-    }
+    // 8 cells x 6 methods; interrupted after 3 finished cells.
+    let one = same_bytes_and_resume(&dir, &spec, 8 * 6, 3);
 
     // Shards 0/2 and 1/2 merged equal the whole grid; a missing shard is reported.
     let s0 = dir.join("s0");
@@ -110,7 +78,7 @@ fn jobs_resume_and_shards_give_the_same_bytes() {
     assert_eq!(read(&s0, "results.csv").lines().count(), 1 + 4 * 6);
     let merged = dir.join("merged");
     expect(
-        Command::new(bin())
+        moe_opt()
             .arg("merge")
             .args([&s0, &s1])
             .arg("--out")
@@ -123,7 +91,7 @@ fn jobs_resume_and_shards_give_the_same_bytes() {
     }
     let partial = dir.join("partial");
     expect(
-        Command::new(bin())
+        moe_opt()
             .args(["merge"])
             .arg(&s0)
             .arg("--out")
@@ -186,7 +154,7 @@ fn bad_specs_and_mismatched_merges_are_refused_with_the_field_named() {
         &SPEC.replace("local_experts_per_user", "local_expert"),
     );
     expect(
-        Command::new(bin())
+        moe_opt()
             .arg("sweep")
             .arg(&bad_axis)
             .arg("--out")
@@ -196,7 +164,7 @@ fn bad_specs_and_mismatched_merges_are_refused_with_the_field_named() {
     );
     let bad_method = write_spec(&dir, &SPEC.replace("\"lfu\"", "\"lru\""));
     expect(
-        Command::new(bin())
+        moe_opt()
             .arg("sweep")
             .arg(&bad_method)
             .arg("--out")
@@ -205,7 +173,7 @@ fn bad_specs_and_mismatched_merges_are_refused_with_the_field_named() {
         &["lru"],
     );
     expect(
-        Command::new(bin()).args(["sweep", "nowhere.toml", "--shard", "2/2"]),
+        moe_opt().args(["sweep", "nowhere.toml", "--shard", "2/2"]),
         2,
         &["--shard"],
     );
@@ -218,7 +186,7 @@ fn bad_specs_and_mismatched_merges_are_refused_with_the_field_named() {
     let spec_b = write_spec(&dir, &SPEC.replace("seeds = 2", "seeds = [5]"));
     sweep(&spec_b, &b, &["--shard", "1/2"]);
     expect(
-        Command::new(bin())
+        moe_opt()
             .arg("merge")
             .args([&a, &b])
             .arg("--out")
@@ -228,7 +196,7 @@ fn bad_specs_and_mismatched_merges_are_refused_with_the_field_named() {
     );
     // Resuming into a folder of another spec is refused too.
     expect(
-        Command::new(bin())
+        moe_opt()
             .arg("sweep")
             .arg(&spec_b)
             .arg("--out")
@@ -286,14 +254,13 @@ path = "threads"
 values = [1, 2]
 "#;
 
-/// `--jobs 1` and `--jobs 2` give the same bytes, and a run cut after two cells (a torn third
-/// line) resumes to the same files; returns the finished folder.
-fn same_bytes_and_resume(dir: &Path, spec_text: &str, rows: usize) -> PathBuf {
-    let spec = write_spec(dir, spec_text);
+/// `--jobs 1` and `--jobs 2` give the same bytes (`rows` rows), and a run cut after `kept`
+/// finished cells (and a torn next line) resumes to the same files; returns the finished folder.
+fn same_bytes_and_resume(dir: &Path, spec: &Path, rows: usize, kept: usize) -> PathBuf {
     let one = dir.join("one");
     let two = dir.join("two");
-    sweep(&spec, &one, &["--jobs", "1"]);
-    sweep(&spec, &two, &["--jobs", "2"]);
+    sweep(spec, &one, &["--jobs", "1"]);
+    sweep(spec, &two, &["--jobs", "2"]);
     for f in ["results.csv", "results.jsonl", "sweep.json"] {
         assert_eq!(read(&one, f), read(&two, f), "{f}");
     }
@@ -305,11 +272,11 @@ fn same_bytes_and_resume(dir: &Path, spec_text: &str, rows: usize) -> PathBuf {
     let lines: Vec<&str> = journal.lines().collect();
     let torn = format!(
         "{}\n{}",
-        lines[..2].join("\n"),
-        &lines[2][..lines[2].len() / 2]
+        lines[..kept].join("\n"),
+        &lines[kept][..lines[kept].len() / 2]
     );
     std::fs::write(cut.join("results.jsonl"), torn).unwrap();
-    sweep(&spec, &cut, &["--resume", "--jobs", "2"]);
+    sweep(spec, &cut, &["--resume", "--jobs", "2"]);
     for f in ["results.csv", "results.jsonl"] {
         assert_eq!(read(&one, f), read(&cut, f), "{f} after resume");
     }
@@ -317,20 +284,8 @@ fn same_bytes_and_resume(dir: &Path, spec_text: &str, rows: usize) -> PathBuf {
 }
 
 /// The rows of results.csv as maps from column to cell.
-fn records(dir: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
-    let mut reader = csv::Reader::from_path(dir.join("results.csv")).unwrap();
-    let header = reader.headers().unwrap().clone();
-    reader
-        .records()
-        .map(|r| {
-            let r = r.unwrap();
-            header
-                .iter()
-                .zip(r.iter())
-                .map(|(h, v)| (h.to_string(), v.to_string()))
-                .collect()
-        })
-        .collect()
+fn records(dir: &Path) -> Vec<BTreeMap<String, String>> {
+    csv_records(&dir.join("results.csv"))
 }
 
 /// Both problems minimise: against a proved optimum no feasible method has a ratio below 1,
@@ -368,7 +323,7 @@ fn check_minimisation_ratios(dir: &Path, objective: &str, secondary: &str) {
 #[test]
 fn prism_sweeps_are_reproducible_resumable_and_rated_against_the_optimum() {
     let dir = scratch("prism");
-    let out = same_bytes_and_resume(&dir, PRISM_SPEC, 4 * 6);
+    let out = same_bytes_and_resume(&dir, &write_spec(&dir, PRISM_SPEC), 4 * 6, 2);
     check_minimisation_ratios(&out, "expected_remote_invocations", "sim_mean_latency_s");
     // The memory axis reaches the instances: more memory never raises the optimum of (2) for
     // the same seed (a placement that fits less memory fits more).
@@ -394,7 +349,7 @@ fn prism_sweeps_are_reproducible_resumable_and_rated_against_the_optimum() {
 #[test]
 fn zipmoe_sweeps_are_reproducible_resumable_and_rated_against_the_optimum() {
     let dir = scratch("zipmoe");
-    let out = same_bytes_and_resume(&dir, ZIPMOE_SPEC, 6 * 6);
+    let out = same_bytes_and_resume(&dir, &write_spec(&dir, ZIPMOE_SPEC), 6 * 6, 2);
     check_minimisation_ratios(&out, "makespan_s", "lower_bound_s");
     for row in records(&out) {
         // Lemma B.3: the lower bound never exceeds a makespan.

@@ -2,25 +2,15 @@
 //! whatever `--jobs`; a run killed part-way and resumed ends with the same files as an
 //! uninterrupted one (nothing lost, nothing counted twice); a saved counterexample re-checks.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("moe-opt")
-}
-
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("moe-opt-verify-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::{bin, moe_opt, refused, scratch};
 
 fn verify(out: &Path, extra: &[&str]) {
-    Command::new(bin())
+    moe_opt()
         .args(["verify", "--seed", "7", "--out"])
         .arg(out)
         .args(extra)
@@ -159,7 +149,7 @@ fn a_saved_counterexample_rechecks_as_a_failure() {
     let claims = std::fs::read_to_string(dir.join("claims.csv")).unwrap();
     assert!(claims.contains(",violated,"), "{claims}");
     let file = dir.join("counterexamples/slimcaching-prop6-single-server.json");
-    let out = Command::new(bin())
+    let out = moe_opt()
         .args([
             "verify",
             "--json",
@@ -177,12 +167,7 @@ fn a_saved_counterexample_rechecks_as_a_failure() {
 
 #[test]
 fn an_unknown_claim_is_bad_input() {
-    let out = Command::new(bin())
-        .args(["verify", "--claim", "slimcaching/prop99"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(moe_opt().args(["verify", "--claim", "slimcaching/prop99"]));
     assert!(err.contains("no claim matches") && err.contains("slimcaching/prop3-greedy-ratio"));
 }
 
@@ -199,7 +184,7 @@ fn every_saved_counterexample_still_fails_its_claim() {
         }
         let stem = path.file_stem().unwrap().to_string_lossy().to_string();
         let id = stem.replacen('-', "/", 1);
-        let out = Command::new(bin())
+        let out = moe_opt()
             .args(["verify", "--json", "--claim", &id, "--instance"])
             .arg(&path)
             .output()

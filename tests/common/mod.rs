@@ -1,12 +1,23 @@
-//! Helpers of the command-line tests: the binary, a scratch folder, a run that must succeed.
+//! Helpers of the command-line tests: the binary, a scratch folder, a run that must succeed or
+//! be refused, a CSV table read back.
 
-use std::path::PathBuf;
+// Every test binary that includes this module uses only some of the helpers.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+/// The path of the `moe-opt` binary of this build (for a `std::process::Command` a test spawns
+/// and kills, or pipes).
+pub fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("moe-opt")
+}
+
 /// The `moe-opt` binary of this build.
 pub fn moe_opt() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("moe-opt"))
+    Command::new(bin())
 }
 
 /// An empty folder for one test (the process id keeps test binaries apart).
@@ -26,4 +37,29 @@ pub fn ok(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a command that must be refused as bad input (exit code 2) and returns its stderr.
+pub fn refused(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    err
+}
+
+/// The rows of a CSV file as maps from column name to value.
+pub fn csv_records(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            header
+                .iter()
+                .cloned()
+                .zip(r.iter().map(String::from))
+                .collect()
+        })
+        .collect()
 }
