@@ -1,27 +1,34 @@
 //! One command line for every problem: the registry's lists, the shared flag names (old names
 //! as aliases), a wrong kind of file named as what it is, and a table for every report.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 mod common;
 
-use common::{moe_opt, ok, scratch};
+use common::{csv_records, moe_opt, ok, refused, scratch};
 
-/// The single stderr line of a command that must fail with exit code 2.
-fn refused(args: &[&str]) -> String {
-    let out = moe_opt().args(args).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?}");
-    let text = String::from_utf8_lossy(&out.stderr).to_string();
+/// The single stderr line of a command that must be refused (exit code 2).
+fn refused_line(args: &[&str]) -> String {
+    let text = refused(moe_opt().args(args));
     assert_eq!(text.trim_end().lines().count(), 1, "{args:?}: {text}");
     text
 }
 
-fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
-    csv::Reader::from_path(path)
-        .unwrap()
-        .deserialize()
-        .map(|r| r.unwrap())
-        .collect()
+/// A generated switch-shaped trace (6 layers, short sequences) in `dir`.
+fn switch_trace(dir: &Path) -> PathBuf {
+    let trace = dir.join("t.json");
+    ok(moe_opt()
+        .args([
+            "generate",
+            "cache-trace",
+            "--preset",
+            "switch",
+            "--seed",
+            "1",
+            "-o",
+        ])
+        .arg(&trace));
+    trace
 }
 
 #[test]
@@ -71,14 +78,14 @@ fn problems_list_every_problem_with_its_methods_presets_and_claims() {
 
 #[test]
 fn a_wrong_kind_of_file_is_named_with_the_command_to_use() {
-    let e = refused(&["replay", "instances/prism-tiny-1.json", "--capacity", "2"]);
+    let e = refused_line(&["replay", "instances/prism-tiny-1.json", "--capacity", "2"]);
     assert!(
         e.contains("prism-tiny-1.json")
             && e.contains("a prism instance")
             && e.contains("cache-trace"),
         "{e}"
     );
-    let e = refused(&[
+    let e = refused_line(&[
         "replay",
         "instances/slimcaching-tiny-1.json",
         "--capacity",
@@ -86,25 +93,14 @@ fn a_wrong_kind_of_file_is_named_with_the_command_to_use() {
     ]);
     assert!(e.contains("SlimCaching"), "{e}");
     let dir = scratch("consistency-kind");
-    let trace = dir.join("t.json");
-    ok(moe_opt()
-        .args([
-            "generate",
-            "cache-trace",
-            "--preset",
-            "switch",
-            "--seed",
-            "1",
-            "--out",
-        ])
-        .arg(&trace));
+    let trace = switch_trace(&dir);
     let t = trace.to_str().unwrap();
-    let e = refused(&["solve", t]);
+    let e = refused_line(&["solve", t]);
     assert!(
         e.contains("cache-trace") && e.contains("moe-opt replay"),
         "{e}"
     );
-    let e = refused(&["generate", "knapsack", "-o", "x.json"]);
+    let e = refused_line(&["generate", "knapsack", "-o", "x.json"]);
     assert!(
         e.contains("unknown problem `knapsack`") && e.contains("smoe"),
         "{e}"
@@ -114,18 +110,7 @@ fn a_wrong_kind_of_file_is_named_with_the_command_to_use() {
 #[test]
 fn the_old_flag_names_are_aliases_of_the_shared_ones() {
     let dir = scratch("consistency-aliases");
-    let trace = dir.join("t.json");
-    ok(moe_opt()
-        .args([
-            "generate",
-            "cache-trace",
-            "--preset",
-            "switch",
-            "--seed",
-            "1",
-            "-o",
-        ])
-        .arg(&trace));
+    let trace = switch_trace(&dir);
     let t = trace.to_str().unwrap();
     let replay = |flag: &str| {
         ok(moe_opt().args(["replay", t, "--capacity", "4", flag, "lru,belady", "--json"]))
@@ -172,25 +157,14 @@ fn the_old_flag_names_are_aliases_of_the_shared_ones() {
 #[test]
 fn route_and_claims_write_tables_and_verify_instance_prints_text() {
     let dir = scratch("consistency-tables");
-    let trace = dir.join("t.json");
-    ok(moe_opt()
-        .args([
-            "generate",
-            "cache-trace",
-            "--preset",
-            "switch",
-            "--seed",
-            "1",
-            "-o",
-        ])
-        .arg(&trace));
+    let trace = switch_trace(&dir);
     let route_csv = dir.join("route.csv");
     ok(moe_opt()
         .arg("route")
         .arg(&trace)
         .args(["--capacity", "4", "--method", "max-rank:m=4,j=1", "--csv"])
         .arg(&route_csv));
-    let rows = csv_rows(&route_csv);
+    let rows = csv_records(&route_csv);
     // switch: 6 MoE layers, then the total.
     assert_eq!(rows.len(), 7);
     assert_eq!(rows[6]["layer"], "total");
@@ -204,7 +178,7 @@ fn route_and_claims_write_tables_and_verify_instance_prints_text() {
     ok(moe_opt().args(["claims", "--csv"]).arg(&claims_csv));
     let claims: serde_json::Value =
         serde_json::from_str(&ok(moe_opt().args(["claims", "--json"]))).unwrap();
-    let rows = csv_rows(&claims_csv);
+    let rows = csv_records(&claims_csv);
     assert_eq!(rows.len(), claims.as_array().unwrap().len());
     assert_eq!(rows[0]["id"], claims[0]["id"].as_str().unwrap());
     let text = ok(moe_opt().args([

@@ -21,6 +21,8 @@ use moe_opt::verify::{ClaimGroup, Searchable};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+mod common;
+
 // 1. The data model: a file with its `problem` tag, validated on load.
 
 /// A 0/1 knapsack.
@@ -359,19 +361,9 @@ fn cli(args: &[&str]) {
     }
 }
 
-fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
-    csv::Reader::from_path(path)
-        .unwrap()
-        .deserialize()
-        .map(|r| r.unwrap())
-        .collect()
-}
-
 #[test]
 fn a_toy_problem_added_through_the_registry_is_solved_compared_written_and_verified() {
-    let dir = std::env::temp_dir().join(format!("moe-opt-toy-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("toy-knapsack");
     let file = dir.join("k.json");
     std::fs::write(&file, serde_json::to_string(&hand_worked()).unwrap()).unwrap();
     let f = file.to_str().unwrap();
@@ -390,7 +382,7 @@ fn a_toy_problem_added_through_the_registry_is_solved_compared_written_and_verif
     // compare: every method against the proved optimum.
     let compared = dir.join("compare.csv");
     cli(&["compare", f, "--csv", compared.to_str().unwrap()]);
-    let rows = csv_rows(&compared);
+    let rows = common::csv_records(&compared);
     let ratio = |m: &str| -> f64 {
         let row = rows.iter().find(|r| r["method"] == m).unwrap();
         assert_eq!(row["reference_kind"], "optimum");
@@ -427,7 +419,7 @@ fn a_toy_problem_added_through_the_registry_is_solved_compared_written_and_verif
         "--out",
         out.to_str().unwrap(),
     ]);
-    let claims = csv_rows(&out.join("claims.csv"));
+    let claims = common::csv_records(&out.join("claims.csv"));
     let verdict = |id: &str| claims.iter().find(|r| r["id"] == id).unwrap()["verdict"].clone();
     assert_eq!(verdict("knapsack/greedy-half"), "violated");
     assert_eq!(verdict("knapsack/greedy-plus-half"), "holds");
