@@ -145,23 +145,31 @@ pub trait Entry: Sync {
     fn methods(&self) -> Vec<MethodInfo> {
         Vec::new()
     }
+    /// The generator (`generate`, `--print-config`, `--list-presets`), if any.
+    fn generator(&self) -> Option<Box<dyn GeneratorEntry>> {
+        None
+    }
     /// The generator's presets, with what each is.
     fn presets(&self) -> Vec<MethodInfo> {
-        Vec::new()
+        self.generator().map_or_else(Vec::new, |g| g.presets())
     }
     /// The generator configuration of `preset` (the problem's default when `None`), or of
     /// the file `config`, as JSON (`generate --print-config`).
-    fn config(&self, _preset: Option<&str>, _config: Option<&Path>) -> Result<Value, Error> {
-        Err(self.refuse("generate"))
+    fn config(&self, preset: Option<&str>, config: Option<&Path>) -> Result<Value, Error> {
+        self.generator()
+            .ok_or_else(|| self.refuse("generate"))?
+            .config(preset, config)
     }
     /// An instance from the generator (`generate`).
     fn generate(
         &self,
-        _preset: Option<&str>,
-        _config: Option<&Path>,
-        _seed: u64,
+        preset: Option<&str>,
+        config: Option<&Path>,
+        seed: u64,
     ) -> Result<Made, Error> {
-        Err(self.refuse("generate"))
+        self.generator()
+            .ok_or_else(|| self.refuse("generate"))?
+            .generate(preset, config, seed)
     }
     /// An instance from real data (`import`).
     fn import(&self, _args: &ImportArgs) -> Result<Made, Error> {
@@ -508,25 +516,8 @@ impl<P: Commands> Entry for ProblemEntry<P> {
         infos::<P::Method>()
     }
 
-    fn presets(&self) -> Vec<MethodInfo> {
-        P::generator().map_or_else(Vec::new, |g| g.presets())
-    }
-
-    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
+    fn generator(&self) -> Option<Box<dyn GeneratorEntry>> {
         P::generator()
-            .ok_or_else(|| refused::<P>("generate"))?
-            .config(preset, file)
-    }
-
-    fn generate(
-        &self,
-        preset: Option<&str>,
-        file: Option<&Path>,
-        seed: u64,
-    ) -> Result<Made, Error> {
-        P::generator()
-            .ok_or_else(|| refused::<P>("generate"))?
-            .generate(preset, file, seed)
     }
 
     fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
@@ -632,9 +623,9 @@ pub fn standard_compare<P: Problem>(instance: &P::Instance, runs: &Runs<P>) -> R
     Rendered::new(&report, text).with_table(table)
 }
 
-/// A problem whose instances come from a seeded generator with named presets: `generate`,
-/// `--print-config` and sweeps use it.
-pub trait Generator: Problem {
+/// A seeded generator with named presets (of a problem's instances, or of traces): `generate`,
+/// `--print-config`, `--list-presets` and sweeps use it.
+pub trait Generator {
     /// The generator configuration (what `--print-config` prints and `--config` reads).
     type Config: Serialize + DeserializeOwned;
     /// The presets.
@@ -645,10 +636,12 @@ pub trait Generator: Problem {
     fn preset_config(preset: Self::Preset) -> Self::Config;
     /// Checks a configuration's values.
     fn check(config: &Self::Config) -> Result<(), Error>;
+    /// What it makes (an instance file's content).
+    type Generated: Serialize;
     /// The instance at a seed (validated).
-    fn generate_instance(config: &Self::Config, seed: u64) -> Result<Self::Instance, Error>;
+    fn generate_instance(config: &Self::Config, seed: u64) -> Result<Self::Generated, Error>;
     /// One line on a generated instance, for stderr (none by default).
-    fn summary(_instance: &Self::Instance) -> String {
+    fn summary(_instance: &Self::Generated) -> String {
         String::new()
     }
 }
@@ -688,8 +681,9 @@ impl<P: Generator> GeneratorEntry for GeneratorOf<P> {
     }
 }
 
-/// The generator of a [`Generator`] problem, for [`Commands::generator`].
-pub fn generator<P: Generator>() -> Option<Box<dyn GeneratorEntry>> {
+/// The [`GeneratorEntry`] of a [`Generator`], for [`Commands::generator`] and
+/// [`Entry::generator`].
+pub fn generator<P: Generator + 'static>() -> Option<Box<dyn GeneratorEntry>> {
     Some(Box::new(GeneratorOf::<P>(std::marker::PhantomData)))
 }
 

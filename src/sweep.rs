@@ -69,7 +69,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::named::Named;
-use crate::problem::{run_all, MethodRun};
+use crate::problem::{run_all, MethodRun, Problem};
 use crate::registry::{Generator, Registry};
 use crate::report::{canonical_sha256, RunOptions};
 
@@ -409,7 +409,7 @@ pub trait SweepProblem: Sync {
 
 /// A [`Problem`] whose generator a sweep drives: a second quantity for the table beside the
 /// objective (module doc's table) and feasibility.
-pub trait Sweepable: Generator {
+pub trait Sweepable: Problem + Generator<Generated = <Self as Problem>::Instance> {
     /// Name and unit of [`Sweepable::secondary`].
     const SECONDARY: &'static str;
     /// The solution respects the problem's constraints.

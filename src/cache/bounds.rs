@@ -296,12 +296,7 @@ pub fn run(
             let solved = model.solve(instance, options, Some(&start))?;
             let s = &solved.solution;
             report.proved_optimal = s.status == MilpStatus::Optimal;
-            report.status = Some(
-                serde_json::to_value(s.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_else(|| s.status.to_string()),
-            );
+            report.status = Some(s.status.name().to_string());
             report.bound_loads = s.best_bound;
             report.gap = s.gap;
             schedule = solved.schedule;

@@ -6,20 +6,44 @@
 use std::path::Path;
 
 use formulations::cache::offline::{self, CacheInstance, Freedom};
+use formulations::cache::Trace;
 use formulations::Error;
-use serde_json::Value;
 
 use super::bounds::{self, OfflineMethod};
 use super::commands as cc;
 use super::generate::{GeneratorConfig, Preset};
 use super::import::ImportOptions;
 use crate::export::Table;
-use crate::registry::{self, Entry, ImportArgs, Made, MethodInfo, Rendered};
+use crate::registry::{
+    self, Entry, Generator, GeneratorEntry, ImportArgs, Made, MethodInfo, Rendered,
+};
 use crate::report::{RunOptions, VERSION};
 use crate::verify::ClaimGroup;
 
 /// A stream of router decisions (papers 002 and 004).
 pub struct CacheTraceEntry;
+
+/// The logit generator of [`super::generate`], with its presets.
+struct TraceGenerator;
+
+impl Generator for TraceGenerator {
+    type Config = GeneratorConfig;
+    type Preset = Preset;
+    const DEFAULT_PRESET: Preset = Preset::Mixtral8x7b;
+    type Generated = Trace;
+
+    fn preset_config(preset: Preset) -> GeneratorConfig {
+        GeneratorConfig::preset(preset)
+    }
+
+    fn check(config: &GeneratorConfig) -> Result<(), Error> {
+        config.check()
+    }
+
+    fn generate_instance(config: &GeneratorConfig, seed: u64) -> Result<Trace, Error> {
+        super::generate::generate(config, seed)
+    }
+}
 
 impl Entry for CacheTraceEntry {
     fn tag(&self) -> &'static str {
@@ -30,28 +54,8 @@ impl Entry for CacheTraceEntry {
         "a token stream of router decisions, replayed through expert caches (papers 002, 004)"
     }
 
-    fn presets(&self) -> Vec<MethodInfo> {
-        registry::infos::<Preset>()
-    }
-
-    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
-        let config =
-            registry::generator_config(preset, Preset::Mixtral8x7b, file, GeneratorConfig::preset)?;
-        Ok(registry::to_value(&config))
-    }
-
-    fn generate(
-        &self,
-        preset: Option<&str>,
-        file: Option<&Path>,
-        seed: u64,
-    ) -> Result<Made, Error> {
-        let config =
-            registry::generator_config(preset, Preset::Mixtral8x7b, file, GeneratorConfig::preset)?;
-        Ok(Made::new(
-            &super::generate::generate(&config, seed)?,
-            String::new(),
-        ))
+    fn generator(&self) -> Option<Box<dyn GeneratorEntry>> {
+        registry::generator::<TraceGenerator>()
     }
 
     /// A token log into a trace; an activation-count file is refused (no token order), with

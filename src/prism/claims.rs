@@ -366,10 +366,7 @@ pub fn check_gap(instance: &Instance, options: &CheckOptions) -> Check {
         Ok(r) => r,
         Err(e) => return Check::inconclusive(format!("MILP: {e}")),
     };
-    let status = milp
-        .exact
-        .as_ref()
-        .map(|e| format!("{:?}", e.status).to_lowercase());
+    let status = milp.exact.as_ref().map(|e| e.status.name().to_string());
     let Some(opt) = milp.objective().filter(|_| milp.is_proved_optimal()) else {
         return Check {
             solver_status: status,

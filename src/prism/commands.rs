@@ -569,6 +569,8 @@ impl Generator for Prism {
         config.check()
     }
 
+    type Generated = Instance;
+
     fn generate_instance(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
         try_generate(config, seed)
     }

@@ -344,6 +344,8 @@ impl Generator for SlimCaching {
         config.check()
     }
 
+    type Generated = Instance;
+
     fn generate_instance(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
         try_generate(config, seed)
     }

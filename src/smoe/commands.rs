@@ -31,10 +31,9 @@ use super::split::{alg2, Alg2Rule};
 use crate::cache::commands::TraceInfo;
 use crate::cache::policy::Lru;
 use crate::export::Table;
-use crate::registry::{self, Entry, Made, MethodInfo, Rendered};
+use crate::registry::{self, Entry, Generator, GeneratorEntry, Made, MethodInfo, Rendered};
 use crate::report::{canonical_sha256, RunOptions, VERSION};
 use crate::verify::ClaimGroup;
-use serde_json::Value;
 use std::path::Path;
 
 /// How a layer is routed.
@@ -200,7 +199,7 @@ fn run_routing(
                     sol.status
                 ))
             })?;
-            (routing, Some(sol.status.to_string()))
+            (routing, Some(sol.status.name().to_string()))
         }
     })
 }
@@ -214,7 +213,7 @@ fn run_split(
 ) -> Result<(Split, Option<String>), Error> {
     let milp = |status: &mut Option<String>| -> Result<Split, Error> {
         let exact = SplitMilp::build(costs, misses).solve(costs, options)?;
-        *status = Some(exact.solution.status.to_string());
+        *status = Some(exact.solution.status.name().to_string());
         exact.split.ok_or_else(|| {
             Error::Solver(format!(
                 "split MILP ended {} without a split",
@@ -589,6 +588,32 @@ pub fn alpha(
     })
 }
 
+/// SMoE's layer generator: it has no knobs beyond its preset, so the configuration
+/// (`--print-config`, `--config`) is the preset's name.
+struct LayerGenerator;
+
+impl Generator for LayerGenerator {
+    type Config = String;
+    type Preset = Preset;
+    const DEFAULT_PRESET: Preset = Preset::Tiny;
+    type Generated = Instance;
+
+    fn preset_config(preset: Preset) -> String {
+        preset.to_string()
+    }
+
+    fn check(name: &String) -> Result<(), Error> {
+        name.parse::<Preset>()
+            .map(|_| ())
+            .map_err(|e| cli_error("preset", e))
+    }
+
+    fn generate_instance(name: &String, seed: u64) -> Result<Instance, Error> {
+        let preset: Preset = name.parse().map_err(|e| cli_error("preset", e))?;
+        try_generate(preset, seed)
+    }
+}
+
 /// SMoE's layer decisions in the registry (the pipeline over a trace is `moe-opt tpot`).
 pub struct SmoeEntry;
 
@@ -611,25 +636,8 @@ impl Entry for SmoeEntry {
         methods
     }
 
-    fn presets(&self) -> Vec<MethodInfo> {
-        registry::infos::<Preset>()
-    }
-
-    /// The generator has no knobs beyond its preset: the configuration is the preset's name.
-    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
-        let preset = registry::generator_config(preset, Preset::Tiny, file, |p| p.to_string())?;
-        Ok(Value::from(preset))
-    }
-
-    fn generate(
-        &self,
-        preset: Option<&str>,
-        file: Option<&Path>,
-        seed: u64,
-    ) -> Result<Made, Error> {
-        let name = registry::generator_config(preset, Preset::Tiny, file, |p| p.to_string())?;
-        let preset: Preset = name.parse().map_err(|e| cli_error("preset", e))?;
-        Ok(Made::new(&try_generate(preset, seed)?, String::new()))
+    fn generator(&self) -> Option<Box<dyn GeneratorEntry>> {
+        registry::generator::<LayerGenerator>()
     }
 
     fn hint(&self, _: &Path) -> String {

@@ -351,6 +351,8 @@ impl Generator for ZipMoe {
         config.check()
     }
 
+    type Generated = Instance;
+
     fn generate_instance(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
         generate::try_generate(config, seed)
     }
