@@ -469,43 +469,55 @@ fn committed_instances_regenerate_byte_for_byte() {
 // ---------------------------------------------------------------------------------------------
 // SlimCaching (paper 000).
 
-#[test]
-fn slimcaching() {
-    let dir = scratch("golden-slimcaching");
-    let tiny = "instances/slimcaching-tiny-1.json";
-    let small = "instances/slimcaching-small-1.json";
+/// The goldens every problem with methods has: `generate` at its presets (`--print-config` of
+/// each, three instance files), `solve` with every method on the tiny committed instance (JSON
+/// and CSV), `compare` on the tiny and small ones (each proved optimal), `write-lp`.
+fn problem_goldens(problem: &str, presets: &[&str], generated: [(&str, u64); 3], methods: &[&str]) {
+    let dir = scratch(&format!("golden-{problem}"));
+    let tiny = format!("instances/{problem}-tiny-1.json");
+    let small = format!("instances/{problem}-small-1.json");
+    let mut made = serde_json::Map::new();
+    made.insert("print_config".into(), print_configs(problem, presets));
+    for (preset, seed) in generated {
+        made.insert(
+            format!("{preset}-seed{seed}"),
+            file_summary(&generate(&dir, problem, preset, seed)),
+        );
+    }
+    insta::assert_json_snapshot!(format!("generate_{problem}"), Value::Object(made));
 
-    let generated = json!({
-        "print_config": print_configs("slimcaching", &["tiny", "small", "paper"]),
-        "tiny-seed1": file_summary(&generate(&dir, "slimcaching", "tiny", 1)),
-        "small-seed1": file_summary(&generate(&dir, "slimcaching", "small", 1)),
-        "tiny-seed2": file_summary(&generate(&dir, "slimcaching", "tiny", 2)),
-    });
-    insta::assert_json_snapshot!("generate_slimcaching", generated);
+    let (reports, tables) = solve_all(&dir, &tiny, methods);
+    insta::assert_json_snapshot!(format!("solve_{problem}_tiny"), reports);
+    insta::assert_snapshot!(format!("solve_{problem}_tiny_csv"), tables);
 
-    let methods = [
-        "milp",
-        "exhaustive",
-        "greedy",
-        "lazy-greedy",
-        "successive-dp",
-        "successive-maxconv",
-        "lfu",
-        "random",
-        "u-shaped",
-    ];
-    let (reports, tables) = solve_all(&dir, tiny, &methods);
-    insta::assert_json_snapshot!("solve_slimcaching_tiny", reports);
-    insta::assert_snapshot!("solve_slimcaching_tiny_csv", tables);
-
-    for (name, file) in [("tiny", tiny), ("small", small)] {
+    for (name, file) in [("tiny", &tiny), ("small", &small)] {
         let (report, table) = compare(&dir, file, None);
         assert_eq!(report["reference"]["kind"], "optimum", "{file}");
-        insta::assert_json_snapshot!(format!("compare_slimcaching_{name}"), report);
-        insta::assert_snapshot!(format!("compare_slimcaching_{name}_csv"), table);
+        insta::assert_json_snapshot!(format!("compare_{problem}_{name}"), report);
+        insta::assert_snapshot!(format!("compare_{problem}_{name}_csv"), table);
     }
 
-    insta::assert_snapshot!("write_lp_slimcaching_tiny", write_lp(&dir, tiny));
+    insta::assert_snapshot!(format!("write_lp_{problem}_tiny"), write_lp(&dir, &tiny));
+}
+
+#[test]
+fn slimcaching() {
+    problem_goldens(
+        "slimcaching",
+        &["tiny", "small", "paper"],
+        [("tiny", 1), ("small", 1), ("tiny", 2)],
+        &[
+            "milp",
+            "exhaustive",
+            "greedy",
+            "lazy-greedy",
+            "successive-dp",
+            "successive-maxconv",
+            "lfu",
+            "random",
+            "u-shaped",
+        ],
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -513,42 +525,20 @@ fn slimcaching() {
 
 #[test]
 fn prism() {
-    let dir = scratch("golden-prism");
-    let tiny = "instances/prism-tiny-1.json";
-    let small = "instances/prism-small-1.json";
-
-    let generated = json!({
-        "print_config": print_configs(
-            "prism",
-            &["tiny", "small", "testbed-mixtral", "testbed-deepseek"]
-        ),
-        "tiny-seed1": file_summary(&generate(&dir, "prism", "tiny", 1)),
-        "small-seed1": file_summary(&generate(&dir, "prism", "small", 1)),
-        "testbed-mixtral-seed1": file_summary(&generate(&dir, "prism", "testbed-mixtral", 1)),
-    });
-    insta::assert_json_snapshot!("generate_prism", generated);
-
-    let methods = [
-        "milp",
-        "exhaustive",
+    problem_goldens(
         "prism",
-        "uniform",
-        "redundance",
-        "smartmoe",
-        "eplb",
-    ];
-    let (reports, tables) = solve_all(&dir, tiny, &methods);
-    insta::assert_json_snapshot!("solve_prism_tiny", reports);
-    insta::assert_snapshot!("solve_prism_tiny_csv", tables);
-
-    for (name, file) in [("tiny", tiny), ("small", small)] {
-        let (report, table) = compare(&dir, file, None);
-        assert_eq!(report["reference"]["kind"], "optimum", "{file}");
-        insta::assert_json_snapshot!(format!("compare_prism_{name}"), report);
-        insta::assert_snapshot!(format!("compare_prism_{name}_csv"), table);
-    }
-
-    insta::assert_snapshot!("write_lp_prism_tiny", write_lp(&dir, tiny));
+        &["tiny", "small", "testbed-mixtral", "testbed-deepseek"],
+        [("tiny", 1), ("small", 1), ("testbed-mixtral", 1)],
+        &[
+            "milp",
+            "exhaustive",
+            "prism",
+            "uniform",
+            "redundance",
+            "smartmoe",
+            "eplb",
+        ],
+    );
 }
 
 /// `eplb` on DeepSeek's published example, with the README's flags.
@@ -610,42 +600,20 @@ fn migrate() {
 
 #[test]
 fn zipmoe() {
-    let dir = scratch("golden-zipmoe");
-    let tiny = "instances/zipmoe-tiny-1.json";
-    let small = "instances/zipmoe-small-1.json";
-
-    let generated = json!({
-        "print_config": print_configs(
-            "zipmoe",
-            &["tiny", "small", "qwen-orin", "deepseek-orin", "switch-orin"]
-        ),
-        "tiny-seed1": file_summary(&generate(&dir, "zipmoe", "tiny", 1)),
-        "small-seed1": file_summary(&generate(&dir, "zipmoe", "small", 1)),
-        "qwen-orin-seed1": file_summary(&generate(&dir, "zipmoe", "qwen-orin", 1)),
-    });
-    insta::assert_json_snapshot!("generate_zipmoe", generated);
-
-    let methods = [
-        "milp",
-        "exhaustive",
-        "cache-affinity",
-        "cache-affinity-text",
-        "fifo",
-        "type1-first",
-        "random",
-    ];
-    let (reports, tables) = solve_all(&dir, tiny, &methods);
-    insta::assert_json_snapshot!("solve_zipmoe_tiny", reports);
-    insta::assert_snapshot!("solve_zipmoe_tiny_csv", tables);
-
-    for (name, file) in [("tiny", tiny), ("small", small)] {
-        let (report, table) = compare(&dir, file, None);
-        assert_eq!(report["reference"]["kind"], "optimum", "{file}");
-        insta::assert_json_snapshot!(format!("compare_zipmoe_{name}"), report);
-        insta::assert_snapshot!(format!("compare_zipmoe_{name}_csv"), table);
-    }
-
-    insta::assert_snapshot!("write_lp_zipmoe_tiny", write_lp(&dir, tiny));
+    problem_goldens(
+        "zipmoe",
+        &["tiny", "small", "qwen-orin", "deepseek-orin", "switch-orin"],
+        [("tiny", 1), ("small", 1), ("qwen-orin", 1)],
+        &[
+            "milp",
+            "exhaustive",
+            "cache-affinity",
+            "cache-affinity-text",
+            "fifo",
+            "type1-first",
+            "random",
+        ],
+    );
 }
 
 /// `generate zipmoe-pool` (the default `--print-config`, passed back with `--config`) and
