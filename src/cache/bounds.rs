@@ -424,18 +424,38 @@ impl OfflineInfo {
     }
 }
 
-fn method_line(out: &mut String, r: &MethodReport, extra: &str) {
-    let _ = writeln!(
-        out,
-        "  {:<28} loads {:>8}  miss rate {:>7}  {:<12} rerouted {:>6}  mass kept {:>6}  {:.3} s{extra}",
+/// The columns of [`method_row`].
+const HEADERS: [&str; 9] = [
+    "method",
+    "status",
+    "loads",
+    "miss rate",
+    "rerouted",
+    "mass kept",
+    "runtime (s)",
+    "/fixed",
+    "/flex",
+];
+
+/// A method's cells for the text table (ratios to the proved fixed- and flexible-routing
+/// optima where known; a router outside the instance's freedom is marked).
+fn method_row(r: &MethodReport, fixed: Option<f64>, flexible: Option<f64>) -> Vec<String> {
+    let ratio = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
+    let status = match (r.status.clone(), r.within_freedom) {
+        (s, Some(false)) => format!("{} (outside the freedom)", s.unwrap_or_default()),
+        (s, _) => s.unwrap_or_else(|| "-".into()),
+    };
+    vec![
         r.method.name(),
+        status,
         r.loads.map_or("-".into(), |l| l.to_string()),
-        r.miss_rate.map_or("-".into(), |m| format!("{m:.4}")),
-        r.status.clone().unwrap_or_else(|| "-".into()),
+        ratio(r.miss_rate),
         r.rerouted_steps.map_or("-".into(), |x| x.to_string()),
-        r.mass_kept_mean.map_or("-".into(), |m| format!("{m:.4}")),
-        r.runtime_s
-    );
+        ratio(r.mass_kept_mean),
+        format!("{:.3}", r.runtime_s),
+        ratio(fixed),
+        ratio(flexible),
+    ]
 }
 
 /// Output of `solve`: one method on one instance, with its schedule.
@@ -455,7 +475,11 @@ impl SolveReport {
     /// For humans (without the schedule).
     pub fn text(&self) -> String {
         let mut out = self.instance.line();
-        method_line(&mut out, &self.result, "");
+        out.push_str(&crate::render::table(
+            &HEADERS[..7],
+            &[method_row(&self.result, None, None)[..7].to_vec()],
+            2,
+        ));
         out
     }
 }
@@ -514,21 +538,18 @@ impl CompareReport {
             opt(self.fixed_optimum_loads),
             opt(self.flexible_optimum_loads)
         );
-        for line in &self.methods {
-            let ratio = |name: &str, r: Option<f64>| {
-                r.map_or(String::new(), |r| format!("  /{name} {r:.4}"))
-            };
-            let extra = format!(
-                "{}{}{}",
-                ratio("fixed", line.ratio_to_fixed_optimum),
-                ratio("flex", line.ratio_to_flexible_optimum),
-                match line.report.within_freedom {
-                    Some(false) => "  (outside the freedom)",
-                    _ => "",
-                }
-            );
-            method_line(&mut out, &line.report, &extra);
-        }
+        let rows: Vec<Vec<String>> = self
+            .methods
+            .iter()
+            .map(|l| {
+                method_row(
+                    &l.report,
+                    l.ratio_to_fixed_optimum,
+                    l.ratio_to_flexible_optimum,
+                )
+            })
+            .collect();
+        out.push_str(&crate::render::table(&HEADERS, &rows, 2));
         out
     }
 }

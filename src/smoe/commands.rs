@@ -270,23 +270,35 @@ pub struct MethodReport {
 }
 
 impl MethodReport {
-    fn line(&self) -> String {
+    /// The columns of [`MethodReport::row`].
+    const HEADERS: [&'static str; 10] = [
+        "routing",
+        "split",
+        "hits",
+        "/optimum of (1)",
+        "substituted",
+        "mass kept",
+        "misses",
+        "loaded / cpu",
+        "(4) s",
+        "/optimum of (4)",
+    ];
+
+    /// The pair's cells for the text table.
+    fn row(&self) -> Vec<String> {
         let r = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.4}"));
-        format!(
-            "{:<13} {:<15} hits {:>4} (x{})  subst {:>3}  mass {:.3}  misses {:>3}  \
-             load {:>2} cpu {:>2}  (4) {:.4e} s (x{})",
-            self.routing_method.name(),
-            self.split_method.name(),
-            self.hits,
+        vec![
+            self.routing_method.name().to_string(),
+            self.split_method.name().to_string(),
+            self.hits.to_string(),
             r(self.hits_ratio),
-            self.routing.substituted,
-            self.routing.mass_kept,
-            self.routing.misses.len(),
-            self.split.load.len(),
-            self.split.cpu.len(),
-            self.split.objective_s,
-            r(self.split_ratio)
-        )
+            self.routing.substituted.to_string(),
+            format!("{:.3}", self.routing.mass_kept),
+            self.routing.misses.len().to_string(),
+            format!("{} / {}", self.split.load.len(), self.split.cpu.len()),
+            format!("{:.4e}", self.split.objective_s),
+            r(self.split_ratio),
+        ]
     }
 }
 
@@ -357,12 +369,21 @@ impl CompareReport {
     pub fn text(&self) -> String {
         let l = &self.layer;
         let mut s = format!(
-            "{}: E = {}, k = {}, {} tokens, |G| = {}, alpha = {:.3}; optimum of (1) {:?}\n",
-            l.name, l.experts, l.top_k, l.tokens, l.cached, l.alpha, self.objective1_optimum
+            "{}: E = {}, k = {}, {} tokens, |G| = {}, alpha = {:.3}; optimum of (1) per token {}\n",
+            l.name,
+            l.experts,
+            l.top_k,
+            l.tokens,
+            l.cached,
+            l.alpha,
+            self.objective1_optimum
+                .iter()
+                .map(|h| h.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
-        for m in &self.methods {
-            let _ = writeln!(s, "{}", m.line());
-        }
+        let rows: Vec<Vec<String>> = self.methods.iter().map(MethodReport::row).collect();
+        s.push_str(&crate::render::table(&MethodReport::HEADERS, &rows, 2));
         s
     }
 }
