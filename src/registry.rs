@@ -1,6 +1,9 @@
 //! The registry: every problem the command line, sweeps and `verify` know, found by the tag of
-//! its instance files. A problem is one [`Entry`] (written once, in its own module) and one
-//! line in [`Registry::builtin`]; nothing above the problems names a problem. docs/
+//! its instance files. A problem is one [`Entry`] and one line in [`Registry::builtin`];
+//! nothing above the problems names a problem. A [`Problem`] gets its entry from
+//! [`ProblemEntry`] once it implements [`Commands`] (the standard reports by default; its own
+//! reports, generator, importer and sweep where it has them); a problem without methods to
+//! compare (a token stream, the cache-pool plan) implements [`Entry`] itself. docs/
 //! adding-a-problem.md is the recipe, and tests/toy_problem.rs follows it with a knapsack.
 //!
 //! An entry answers the commands with [`Rendered`] reports (JSON, text and the tidy table of
