@@ -6,29 +6,12 @@ use std::path::{Path, PathBuf};
 
 mod common;
 
-use common::{csv_records, moe_opt, ok, refused, scratch};
-
-/// A generated Mixtral-shaped trace (E = 8, K = 2, 32 layers, 256 tokens).
-fn mixtral(dir: &Path) -> PathBuf {
-    let file = dir.join("mixtral.json");
-    ok(moe_opt()
-        .args([
-            "generate",
-            "cache-trace",
-            "--preset",
-            "mixtral-8x7b",
-            "--seed",
-            "1",
-            "-o",
-        ])
-        .arg(&file));
-    file
-}
+use common::{csv_records, moe_opt, ok, refused, scratch, trace};
 
 #[test]
 fn compare_puts_the_routers_beside_belady_and_both_exact_bounds() {
     let dir = scratch("compare");
-    let trace = mixtral(&dir);
+    let trace = trace(&dir, "mixtral-8x7b");
     let instance = dir.join("layer.json");
     ok(moe_opt()
         .arg("offline")
@@ -94,7 +77,7 @@ fn compare_puts_the_routers_beside_belady_and_both_exact_bounds() {
 #[test]
 fn pareto_tables_name_each_router_whole_and_carry_the_baselines() {
     let dir = scratch("pareto");
-    let trace = mixtral(&dir);
+    let trace = trace(&dir, "mixtral-8x7b");
     let csv = dir.join("points.csv");
     ok(moe_opt()
         .arg("pareto")
@@ -138,7 +121,7 @@ fn pareto_tables_name_each_router_whole_and_carry_the_baselines() {
 #[test]
 fn tpot_fits_t_alpha_and_names_a_bad_predictor() {
     let dir = scratch("tpot");
-    let trace = mixtral(&dir);
+    let trace = trace(&dir, "mixtral-8x7b");
     let csv = dir.join("tpot.csv");
     ok(moe_opt()
         .arg("tpot")

@@ -1,34 +1,17 @@
 //! One command line for every problem: the registry's lists, the shared flag names (old names
 //! as aliases), a wrong kind of file named as what it is, and a table for every report.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod common;
 
-use common::{csv_records, moe_opt, ok, refused, scratch};
+use common::{csv_records, moe_opt, ok, refused, scratch, trace};
 
 /// The single stderr line of a command that must be refused (exit code 2).
 fn refused_line(args: &[&str]) -> String {
     let text = refused(moe_opt().args(args));
     assert_eq!(text.trim_end().lines().count(), 1, "{args:?}: {text}");
     text
-}
-
-/// A generated switch-shaped trace (6 layers, short sequences) in `dir`.
-fn switch_trace(dir: &Path) -> PathBuf {
-    let trace = dir.join("t.json");
-    ok(moe_opt()
-        .args([
-            "generate",
-            "cache-trace",
-            "--preset",
-            "switch",
-            "--seed",
-            "1",
-            "-o",
-        ])
-        .arg(&trace));
-    trace
 }
 
 #[test]
@@ -93,7 +76,7 @@ fn a_wrong_kind_of_file_is_named_with_the_command_to_use() {
     ]);
     assert!(e.contains("SlimCaching"), "{e}");
     let dir = scratch("consistency-kind");
-    let trace = switch_trace(&dir);
+    let trace = trace(&dir, "switch");
     let t = trace.to_str().unwrap();
     let e = refused_line(&["solve", t]);
     assert!(
@@ -110,7 +93,7 @@ fn a_wrong_kind_of_file_is_named_with_the_command_to_use() {
 #[test]
 fn the_old_flag_names_are_aliases_of_the_shared_ones() {
     let dir = scratch("consistency-aliases");
-    let trace = switch_trace(&dir);
+    let trace = trace(&dir, "switch");
     let t = trace.to_str().unwrap();
     let replay = |flag: &str| {
         ok(moe_opt().args(["replay", t, "--capacity", "4", flag, "lru,belady", "--json"]))
@@ -130,18 +113,7 @@ fn the_old_flag_names_are_aliases_of_the_shared_ones() {
     assert_eq!(route("--method"), route("--router"));
     // Hyphenated values, with the underscore spelling read the same (on a trace with decode
     // tokens).
-    let mixtral = dir.join("m.json");
-    ok(moe_opt()
-        .args([
-            "generate",
-            "cache-trace",
-            "--preset",
-            "mixtral-8x7b",
-            "--seed",
-            "1",
-            "-o",
-        ])
-        .arg(&mixtral));
+    let mixtral = common::trace(&dir, "mixtral-8x7b");
     let m = mixtral.to_str().unwrap();
     let tpot = |split: &str| {
         ok(moe_opt().args(["tpot", m, "--capacity", "16", "--split", split, "--json"]))
@@ -157,7 +129,7 @@ fn the_old_flag_names_are_aliases_of_the_shared_ones() {
 #[test]
 fn route_and_claims_write_tables_and_verify_instance_prints_text() {
     let dir = scratch("consistency-tables");
-    let trace = switch_trace(&dir);
+    let trace = trace(&dir, "switch");
     let route_csv = dir.join("route.csv");
     ok(moe_opt()
         .arg("route")

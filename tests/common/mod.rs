@@ -39,6 +39,24 @@ pub fn ok(cmd: &mut Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// A generated cache-trace of a preset (e.g. `mixtral-8x7b`: E = 8, K = 2, 32 layers, 256
+/// tokens; `switch`: 6 layers, short sequences) at seed 1, written in `dir`.
+pub fn trace(dir: &Path, preset: &str) -> PathBuf {
+    let file = dir.join(format!("{preset}.json"));
+    ok(moe_opt()
+        .args([
+            "generate",
+            "cache-trace",
+            "--preset",
+            preset,
+            "--seed",
+            "1",
+            "-o",
+        ])
+        .arg(&file));
+    file
+}
+
 /// Runs a command that must be refused as bad input (exit code 2) and returns its stderr.
 pub fn refused(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap();
