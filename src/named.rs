@@ -39,24 +39,27 @@ pub trait Named: Copy + Eq + 'static {
     }
 }
 
-/// Implements [`Named`], `Display` and `FromStr` for an enum from its variants' names and
-/// descriptions, with `ALL`, `name` and `description` also inherent (no import needed):
-/// `named!(Method, "method", [Milp = "milp": "exact MILP", ...]);`.
+/// Implements [`Named`], `Display` and `FromStr` for an enum, with `ALL`, `name` and
+/// `description` also inherent (no import needed). The enum derives strum's `VariantArray`,
+/// `IntoStaticStr` (its names: `#[strum(serialize_all = "kebab-case")]`, a variant's own
+/// `#[strum(serialize = "...")]` where kebab case does not give it) and `EnumMessage` (each
+/// variant's one-line doc comment is its description):
+/// `named!(Method, "method");`.
 #[macro_export]
 macro_rules! named {
-    ($t:ty, $kind:literal, [$($v:ident = $n:literal : $d:literal),+ $(,)?]) => {
+    ($t:ty, $kind:literal) => {
         impl $t {
             /// Every value, in order.
-            pub const ALL: &'static [$t] = &[$(<$t>::$v),+];
+            pub const ALL: &'static [$t] = <$t as ::strum::VariantArray>::VARIANTS;
 
             /// The name on the command line and in files.
             pub fn name(self) -> &'static str {
-                match self { $(<$t>::$v => $n),+ }
+                self.into()
             }
 
-            /// What the value is.
+            /// What the value is (the variant's doc comment).
             pub fn description(self) -> &'static str {
-                match self { $(<$t>::$v => $d),+ }
+                ::strum::EnumMessage::get_documentation(&self).unwrap_or_default()
             }
         }
 
@@ -92,13 +95,28 @@ macro_rules! named {
 #[cfg(test)]
 mod tests {
 
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[derive(
+        Debug,
+        Clone,
+        Copy,
+        PartialEq,
+        Eq,
+        strum::VariantArray,
+        strum::IntoStaticStr,
+        strum::EnumMessage,
+    )]
+    #[strum(serialize_all = "kebab-case")]
     enum Fruit {
+        /// a pome
         Apple,
+        /// a citrus
         BloodOrange,
+        /// a Japanese citrus
+        #[strum(serialize = "yuzu-fruit")]
+        Yuzu,
     }
 
-    crate::named!(Fruit, "fruit", [Apple = "apple": "a pome", BloodOrange = "blood-orange": "a citrus"]);
+    crate::named!(Fruit, "fruit");
 
     #[test]
     fn names_round_trip_underscores_read_as_hyphens_and_errors_list_the_names() {
@@ -107,10 +125,12 @@ mod tests {
             assert_eq!(f.to_string(), f.name());
         }
         assert_eq!("blood_orange".parse::<Fruit>().unwrap(), Fruit::BloodOrange);
+        assert_eq!(Fruit::BloodOrange.description(), "a citrus");
+        assert_eq!(Fruit::Yuzu.name(), "yuzu-fruit");
         let e = "pear".parse::<Fruit>().unwrap_err();
         assert_eq!(
             e,
-            "unknown fruit `pear`; expected one of: apple, blood-orange"
+            "unknown fruit `pear`; expected one of: apple, blood-orange, yuzu-fruit"
         );
     }
 }

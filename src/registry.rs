@@ -701,3 +701,26 @@ pub fn write_lp<P: Problem>(file: &Path) -> Result<(String, String), Error> {
     );
     Ok((milp.to_lp(), size))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Descriptions come from the variants' doc comments ([`crate::named!`]): a variant without
+    /// one would show an empty line in `--help` and `problems`.
+    #[test]
+    fn every_method_and_preset_has_a_name_and_a_description() {
+        for entry in Registry::builtin().entries() {
+            let mut infos = entry.methods();
+            infos.extend(entry.presets());
+            for (name, description) in infos {
+                assert!(
+                    !name.is_empty() && !name.contains(' '),
+                    "{}: `{name}`",
+                    entry.tag()
+                );
+                assert!(!description.trim().is_empty(), "{}: {name}", entry.tag());
+            }
+        }
+    }
+}

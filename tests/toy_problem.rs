@@ -66,25 +66,31 @@ impl Knapsack {
 
 // 2. The methods: a named enum.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 enum Method {
+    /// exact MILP, HiGHS
     Milp,
+    /// every subset (n <= 20)
     Exhaustive,
+    /// by value per weight
     Greedy,
+    /// greedy, or the best single item if better
     GreedyPlus,
 }
 
-moe_opt::named!(
-    Method,
-    "method",
-    [
-        Milp = "milp": "exact MILP, HiGHS",
-        Exhaustive = "exhaustive": "every subset (n <= 20)",
-        Greedy = "greedy": "by value per weight",
-        GreedyPlus = "greedy-plus": "greedy, or the best single item if better",
-    ]
-);
+moe_opt::named!(Method, "method");
 
 // 3. The problem: methods find a packing, the one evaluator values it.
 

@@ -77,29 +77,35 @@ const STREAM_SHARED_BASE: u64 = 1 << 32;
 const STREAM_TASK_BASE: u64 = 2 << 32;
 
 /// The generator presets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Preset {
-    /// The MILP solves it in milliseconds.
+    /// the MILP solves it in milliseconds
     Tiny,
-    /// The MILP proves optimality within seconds.
+    /// the MILP proves optimality within seconds
     Small,
-    /// Section IV-A's testbed with Mixtral-8x7B.
+    /// Section IV-A's testbed with Mixtral-8x7B
     TestbedMixtral,
-    /// Section IV-A's testbed with DeepSeek-V2-Lite.
+    /// Section IV-A's testbed with DeepSeek-V2-Lite
     TestbedDeepseek,
 }
 
-crate::named!(
-    Preset,
-    "preset",
-    [
-        Tiny = "tiny": "the MILP solves it in milliseconds",
-        Small = "small": "the MILP proves optimality within seconds",
-        TestbedMixtral = "testbed-mixtral": "Section IV-A's testbed with Mixtral-8x7B",
-        TestbedDeepseek = "testbed-deepseek": "Section IV-A's testbed with DeepSeek-V2-Lite",
-    ]
-);
+crate::named!(Preset, "preset");
 
 pub use crate::generate::Between;
 

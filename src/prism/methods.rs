@@ -27,38 +27,40 @@ pub use crate::problem::{ExactReport, Reference, RunOptions};
 use crate::problem::{Problem, Sense, Solved};
 
 /// A way to choose a placement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Method {
-    /// Exact MILP of (2) with HiGHS.
+    /// exact MILP of (2), HiGHS
     Milp,
-    /// Exhaustive search (tiny instances only).
+    /// exhaustive search
     Exhaustive,
-    /// Alg. 1 + Alg. 2 + the GPU assignment.
+    /// Alg. 1 + Alg. 2 (Prism)
     Prism,
-    /// Baseline Uniform (expert parallelism, seeded random order).
+    /// baseline Uniform (Megatron EP)
     Uniform,
-    /// Baseline Redundance (random duplication up to memory, seeded).
+    /// baseline Redundance
     Redundance,
-    /// Baseline SmartMoE (load-balanced, one copy).
+    /// baseline SmartMoE
     Smartmoe,
-    /// Baseline EPLB adapted to heterogeneous GPUs.
+    /// baseline EPLB (heterogeneous)
     Eplb,
 }
 
-crate::named!(
-    Method,
-    "method",
-    [
-        Milp = "milp": "exact MILP of (2), HiGHS",
-        Exhaustive = "exhaustive": "exhaustive search",
-        Prism = "prism": "Alg. 1 + Alg. 2 (Prism)",
-        Uniform = "uniform": "baseline Uniform (Megatron EP)",
-        Redundance = "redundance": "baseline Redundance",
-        Smartmoe = "smartmoe": "baseline SmartMoE",
-        Eplb = "eplb": "baseline EPLB (heterogeneous)",
-    ]
-);
+crate::named!(Method, "method");
 
 impl Method {
     /// The baselines of Section IV-A.

@@ -97,26 +97,33 @@ const STREAM_MODEL_BASE: u64 = 1 << 32;
 const STREAM_USER_BASE: u64 = 2 << 32;
 
 /// The generator presets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Preset {
-    /// Exhaustive search is feasible: N * E <= 16.
+    /// exhaustive search is feasible: N * E <= 16
     Tiny,
-    /// The MILP proves optimality within seconds.
+    /// the MILP proves optimality within seconds
     Small,
-    /// Section VI-A: N = 4, U = 20, 18 models, about 4,000 experts.
+    /// Section VI-A: N = 4, U = 20, 18 models, about 4,000 experts
     Paper,
 }
 
-crate::named!(
-    Preset,
-    "preset",
-    [
-        Tiny = "tiny": "exhaustive search is feasible: N * E <= 16",
-        Small = "small": "the MILP proves optimality within seconds",
-        Paper = "paper": "Section VI-A: N = 4, U = 20, 18 models, about 4,000 experts",
-    ]
-);
+crate::named!(Preset, "preset");
 
 pub use super::network::{ComputeConfig, ServerLayout, WirelessConfig};
 pub use crate::generate::Between;

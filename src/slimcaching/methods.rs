@@ -17,44 +17,44 @@ use super::algorithms::{self, EXHAUSTIVE_LIMIT};
 use crate::problem::{Problem, Sense, Solved};
 
 /// A way to choose a placement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Method {
-    /// Exact MILP of P1 (18) with HiGHS.
+    /// exact MILP of P1 (18), HiGHS
     Milp,
-    /// Exhaustive search over all feasible placements (tiny instances only).
+    /// exhaustive search
     Exhaustive,
-    /// Alg. 1: greedy on F(i|S)/b_i.
+    /// Alg. 1 greedy
     Greedy,
-    /// Alg. 1 with lazy (Minoux) evaluations.
+    /// Alg. 1, lazy evaluations
     LazyGreedy,
-    /// Alg. 2: successive greedy decomposition with the knapsack DP.
+    /// Alg. 2 successive DP
     SuccessiveDp,
-    /// Alg. 3: successive decomposition with max-convolution over size classes.
+    /// Alg. 3 max-convolution
     SuccessiveMaxconv,
-    /// Baseline: each server caches its most frequently requested experts.
+    /// baseline LFU
     Lfu,
-    /// Baseline: seeded random experts until full.
+    /// baseline Random
     Random,
-    /// Baseline: whole MoE layers (U-shaped split inference).
+    /// baseline U-shaped (layer)
     UShaped,
 }
 
-crate::named!(
-    Method,
-    "method",
-    [
-        Milp = "milp": "exact MILP of P1 (18), HiGHS",
-        Exhaustive = "exhaustive": "exhaustive search",
-        Greedy = "greedy": "Alg. 1 greedy",
-        LazyGreedy = "lazy-greedy": "Alg. 1, lazy evaluations",
-        SuccessiveDp = "successive-dp": "Alg. 2 successive DP",
-        SuccessiveMaxconv = "successive-maxconv": "Alg. 3 max-convolution",
-        Lfu = "lfu": "baseline LFU",
-        Random = "random": "baseline Random",
-        UShaped = "u-shaped": "baseline U-shaped (layer)",
-    ]
-);
+crate::named!(Method, "method");
 
 impl Method {
     /// True for methods whose answer is a proved optimum when they finish.

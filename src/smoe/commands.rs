@@ -37,63 +37,63 @@ use crate::verify::ClaimGroup;
 use std::path::Path;
 
 /// How a layer is routed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum RoutingMethod {
-    /// The original top-k (no substitution).
+    /// the original top-k (no substitution)
     TopK,
-    /// Alg. 1, the text's reading.
+    /// Alg. 1, the text's reading
     Smoe,
-    /// Alg. 1 as printed.
+    /// Alg. 1 as printed
     SmoeLiteral,
-    /// The exhaustive per-token optimum of (1).
+    /// the exhaustive per-token optimum of (1)
     Exhaustive,
-    /// The routing MILP of (1).
+    /// the routing MILP of (1)
     Milp,
 }
 
 /// How the missed experts are split.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum SplitMethod {
-    /// Alg. 2 as printed.
+    /// Alg. 2 as printed
     Alg2,
-    /// Alg. 2 comparing finish times.
+    /// Alg. 2 comparing finish times
     EarliestFinish,
-    /// The optimum of (4): closed form (uniform costs) or exhaustive (per-expert costs, up to
-    /// 20 experts), else the MILP.
+    /// the optimum of (4): closed form, exhaustive or the MILP
     Optimal,
-    /// The split MILP.
+    /// the split MILP
     Milp,
-    /// Load every missed expert.
+    /// load every missed expert
     Load,
-    /// Every missed expert on the CPU.
+    /// every missed expert on the CPU
     Cpu,
 }
 
-crate::named!(
-    RoutingMethod,
-    "routing method",
-    [
-        TopK = "top-k": "the original top-k (no substitution)",
-        Smoe = "smoe": "Alg. 1, the text's reading",
-        SmoeLiteral = "smoe-literal": "Alg. 1 as printed",
-        Exhaustive = "exhaustive": "the exhaustive per-token optimum of (1)",
-        Milp = "milp": "the routing MILP of (1)",
-    ]
-);
-crate::named!(
-    SplitMethod,
-    "split method",
-    [
-        Alg2 = "alg2": "Alg. 2 as printed",
-        EarliestFinish = "earliest-finish": "Alg. 2 comparing finish times",
-        Optimal = "optimal": "the optimum of (4): closed form, exhaustive or the MILP",
-        Milp = "milp": "the split MILP",
-        Load = "load": "load every missed expert",
-        Cpu = "cpu": "every missed expert on the CPU",
-    ]
-);
+crate::named!(RoutingMethod, "routing method");
+crate::named!(SplitMethod, "split method");
 
 fn cli_error(field: &str, reason: String) -> Error {
     Error::Invalid {

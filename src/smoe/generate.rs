@@ -22,25 +22,20 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// The named presets (module doc).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr, strum::EnumMessage,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Preset {
-    /// Small layers with uniform costs.
+    /// small layers with uniform costs
     Tiny,
-    /// Small layers with per-expert costs.
+    /// small layers with per-expert costs
     TinyPerExpert,
-    /// A Qwen2-57B-A14B-like layer.
+    /// a Qwen2-57B-A14B-like layer
     Qwen2_57b,
 }
 
-crate::named!(
-    Preset,
-    "preset",
-    [
-        Tiny = "tiny": "small layers with uniform costs",
-        TinyPerExpert = "tiny-per-expert": "small layers with per-expert costs",
-        Qwen2_57b = "qwen2-57b": "a Qwen2-57B-A14B-like layer",
-    ]
-);
+crate::named!(Preset, "preset");
 
 fn normal(rng: &mut ChaCha8Rng) -> f64 {
     let u: f64 = 1.0 - rng.random::<f64>();

@@ -62,53 +62,60 @@ pub struct PipelineCosts {
 }
 
 /// How the missed experts of a layer are split between PCIe and CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum SplitChoice {
-    /// Alg. 2 as printed.
+    /// Alg. 2 as printed
     Alg2,
-    /// Alg. 2 comparing finish times (optimal for uniform costs).
+    /// Alg. 2 comparing finish times
     EarliestFinish,
-    /// The optimum of (4) (closed form), the highest-scoring experts loaded.
+    /// the optimum of (4) (closed form)
     Optimal,
-    /// Load every missed expert (no CPU assistance).
+    /// load every missed expert
     Load,
-    /// Compute every missed expert on the CPU (no loading).
+    /// every missed expert on the CPU
     Cpu,
 }
 
 /// Which experts of layer l + 1 the prefetcher predicts (module doc, step 9).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Predictor {
-    /// The true top-score set of the next layer (perfect accuracy).
+    /// the next layer's true top-score set
     #[default]
     Oracle,
-    /// The next layer's top-score set at the previous token of the same sequence (nothing at
-    /// a sequence's first token).
+    /// the next layer's top-score set at the previous token
     PreviousToken,
 }
 
-crate::named!(
-    Predictor,
-    "predictor",
-    [
-        Oracle = "oracle": "the next layer's true top-score set",
-        PreviousToken = "previous-token": "the next layer's top-score set at the previous token",
-    ]
-);
+crate::named!(Predictor, "predictor");
 
-crate::named!(
-    SplitChoice,
-    "split",
-    [
-        Alg2 = "alg2": "Alg. 2 as printed",
-        EarliestFinish = "earliest-finish": "Alg. 2 comparing finish times",
-        Optimal = "optimal": "the optimum of (4) (closed form)",
-        Load = "load": "load every missed expert",
-        Cpu = "cpu": "every missed expert on the CPU",
-    ]
-);
+crate::named!(SplitChoice, "split");
 
 /// Knobs of one pipeline run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -16,38 +16,40 @@ pub use crate::problem::{ExactReport, Reference, RunOptions};
 use crate::problem::{Problem, Sense, Solved};
 
 /// A way to schedule a layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Method {
-    /// Exact MILP (continuous-time, disjunctive), HiGHS.
+    /// exact MILP (continuous-time, disjunctive), HiGHS
     Milp,
-    /// Exhaustive search over I/O and decompression orders (tiny layers only).
+    /// exhaustive search over I/O and decompression orders
     Exhaustive,
-    /// Alg. 1 (App. A) with U = (sigma_II, sigma_I) as in its line 8.
+    /// Alg. 1 (App. A), candidates as in its line 8
     CacheAffinity,
-    /// Alg. 1 with only type-II tasks inserted into a block (Sec. 3.3's text).
+    /// Alg. 1, only type-II tasks inserted (Sec. 3.3's text)
     CacheAffinityText,
-    /// Baseline: tasks in gate order.
+    /// baseline: tasks in gate order
     Fifo,
-    /// Baseline: type-I tasks first.
+    /// baseline: type-I tasks first
     Type1First,
-    /// Baseline: seeded random order.
+    /// baseline: seeded random order
     Random,
 }
 
-crate::named!(
-    Method,
-    "method",
-    [
-        Milp = "milp": "exact MILP (continuous-time, disjunctive), HiGHS",
-        Exhaustive = "exhaustive": "exhaustive search over I/O and decompression orders",
-        CacheAffinity = "cache-affinity": "Alg. 1 (App. A), candidates as in its line 8",
-        CacheAffinityText = "cache-affinity-text": "Alg. 1, only type-II tasks inserted (Sec. 3.3's text)",
-        Fifo = "fifo": "baseline: tasks in gate order",
-        Type1First = "type1-first": "baseline: type-I tasks first",
-        Random = "random": "baseline: seeded random order",
-    ]
-);
+crate::named!(Method, "method");
 
 impl Method {
     /// True for methods whose answer is a proved optimum when they finish.
