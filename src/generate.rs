@@ -2,6 +2,7 @@
 //! the draws more than one generator makes. Each draw here is the one its generators made
 //! before (the same RNG calls in the same order), so the instances of a seed stay the same.
 
+use formulations::Error;
 use rand::distr::uniform::SampleUniform;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -35,6 +36,51 @@ impl Between<f64> {
     /// `min + (max - min) u` with `u = random::<f64>()` in [0, 1).
     pub fn scale(self, rng: &mut impl Rng) -> f64 {
         self.min + (self.max - self.min) * rng.random::<f64>()
+    }
+}
+
+/// A generator configuration's checks: each error names the configuration (`path`) and the
+/// field, with the same wording in every generator.
+pub struct Knobs(pub &'static str);
+
+impl Knobs {
+    /// The error for `field`.
+    pub fn bad(&self, field: &str, reason: String) -> Result<(), Error> {
+        Err(Error::Invalid {
+            path: self.0.into(),
+            field: field.into(),
+            reason,
+        })
+    }
+
+    /// `least <= min <= max`.
+    pub fn range(&self, field: &str, r: Between<u32>, least: u32) -> Result<(), Error> {
+        if r.min < least || r.min > r.max {
+            self.bad(
+                field,
+                format!("needs {least} <= min <= max, got {}..={}", r.min, r.max),
+            )
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Finite and > 0.
+    pub fn positive(&self, field: &str, x: f64) -> Result<(), Error> {
+        if x.is_finite() && x > 0.0 {
+            Ok(())
+        } else {
+            self.bad(field, format!("must be positive and finite, got {x}"))
+        }
+    }
+
+    /// Finite and >= 0.
+    pub fn nonneg(&self, field: &str, x: f64) -> Result<(), Error> {
+        if x.is_finite() && x >= 0.0 {
+            Ok(())
+        } else {
+            self.bad(field, format!("must be finite and >= 0, got {x}"))
+        }
     }
 }
 

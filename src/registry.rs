@@ -649,6 +649,42 @@ pub trait Generator {
     }
 }
 
+/// Implements [`Generator`] for `$problem` from a configuration type with the inherent
+/// `preset(Preset) -> Self` and `check(&self)` every generator here has, its default preset, what
+/// it generates and the function that generates it (and, optionally, the one-line summary):
+/// `generator!(ZipMoe, GeneratorConfig, Preset::Small, Instance, generate::try_generate);`.
+#[macro_export]
+macro_rules! generator {
+    ($problem:ty, $config:ty, $preset:ident :: $default:ident, $generated:ty, $generate:expr
+        $(, summary = $summary:expr)?) => {
+        impl $crate::registry::Generator for $problem {
+            type Config = $config;
+            type Preset = $preset;
+            const DEFAULT_PRESET: $preset = $preset::$default;
+            type Generated = $generated;
+
+            fn preset_config(preset: $preset) -> $config {
+                <$config>::preset(preset)
+            }
+
+            fn check(config: &$config) -> Result<(), formulations::Error> {
+                config.check()
+            }
+
+            fn generate_instance(
+                config: &$config,
+                seed: u64,
+            ) -> Result<$generated, formulations::Error> {
+                $generate(config, seed)
+            }
+
+            $(fn summary(instance: &$generated) -> String {
+                $summary(instance)
+            })?
+        }
+    };
+}
+
 /// A [`Generator`] with its types erased, for the command line.
 pub trait GeneratorEntry {
     /// The presets.

@@ -14,9 +14,7 @@ use super::commands as cc;
 use super::generate::{GeneratorConfig, Preset};
 use super::import::ImportOptions;
 use crate::export::Table;
-use crate::registry::{
-    self, Entry, Generator, GeneratorEntry, ImportArgs, Made, MethodInfo, Rendered,
-};
+use crate::registry::{self, Entry, GeneratorEntry, ImportArgs, Made, MethodInfo, Rendered};
 use crate::report::{RunOptions, VERSION};
 use crate::verify::ClaimGroup;
 
@@ -26,24 +24,13 @@ pub struct CacheTraceEntry;
 /// The logit generator of [`super::generate`], with its presets.
 struct TraceGenerator;
 
-impl Generator for TraceGenerator {
-    type Config = GeneratorConfig;
-    type Preset = Preset;
-    const DEFAULT_PRESET: Preset = Preset::Mixtral8x7b;
-    type Generated = Trace;
-
-    fn preset_config(preset: Preset) -> GeneratorConfig {
-        GeneratorConfig::preset(preset)
-    }
-
-    fn check(config: &GeneratorConfig) -> Result<(), Error> {
-        config.check()
-    }
-
-    fn generate_instance(config: &GeneratorConfig, seed: u64) -> Result<Trace, Error> {
-        super::generate::generate(config, seed)
-    }
-}
+crate::generator!(
+    TraceGenerator,
+    GeneratorConfig,
+    Preset::Mixtral8x7b,
+    Trace,
+    super::generate::generate
+);
 
 impl Entry for CacheTraceEntry {
     fn tag(&self) -> &'static str {

@@ -47,13 +47,11 @@
 //! (fine-grained DeepSeek and Qwen: olmoe's; coarse Mixtral and Phi: switch's), a reading the
 //! issue leaves open since no token log of those models is available here.
 
-use std::path::PathBuf;
-
 use formulations::cache::model::{ranking, softmax, Phase, Routing, Token, Trace};
 use formulations::{Error, ProblemKind};
 use serde::{Deserialize, Serialize};
 
-use crate::generate::{normal, stream};
+use crate::generate::{normal, stream, Knobs};
 
 /// The path named in configuration errors.
 pub const CONFIG_PATH: &str = "<cache generator config>";
@@ -335,22 +333,16 @@ impl GeneratorConfig {
 
     /// Checks every knob; the error names the field.
     pub fn check(&self) -> Result<(), Error> {
-        let bad = |field: &str, reason: String| -> Result<(), Error> {
-            Err(Error::Invalid {
-                path: PathBuf::from(CONFIG_PATH),
-                field: field.into(),
-                reason,
-            })
-        };
+        let knobs = Knobs(CONFIG_PATH);
         let max_e = formulations::cache::validate::MAX_EXPERTS;
         if !(1..=max_e).contains(&self.experts) {
-            return bad(
+            return knobs.bad(
                 "experts",
                 format!("must be in 1..={max_e}, got {}", self.experts),
             );
         }
         if !(1..=self.experts).contains(&self.top_k) {
-            return bad(
+            return knobs.bad(
                 "top_k",
                 format!(
                     "must be in 1..={} (experts), got {}",
@@ -364,35 +356,35 @@ impl GeneratorConfig {
             ("tokens_per_sequence", self.tokens_per_sequence),
         ] {
             if v == 0 {
-                return bad(field, "must be at least 1".into());
+                return knobs.bad(field, "must be at least 1".into());
             }
         }
         if !(1..=MAX_HIDDEN_DIM).contains(&self.hidden_dim) {
-            return bad(
+            return knobs.bad(
                 "hidden_dim",
                 format!("must be in 1..={MAX_HIDDEN_DIM}, got {}", self.hidden_dim),
             );
         }
         if !(self.persistence.is_finite() && (0.0..1.0).contains(&self.persistence)) {
-            return bad(
+            return knobs.bad(
                 "persistence",
                 format!("must be in [0, 1), got {}", self.persistence),
             );
         }
         if !(self.topic_weight.is_finite() && (0.0..=1.0).contains(&self.topic_weight)) {
-            return bad(
+            return knobs.bad(
                 "topic_weight",
                 format!("must be in [0, 1], got {}", self.topic_weight),
             );
         }
         if !(self.popularity_skew.is_finite() && self.popularity_skew >= 0.0) {
-            return bad(
+            return knobs.bad(
                 "popularity_skew",
                 format!("must be finite and >= 0, got {}", self.popularity_skew),
             );
         }
         if !(self.logit_scale.is_finite() && self.logit_scale > 0.0) {
-            return bad(
+            return knobs.bad(
                 "logit_scale",
                 format!("must be finite and > 0, got {}", self.logit_scale),
             );

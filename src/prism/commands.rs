@@ -24,7 +24,7 @@ use super::import::{from_activation_counts, ImportConfig};
 use super::methods::{self, ExactReport, Method, MethodRun, Prism, Reference, RunOptions};
 use crate::export::Table;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, Generator, GeneratorEntry, ImportArgs, Made, Rendered};
+use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Made, Rendered};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
 
@@ -556,25 +556,13 @@ pub fn migrate(
     migrate_instance(&load(path)?, config, options)
 }
 
-impl Generator for Prism {
-    type Config = GeneratorConfig;
-    type Preset = Preset;
-    const DEFAULT_PRESET: Preset = Preset::Small;
-
-    fn preset_config(preset: Preset) -> GeneratorConfig {
-        GeneratorConfig::preset(preset)
-    }
-
-    fn check(config: &GeneratorConfig) -> Result<(), Error> {
-        config.check()
-    }
-
-    type Generated = Instance;
-
-    fn generate_instance(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
-        try_generate(config, seed)
-    }
-}
+crate::generator!(
+    Prism,
+    GeneratorConfig,
+    Preset::Small,
+    Instance,
+    try_generate
+);
 
 /// Prism's commands (`eplb` and `migrate` are its own).
 impl Commands for Prism {

@@ -59,8 +59,6 @@
 //! Poisson arrivals every 10 s on average at each server (Table II, BigBench), 200 requests a
 //! server (Fig. 7), 20 tokens a request (the WikiText/TACO output limit of Section IV-A).
 
-use std::path::PathBuf;
-
 use formulations::prism::{validate::validate, Gpu, Instance, MoeModel, Network, Server, Workload};
 use formulations::{Error, ProblemKind};
 use rand::RngCore;
@@ -109,7 +107,7 @@ crate::named!(Preset, "preset");
 
 pub use crate::generate::Between;
 
-use crate::generate::{normal, open01, stream};
+use crate::generate::{normal, open01, stream, Knobs};
 
 /// The MoE model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -377,36 +375,13 @@ impl GeneratorConfig {
 
     /// Checks the knobs; the error names the offending field.
     pub fn check(&self) -> Result<(), Error> {
-        let bad = |field: &str, reason: String| -> Result<(), Error> {
-            Err(Error::Invalid {
-                path: PathBuf::from(CONFIG_PATH),
-                field: field.into(),
-                reason,
-            })
-        };
-        let range = |field: &str, r: Between<u32>, least: u32| -> Result<(), Error> {
-            if r.min < least || r.min > r.max {
-                bad(
-                    field,
-                    format!("needs {least} <= min <= max, got {}..={}", r.min, r.max),
-                )
-            } else {
-                Ok(())
-            }
-        };
-        let positive = |field: &str, x: f64| -> Result<(), Error> {
-            if x.is_finite() && x > 0.0 {
-                Ok(())
-            } else {
-                bad(field, format!("must be positive and finite, got {x}"))
-            }
-        };
+        let knobs = Knobs(CONFIG_PATH);
         let m = &self.model;
-        range("model.layers", m.layers, 1)?;
-        range("model.experts_per_layer", m.experts_per_layer, 1)?;
-        range("model.top_k", m.top_k, 1)?;
+        knobs.range("model.layers", m.layers, 1)?;
+        knobs.range("model.experts_per_layer", m.experts_per_layer, 1)?;
+        knobs.range("model.top_k", m.top_k, 1)?;
         if m.top_k.max > m.experts_per_layer.min {
-            return bad(
+            return knobs.bad(
                 "model.top_k",
                 format!(
                     "max {} exceeds the smallest experts_per_layer {}",
@@ -415,26 +390,26 @@ impl GeneratorConfig {
             );
         }
         if m.expert_bytes == 0 {
-            return bad("model.expert_bytes", "must be > 0".into());
+            return knobs.bad("model.expert_bytes", "must be > 0".into());
         }
         if m.hidden_bytes == 0 {
-            return bad("model.hidden_bytes", "must be > 0".into());
+            return knobs.bad("model.hidden_bytes", "must be > 0".into());
         }
         match &self.servers {
             ServerShape::Fixed { gpus } => {
                 if gpus.is_empty() {
-                    return bad("servers.fixed.gpus", "needs at least one server".into());
+                    return knobs.bad("servers.fixed.gpus", "needs at least one server".into());
                 }
                 if let Some(n) = gpus.iter().position(|&g| g == 0) {
-                    return bad(&format!("servers.fixed.gpus[{n}]"), "must be >= 1".into());
+                    return knobs.bad(&format!("servers.fixed.gpus[{n}]"), "must be >= 1".into());
                 }
             }
             ServerShape::Random {
                 servers,
                 gpus_per_server,
             } => {
-                range("servers.random.servers", *servers, 1)?;
-                range("servers.random.gpus_per_server", *gpus_per_server, 1)?;
+                knobs.range("servers.random.servers", *servers, 1)?;
+                knobs.range("servers.random.gpus_per_server", *gpus_per_server, 1)?;
             }
         }
         match self.memory {
@@ -443,10 +418,10 @@ impl GeneratorConfig {
                 usable_fraction,
             } => {
                 if total_bytes == 0 {
-                    return bad("memory.capped.total_bytes", "must be > 0".into());
+                    return knobs.bad("memory.capped.total_bytes", "must be > 0".into());
                 }
                 if !(usable_fraction > 0.0 && usable_fraction <= 1.0) {
-                    return bad(
+                    return knobs.bad(
                         "memory.capped.usable_fraction",
                         format!("must lie in (0, 1], got {usable_fraction}"),
                     );
@@ -454,7 +429,7 @@ impl GeneratorConfig {
             }
             MemoryConfig::ModelFraction(r) => {
                 if !(r.min > 0.0 && r.min <= r.max && r.max.is_finite()) {
-                    return bad(
+                    return knobs.bad(
                         "memory.model_fraction",
                         format!("needs 0 < min <= max, got {}..={}", r.min, r.max),
                     );
@@ -467,41 +442,41 @@ impl GeneratorConfig {
             ("compute.per_token_s", c.per_token_s),
         ] {
             if !(x.is_finite() && x >= 0.0) {
-                return bad(field, format!("must be finite and >= 0, got {x}"));
+                return knobs.bad(field, format!("must be finite and >= 0, got {x}"));
             }
         }
         if !(c.slowdown.min > 0.0 && c.slowdown.min <= c.slowdown.max && c.slowdown.max.is_finite())
         {
-            return bad(
+            return knobs.bad(
                 "compute.slowdown",
                 format!("needs 0 < min <= max, got {:?}", c.slowdown),
             );
         }
         let a = &self.activations;
         if a.tasks == Some(0) {
-            return bad("activations.tasks", "must be >= 1".into());
+            return knobs.bad("activations.tasks", "must be >= 1".into());
         }
-        positive("activations.alpha_first", a.alpha_first)?;
-        positive("activations.alpha_last", a.alpha_last)?;
+        knobs.positive("activations.alpha_first", a.alpha_first)?;
+        knobs.positive("activations.alpha_last", a.alpha_last)?;
         if !(0.0..=1.0).contains(&a.shared_weight) {
-            return bad(
+            return knobs.bad(
                 "activations.shared_weight",
                 format!("must lie in [0, 1], got {}", a.shared_weight),
             );
         }
         if let Some(n) = &self.network {
             if !(n.latency_s.is_finite() && n.latency_s >= 0.0) {
-                return bad(
+                return knobs.bad(
                     "network.latency_s",
                     format!("must be finite and >= 0, got {}", n.latency_s),
                 );
             }
-            positive("network.bandwidth_bps", n.bandwidth_bps)?;
+            knobs.positive("network.bandwidth_bps", n.bandwidth_bps)?;
         }
         if let Some(w) = &self.workload {
-            positive("workload.arrival_rate_per_s", w.arrival_rate_per_s)?;
+            knobs.positive("workload.arrival_rate_per_s", w.arrival_rate_per_s)?;
             if w.tokens_per_request == 0 {
-                return bad("workload.tokens_per_request", "must be >= 1".into());
+                return knobs.bad("workload.tokens_per_request", "must be >= 1".into());
             }
         }
         Ok(())

@@ -11,7 +11,7 @@ use super::import::{from_activation_counts, ImportConfig};
 use super::methods::{ExactReport, Method, MethodRun, Reference, RunOptions, SlimCaching};
 use crate::export::Table;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, Generator, GeneratorEntry, ImportArgs, Made, Rendered};
+use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Made, Rendered};
 use crate::render::{ms, table};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
@@ -331,29 +331,14 @@ fn compare_report(instance: &Instance, runs: &Runs<SlimCaching>) -> Result<Compa
     })
 }
 
-impl Generator for SlimCaching {
-    type Config = GeneratorConfig;
-    type Preset = Preset;
-    const DEFAULT_PRESET: Preset = Preset::Small;
-
-    fn preset_config(preset: Preset) -> GeneratorConfig {
-        GeneratorConfig::preset(preset)
-    }
-
-    fn check(config: &GeneratorConfig) -> Result<(), Error> {
-        config.check()
-    }
-
-    type Generated = Instance;
-
-    fn generate_instance(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
-        try_generate(config, seed)
-    }
-
-    fn summary(instance: &Instance) -> String {
-        InstanceInfo::new(instance).summary()
-    }
-}
+crate::generator!(
+    SlimCaching,
+    GeneratorConfig,
+    Preset::Small,
+    Instance,
+    try_generate,
+    summary = |i| InstanceInfo::new(i).summary()
+);
 
 impl Commands for SlimCaching {
     fn generator() -> Option<Box<dyn GeneratorEntry>> {

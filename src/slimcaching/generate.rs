@@ -75,7 +75,6 @@
 //! requested models have fewer experts than that, it holds all of them.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use formulations::slimcaching::validate::{validate, MAX_SERVERS, MAX_TOP_K};
 use formulations::slimcaching::{
@@ -131,7 +130,7 @@ pub use crate::generate::Between;
 use super::architectures::{paper_library, Architecture, PAPER_ARCHITECTURES};
 use super::demand::{most_frequent_experts, sets_from_counts};
 use super::network::{build_network, check_compute, check_wireless, Network};
-use crate::generate::{normal, open01, stream};
+use crate::generate::{normal, open01, stream, Knobs};
 
 /// Server storage Q_n (the same on every server).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -338,53 +337,23 @@ impl GeneratorConfig {
 
     /// Checks the knobs; the error names the offending field.
     pub fn check(&self) -> Result<(), Error> {
-        let bad = |field: &str, reason: String| -> Result<(), Error> {
-            Err(Error::Invalid {
-                path: PathBuf::from(CONFIG_PATH),
-                field: field.into(),
-                reason,
-            })
-        };
-        let range = |field: &str, r: Between<u32>, least: u32| -> Result<(), Error> {
-            if r.min < least || r.min > r.max {
-                bad(
-                    field,
-                    format!("needs {least} <= min <= max, got {}..={}", r.min, r.max),
-                )
-            } else {
-                Ok(())
-            }
-        };
-        let finite_nonneg = |field: &str, x: f64| -> Result<(), Error> {
-            if x.is_finite() && x >= 0.0 {
-                Ok(())
-            } else {
-                bad(field, format!("must be finite and >= 0, got {x}"))
-            }
-        };
-        let positive = |field: &str, x: f64| -> Result<(), Error> {
-            if x.is_finite() && x > 0.0 {
-                Ok(())
-            } else {
-                bad(field, format!("must be positive and finite, got {x}"))
-            }
-        };
-        range("servers", self.servers, 1)?;
+        let knobs = Knobs(CONFIG_PATH);
+        knobs.range("servers", self.servers, 1)?;
         if self.servers.max as usize > MAX_SERVERS {
-            bad(
+            knobs.bad(
                 "servers.max",
                 format!("at most {MAX_SERVERS} servers are supported"),
             )?;
         }
-        range("users", self.users, 1)?;
-        range("models_per_user", self.models_per_user, 1)?;
+        knobs.range("users", self.users, 1)?;
+        knobs.range("models_per_user", self.models_per_user, 1)?;
         match self.storage {
-            Storage::Bytes(0) => bad("storage.bytes", "must be positive".into())?,
+            Storage::Bytes(0) => knobs.bad("storage.bytes", "must be positive".into())?,
             Storage::Bytes(_) => {}
             Storage::LibraryFraction(r) => {
-                positive("storage.library_fraction.min", r.min)?;
+                knobs.positive("storage.library_fraction.min", r.min)?;
                 if r.max.is_nan() || r.max < r.min || r.max.is_infinite() {
-                    bad(
+                    knobs.bad(
                         "storage.library_fraction.max",
                         format!("must be finite and >= min, got {}", r.max),
                     )?;
@@ -394,19 +363,19 @@ impl GeneratorConfig {
         match &self.library {
             Library::Paper { models } => {
                 if *models == 0 {
-                    bad("library.paper.models", "must be at least 1".into())?;
+                    knobs.bad("library.paper.models", "must be at least 1".into())?;
                 }
             }
             Library::Synthetic(s) => {
-                range("library.synthetic.models", s.models, 1)?;
-                range("library.synthetic.layers", s.layers, 1)?;
-                range(
+                knobs.range("library.synthetic.models", s.models, 1)?;
+                knobs.range("library.synthetic.layers", s.layers, 1)?;
+                knobs.range(
                     "library.synthetic.experts_per_layer",
                     s.experts_per_layer,
                     1,
                 )?;
                 if s.expert_bytes.min == 0 || s.expert_bytes.min > s.expert_bytes.max {
-                    bad(
+                    knobs.bad(
                         "library.synthetic.expert_bytes",
                         format!(
                             "needs 1 <= min <= max, got {}..={}",
@@ -415,10 +384,10 @@ impl GeneratorConfig {
                     )?;
                 }
                 if s.top_k.is_empty() {
-                    bad("library.synthetic.top_k", "needs at least one K".into())?;
+                    knobs.bad("library.synthetic.top_k", "needs at least one K".into())?;
                 }
                 if let Some(&k) = s.top_k.iter().find(|&&k| k == 0 || k > MAX_TOP_K) {
-                    bad(
+                    knobs.bad(
                         "library.synthetic.top_k",
                         format!("K = {k} is outside 1..={MAX_TOP_K}"),
                     )?;
@@ -430,7 +399,7 @@ impl GeneratorConfig {
                         * u64::from(s.layers.min)
                         * u64::from(k_max.max(s.experts_per_layer.min));
                     if least > cap {
-                        bad(
+                        knobs.bad(
                             "library.synthetic.max_server_expert_pairs",
                             format!("{cap} is below the smallest possible N x E = {least}"),
                         )?;
@@ -439,26 +408,26 @@ impl GeneratorConfig {
             }
         }
         let r = &self.requests;
-        finite_nonneg("requests.model_popularity_zipf", r.model_popularity_zipf)?;
-        finite_nonneg("requests.request_zipf", r.request_zipf)?;
+        knobs.nonneg("requests.model_popularity_zipf", r.model_popularity_zipf)?;
+        knobs.nonneg("requests.request_zipf", r.request_zipf)?;
         let a = &self.activations;
         if a.tokens_per_layer == 0 {
-            bad("activations.tokens_per_layer", "must be at least 1".into())?;
+            knobs.bad("activations.tokens_per_layer", "must be at least 1".into())?;
         }
         if a.max_sets_per_layer == Some(0) {
-            bad(
+            knobs.bad(
                 "activations.max_sets_per_layer",
                 "must be at least 1".into(),
             )?;
         }
         if a.topics == 0 {
-            bad("activations.topics", "must be at least 1".into())?;
+            knobs.bad("activations.topics", "must be at least 1".into())?;
         }
-        finite_nonneg("activations.layer_skew_first", a.layer_skew_first)?;
-        finite_nonneg("activations.layer_skew_last", a.layer_skew_last)?;
-        finite_nonneg("activations.user_noise", a.user_noise)?;
-        finite_nonneg("activations.topic_affinity", a.topic_affinity)?;
-        finite_nonneg("activations.topic_spread", a.topic_spread)?;
+        knobs.nonneg("activations.layer_skew_first", a.layer_skew_first)?;
+        knobs.nonneg("activations.layer_skew_last", a.layer_skew_last)?;
+        knobs.nonneg("activations.user_noise", a.user_noise)?;
+        knobs.nonneg("activations.topic_affinity", a.topic_affinity)?;
+        knobs.nonneg("activations.topic_spread", a.topic_spread)?;
         check_wireless(&self.wireless, CONFIG_PATH, "wireless")?;
         check_compute(&self.compute, CONFIG_PATH, "compute")?;
         Ok(())

@@ -13,7 +13,7 @@ use super::generate::{self, GeneratorConfig, ImportConfig, Preset};
 use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions, ZipMoe};
 use crate::export::Table;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, Generator, GeneratorEntry, ImportArgs, Made, Rendered};
+use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Made, Rendered};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
 
@@ -338,25 +338,13 @@ pub fn gantt_csv(rows: &[GanttRow]) -> String {
     String::from_utf8(w.into_inner().expect("in-memory writer")).expect("CSV is UTF-8")
 }
 
-impl Generator for ZipMoe {
-    type Config = GeneratorConfig;
-    type Preset = Preset;
-    const DEFAULT_PRESET: Preset = Preset::Small;
-
-    fn preset_config(preset: Preset) -> GeneratorConfig {
-        GeneratorConfig::preset(preset)
-    }
-
-    fn check(config: &GeneratorConfig) -> Result<(), Error> {
-        config.check()
-    }
-
-    type Generated = Instance;
-
-    fn generate_instance(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> {
-        generate::try_generate(config, seed)
-    }
-}
+crate::generator!(
+    ZipMoe,
+    GeneratorConfig,
+    Preset::Small,
+    Instance,
+    generate::try_generate
+);
 
 /// ZipMoE's layer schedule (the cache-pool plan is
 /// [`crate::zipmoe::planning::commands::PoolEntry`]).
