@@ -39,15 +39,35 @@ pub trait Named: Copy + Eq + 'static {
     }
 }
 
-/// Implements [`Named`], `Display` and `FromStr` for an enum, with `ALL`, `name` and
-/// `description` also inherent (no import needed). The enum derives strum's `VariantArray`,
-/// `IntoStaticStr` (its names: `#[strum(serialize_all = "kebab-case")]`, a variant's own
-/// `#[strum(serialize = "...")]` where kebab case does not give it) and `EnumMessage` (each
-/// variant's one-line doc comment is its description):
-/// `named!(Method, "method");`.
+/// Defines an enum and implements [`Named`], `Display` and `FromStr` for it, with `ALL`, `name`
+/// and `description` also inherent (no import needed). Names are the variants in kebab case
+/// (strum's `IntoStaticStr`; a variant's own `#[strum(serialize = "...")]` where kebab case does
+/// not give it); a description is the variant's one-line doc comment (strum's `EnumMessage`):
+///
+/// ```ignore
+/// named! {
+///     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///     pub enum Method: "method" {
+///         /// exact MILP, HiGHS
+///         Milp,
+///     }
+/// }
+/// ```
 #[macro_export]
 macro_rules! named {
-    ($t:ty, $kind:literal) => {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $t:ident : $kind:literal {
+            $($(#[$vmeta:meta])* $v:ident),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(::strum::VariantArray, ::strum::IntoStaticStr, ::strum::EnumMessage)]
+        #[strum(serialize_all = "kebab-case")]
+        $vis enum $t {
+            $($(#[$vmeta])* $v),+
+        }
+
         impl $t {
             /// Every value, in order.
             pub const ALL: &'static [$t] = <$t as ::strum::VariantArray>::VARIANTS;
@@ -95,28 +115,18 @@ macro_rules! named {
 #[cfg(test)]
 mod tests {
 
-    #[derive(
-        Debug,
-        Clone,
-        Copy,
-        PartialEq,
-        Eq,
-        strum::VariantArray,
-        strum::IntoStaticStr,
-        strum::EnumMessage,
-    )]
-    #[strum(serialize_all = "kebab-case")]
-    enum Fruit {
-        /// a pome
-        Apple,
-        /// a citrus
-        BloodOrange,
-        /// a Japanese citrus
-        #[strum(serialize = "yuzu-fruit")]
-        Yuzu,
+    crate::named! {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        enum Fruit: "fruit" {
+            /// a pome
+            Apple,
+            /// a citrus
+            BloodOrange,
+            /// a Japanese citrus
+            #[strum(serialize = "yuzu-fruit")]
+            Yuzu,
+        }
     }
-
-    crate::named!(Fruit, "fruit");
 
     #[test]
     fn names_round_trip_underscores_read_as_hyphens_and_errors_list_the_names() {

@@ -66,31 +66,20 @@ impl Knapsack {
 
 // 2. The methods: a named enum.
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-enum Method {
-    /// exact MILP, HiGHS
-    Milp,
-    /// every subset (n <= 20)
-    Exhaustive,
-    /// by value per weight
-    Greedy,
-    /// greedy, or the best single item if better
-    GreedyPlus,
+moe_opt::named! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    enum Method: "method" {
+        /// exact MILP, HiGHS
+        Milp,
+        /// every subset (n <= 20)
+        Exhaustive,
+        /// by value per weight
+        Greedy,
+        /// greedy, or the best single item if better
+        GreedyPlus,
+    }
 }
-
-moe_opt::named!(Method, "method");
 
 // 3. The problem: methods find a packing, the one evaluator values it.
 

@@ -96,47 +96,34 @@ pub struct GeneratorConfig {
     pub logit_scale: f64,
 }
 
-/// The generator presets (see the module doc).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum Preset {
-    /// Mixtral-8x7B: 8 experts, top-2, 32 layers
-    #[serde(rename = "mixtral-8x7b")]
-    #[strum(serialize = "mixtral-8x7b")]
-    Mixtral8x7b,
-    /// Phi-3.5-MoE: 16 experts, top-2, 32 layers
-    #[serde(rename = "phi-3.5-moe")]
-    #[strum(serialize = "phi-3.5-moe")]
-    Phi35Moe,
-    /// DeepSeek-V2-Lite: 64 + 2 shared experts, top-6, 26 MoE layers
-    #[serde(rename = "deepseek-v2-lite")]
-    DeepseekV2Lite,
-    /// Qwen1.5-MoE-A2.7B: 60 + 4 shared experts, top-4, 24 layers
-    #[serde(rename = "qwen1.5-moe")]
-    #[strum(serialize = "qwen1.5-moe")]
-    Qwen15Moe,
-    /// OLMoE-1B-7B: 64 experts, top-8, 16 layers (calibrated on the real log)
-    Olmoe,
-    /// Kimi-Linear-48B-A3B: 256 experts, top-8, 26 MoE layers (calibrated on the real log)
-    Kimi,
-    /// switch-base-8 encoder: 8 experts, top-1, 6 MoE layers (calibrated on the real log)
-    Switch,
+crate::named! {
+    /// The generator presets (see the module doc).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Preset: "preset" {
+        /// Mixtral-8x7B: 8 experts, top-2, 32 layers
+        #[serde(rename = "mixtral-8x7b")]
+        #[strum(serialize = "mixtral-8x7b")]
+        Mixtral8x7b,
+        /// Phi-3.5-MoE: 16 experts, top-2, 32 layers
+        #[serde(rename = "phi-3.5-moe")]
+        #[strum(serialize = "phi-3.5-moe")]
+        Phi35Moe,
+        /// DeepSeek-V2-Lite: 64 + 2 shared experts, top-6, 26 MoE layers
+        #[serde(rename = "deepseek-v2-lite")]
+        DeepseekV2Lite,
+        /// Qwen1.5-MoE-A2.7B: 60 + 4 shared experts, top-4, 24 layers
+        #[serde(rename = "qwen1.5-moe")]
+        #[strum(serialize = "qwen1.5-moe")]
+        Qwen15Moe,
+        /// OLMoE-1B-7B: 64 experts, top-8, 16 layers (calibrated on the real log)
+        Olmoe,
+        /// Kimi-Linear-48B-A3B: 256 experts, top-8, 26 MoE layers (calibrated on the real log)
+        Kimi,
+        /// switch-base-8 encoder: 8 experts, top-1, 6 MoE layers (calibrated on the real log)
+        Switch,
+    }
 }
-
-crate::named!(Preset, "preset");
 
 /// Locality knobs (rho, omega, beta) found by calibration against a real log.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -74,36 +74,21 @@ const STREAM_SPEED: u64 = 1;
 const STREAM_SHARED_BASE: u64 = 1 << 32;
 const STREAM_TASK_BASE: u64 = 2 << 32;
 
-/// The generator presets.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum Preset {
-    /// the MILP solves it in milliseconds
-    Tiny,
-    /// the MILP proves optimality within seconds
-    Small,
-    /// Section IV-A's testbed with Mixtral-8x7B
-    TestbedMixtral,
-    /// Section IV-A's testbed with DeepSeek-V2-Lite
-    TestbedDeepseek,
+crate::named! {
+    /// The generator presets.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Preset: "preset" {
+        /// the MILP solves it in milliseconds
+        Tiny,
+        /// the MILP proves optimality within seconds
+        Small,
+        /// Section IV-A's testbed with Mixtral-8x7B
+        TestbedMixtral,
+        /// Section IV-A's testbed with DeepSeek-V2-Lite
+        TestbedDeepseek,
+    }
 }
-
-crate::named!(Preset, "preset");
 
 pub use crate::generate::Between;
 

@@ -26,41 +26,27 @@ use super::{algorithms, baselines};
 pub use crate::problem::{ExactReport, Reference, RunOptions};
 use crate::problem::{Problem, Sense, Solved};
 
-/// A way to choose a placement.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum Method {
-    /// exact MILP of (2), HiGHS
-    Milp,
-    /// exhaustive search
-    Exhaustive,
-    /// Alg. 1 + Alg. 2 (Prism)
-    Prism,
-    /// baseline Uniform (Megatron EP)
-    Uniform,
-    /// baseline Redundance
-    Redundance,
-    /// baseline SmartMoE
-    Smartmoe,
-    /// baseline EPLB (heterogeneous)
-    Eplb,
+crate::named! {
+    /// A way to choose a placement.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Method: "method" {
+        /// exact MILP of (2), HiGHS
+        Milp,
+        /// exhaustive search
+        Exhaustive,
+        /// Alg. 1 + Alg. 2 (Prism)
+        Prism,
+        /// baseline Uniform (Megatron EP)
+        Uniform,
+        /// baseline Redundance
+        Redundance,
+        /// baseline SmartMoE
+        Smartmoe,
+        /// baseline EPLB (heterogeneous)
+        Eplb,
+    }
 }
-
-crate::named!(Method, "method");
 
 impl Method {
     /// The baselines of Section IV-A.

@@ -95,34 +95,19 @@ const STREAM_MODEL_BASE: u64 = 1 << 32;
 /// Base of the per-user request / activation streams (+ user index).
 const STREAM_USER_BASE: u64 = 2 << 32;
 
-/// The generator presets.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "lowercase")]
-#[strum(serialize_all = "kebab-case")]
-pub enum Preset {
-    /// exhaustive search is feasible: N * E <= 16
-    Tiny,
-    /// the MILP proves optimality within seconds
-    Small,
-    /// Section VI-A: N = 4, U = 20, 18 models, about 4,000 experts
-    Paper,
+crate::named! {
+    /// The generator presets.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Preset: "preset" {
+        /// exhaustive search is feasible: N * E <= 16
+        Tiny,
+        /// the MILP proves optimality within seconds
+        Small,
+        /// Section VI-A: N = 4, U = 20, 18 models, about 4,000 experts
+        Paper,
+    }
 }
-
-crate::named!(Preset, "preset");
 
 pub use super::network::{ComputeConfig, ServerLayout, WirelessConfig};
 pub use crate::generate::Between;

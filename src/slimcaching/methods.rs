@@ -16,45 +16,31 @@ use serde::Serialize;
 use super::algorithms::{self, EXHAUSTIVE_LIMIT};
 use crate::problem::{Problem, Sense, Solved};
 
-/// A way to choose a placement.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum Method {
-    /// exact MILP of P1 (18), HiGHS
-    Milp,
-    /// exhaustive search
-    Exhaustive,
-    /// Alg. 1 greedy
-    Greedy,
-    /// Alg. 1, lazy evaluations
-    LazyGreedy,
-    /// Alg. 2 successive DP
-    SuccessiveDp,
-    /// Alg. 3 max-convolution
-    SuccessiveMaxconv,
-    /// baseline LFU
-    Lfu,
-    /// baseline Random
-    Random,
-    /// baseline U-shaped (layer)
-    UShaped,
+crate::named! {
+    /// A way to choose a placement.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Method: "method" {
+        /// exact MILP of P1 (18), HiGHS
+        Milp,
+        /// exhaustive search
+        Exhaustive,
+        /// Alg. 1 greedy
+        Greedy,
+        /// Alg. 1, lazy evaluations
+        LazyGreedy,
+        /// Alg. 2 successive DP
+        SuccessiveDp,
+        /// Alg. 3 max-convolution
+        SuccessiveMaxconv,
+        /// baseline LFU
+        Lfu,
+        /// baseline Random
+        Random,
+        /// baseline U-shaped (layer)
+        UShaped,
+    }
 }
-
-crate::named!(Method, "method");
 
 impl Method {
     /// True for methods whose answer is a proved optimum when they finish.

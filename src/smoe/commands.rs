@@ -36,64 +36,43 @@ use crate::report::{canonical_sha256, RunOptions, VERSION};
 use crate::verify::ClaimGroup;
 use std::path::Path;
 
-/// How a layer is routed.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum RoutingMethod {
-    /// the original top-k (no substitution)
-    TopK,
-    /// Alg. 1, the text's reading
-    Smoe,
-    /// Alg. 1 as printed
-    SmoeLiteral,
-    /// the exhaustive per-token optimum of (1)
-    Exhaustive,
-    /// the routing MILP of (1)
-    Milp,
+crate::named! {
+    /// How a layer is routed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum RoutingMethod: "routing method" {
+        /// the original top-k (no substitution)
+        TopK,
+        /// Alg. 1, the text's reading
+        Smoe,
+        /// Alg. 1 as printed
+        SmoeLiteral,
+        /// the exhaustive per-token optimum of (1)
+        Exhaustive,
+        /// the routing MILP of (1)
+        Milp,
+    }
 }
 
-/// How the missed experts are split.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum SplitMethod {
-    /// Alg. 2 as printed
-    Alg2,
-    /// Alg. 2 comparing finish times
-    EarliestFinish,
-    /// the optimum of (4): closed form, exhaustive or the MILP
-    Optimal,
-    /// the split MILP
-    Milp,
-    /// load every missed expert
-    Load,
-    /// every missed expert on the CPU
-    Cpu,
+crate::named! {
+    /// How the missed experts are split.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum SplitMethod: "split method" {
+        /// Alg. 2 as printed
+        Alg2,
+        /// Alg. 2 comparing finish times
+        EarliestFinish,
+        /// the optimum of (4): closed form, exhaustive or the MILP
+        Optimal,
+        /// the split MILP
+        Milp,
+        /// load every missed expert
+        Load,
+        /// every missed expert on the CPU
+        Cpu,
+    }
 }
-
-crate::named!(RoutingMethod, "routing method");
-crate::named!(SplitMethod, "split method");
 
 fn cli_error(field: &str, reason: String) -> Error {
     Error::Invalid {

@@ -21,21 +21,18 @@ use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// The named presets (module doc).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr, strum::EnumMessage,
-)]
-#[strum(serialize_all = "kebab-case")]
-pub enum Preset {
-    /// small layers with uniform costs
-    Tiny,
-    /// small layers with per-expert costs
-    TinyPerExpert,
-    /// a Qwen2-57B-A14B-like layer
-    Qwen2_57b,
+crate::named! {
+    /// The named presets (module doc).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Preset: "preset" {
+        /// small layers with uniform costs
+        Tiny,
+        /// small layers with per-expert costs
+        TinyPerExpert,
+        /// a Qwen2-57B-A14B-like layer
+        Qwen2_57b,
+    }
 }
-
-crate::named!(Preset, "preset");
 
 fn normal(rng: &mut ChaCha8Rng) -> f64 {
     let u: f64 = 1.0 - rng.random::<f64>();

@@ -61,61 +61,36 @@ pub struct PipelineCosts {
     pub common_s: f64,
 }
 
-/// How the missed experts of a layer are split between PCIe and CPU.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum SplitChoice {
-    /// Alg. 2 as printed
-    Alg2,
-    /// Alg. 2 comparing finish times
-    EarliestFinish,
-    /// the optimum of (4) (closed form)
-    Optimal,
-    /// load every missed expert
-    Load,
-    /// every missed expert on the CPU
-    Cpu,
+crate::named! {
+    /// How the missed experts of a layer are split between PCIe and CPU.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum SplitChoice: "split" {
+        /// Alg. 2 as printed
+        Alg2,
+        /// Alg. 2 comparing finish times
+        EarliestFinish,
+        /// the optimum of (4) (closed form)
+        Optimal,
+        /// load every missed expert
+        Load,
+        /// every missed expert on the CPU
+        Cpu,
+    }
 }
 
-/// Which experts of layer l + 1 the prefetcher predicts (module doc, step 9).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    Serialize,
-    Deserialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum Predictor {
-    /// the next layer's true top-score set
-    #[default]
-    Oracle,
-    /// the next layer's top-score set at the previous token
-    PreviousToken,
+crate::named! {
+    /// Which experts of layer l + 1 the prefetcher predicts (module doc, step 9).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Predictor: "predictor" {
+        /// the next layer's true top-score set
+        #[default]
+        Oracle,
+        /// the next layer's top-score set at the previous token
+        PreviousToken,
+    }
 }
-
-crate::named!(Predictor, "predictor");
-
-crate::named!(SplitChoice, "split");
 
 /// Knobs of one pipeline run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -157,38 +157,23 @@ pub struct GeneratorConfig {
     pub states: StateRates,
 }
 
-/// The generator presets.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum Preset {
-    /// 1-3 experts, N = 1, K <= 2, L <= 2: exhaustive search and the MILP
-    Tiny,
-    /// 2-5 experts, N = 1, K = 2, L = 2: within the MILP's limits
-    Small,
-    /// Qwen1.5-MoE-A2.7B on a Jetson AGX Orin, batch 16
-    QwenOrin,
-    /// DeepSeek-V2-Lite on a Jetson AGX Orin, batch 16
-    DeepseekOrin,
-    /// switch-large-128 on a Jetson AGX Orin, batch 16
-    SwitchOrin,
+crate::named! {
+    /// The generator presets.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Preset: "preset" {
+        /// 1-3 experts, N = 1, K <= 2, L <= 2: exhaustive search and the MILP
+        Tiny,
+        /// 2-5 experts, N = 1, K = 2, L = 2: within the MILP's limits
+        Small,
+        /// Qwen1.5-MoE-A2.7B on a Jetson AGX Orin, batch 16
+        QwenOrin,
+        /// DeepSeek-V2-Lite on a Jetson AGX Orin, batch 16
+        DeepseekOrin,
+        /// switch-large-128 on a Jetson AGX Orin, batch 16
+        SwitchOrin,
+    }
 }
-
-crate::named!(Preset, "preset");
 
 /// SSD read bandwidth of the testbeds, bytes/s (Sec. 5).
 pub const SSD_BYTES_PER_S: f64 = 3.5e9;

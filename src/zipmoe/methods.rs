@@ -15,41 +15,27 @@ use super::algorithms::{self, Candidates};
 pub use crate::problem::{ExactReport, Reference, RunOptions};
 use crate::problem::{Problem, Sense, Solved};
 
-/// A way to schedule a layer.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    strum::VariantArray,
-    strum::IntoStaticStr,
-    strum::EnumMessage,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum Method {
-    /// exact MILP (continuous-time, disjunctive), HiGHS
-    Milp,
-    /// exhaustive search over I/O and decompression orders
-    Exhaustive,
-    /// Alg. 1 (App. A), candidates as in its line 8
-    CacheAffinity,
-    /// Alg. 1, only type-II tasks inserted (Sec. 3.3's text)
-    CacheAffinityText,
-    /// baseline: tasks in gate order
-    Fifo,
-    /// baseline: type-I tasks first
-    Type1First,
-    /// baseline: seeded random order
-    Random,
+crate::named! {
+    /// A way to schedule a layer.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Method: "method" {
+        /// exact MILP (continuous-time, disjunctive), HiGHS
+        Milp,
+        /// exhaustive search over I/O and decompression orders
+        Exhaustive,
+        /// Alg. 1 (App. A), candidates as in its line 8
+        CacheAffinity,
+        /// Alg. 1, only type-II tasks inserted (Sec. 3.3's text)
+        CacheAffinityText,
+        /// baseline: tasks in gate order
+        Fifo,
+        /// baseline: type-I tasks first
+        Type1First,
+        /// baseline: seeded random order
+        Random,
+    }
 }
-
-crate::named!(Method, "method");
 
 impl Method {
     /// True for methods whose answer is a proved optimum when they finish.
