@@ -336,36 +336,46 @@ pub fn to_value<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).expect("configurations serialise")
 }
 
+/// The columns every row of a report's table carries: the version and the instance (the
+/// report's JSON `instance`, or `layer`).
+fn report_context(report: &Value) -> Vec<(&'static str, Value)> {
+    let instance = report.get("instance").or_else(|| report.get("layer"));
+    vec![
+        ("moe_opt_version", Value::from(crate::report::VERSION)),
+        ("instance_name", field(instance, "name")),
+        ("instance_sha256", field(instance, "sha256")),
+    ]
+}
+
+/// `object.key`, null when either is missing.
+fn field(object: Option<&Value>, key: &str) -> Value {
+    object
+        .and_then(|o| o.get(key))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
 /// `compare --csv` of a report whose JSON has `instance` (or `layer`), `reference` and
 /// `methods[]`: a row per method, the report's version, instance and reference on every row.
 pub fn compare_table<R: Serialize>(report: &R) -> Table {
     let report = &to_value(report);
-    let instance = report.get("instance").or_else(|| report.get("layer"));
-    let field = |o: Option<&Value>, k: &str| o.and_then(|o| o.get(k)).cloned();
-    let context = vec![
-        ("moe_opt_version", Value::from(crate::report::VERSION)),
-        (
-            "instance_name",
-            field(instance, "name").unwrap_or(Value::Null),
-        ),
-        (
-            "instance_sha256",
-            field(instance, "sha256").unwrap_or(Value::Null),
-        ),
-        (
-            "reference_kind",
-            field(report.get("reference"), "kind").unwrap_or(Value::Null),
-        ),
-        (
-            "reference_value",
-            field(report.get("reference"), "value").unwrap_or(Value::Null),
-        ),
-    ];
+    let mut context = report_context(report);
+    context.push(("reference_kind", field(report.get("reference"), "kind")));
+    context.push(("reference_value", field(report.get("reference"), "value")));
     let rows = report
         .get("methods")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    Table::new(context, rows)
+}
+
+/// `solve --csv` of a report whose JSON has `instance` (or `layer`) and `result.method`: the
+/// solution's `rows`, the report's version, instance and method on every row.
+pub fn solve_table<R: Serialize>(report: &R, rows: Vec<Value>) -> Table {
+    let report = &to_value(report);
+    let mut context = report_context(report);
+    context.push(("method", field(report.get("result"), "method")));
     Table::new(context, rows)
 }
 

@@ -22,7 +22,6 @@ use super::algorithms::{self, MigrationConfig, MigrationRun, MigrationStats};
 use super::generate::{try_generate, GeneratorConfig, Preset};
 use super::import::{from_activation_counts, ImportConfig};
 use super::methods::{self, ExactReport, Method, MethodRun, Prism, Reference, RunOptions};
-use crate::export::Table;
 use crate::problem::{Problem, Runs};
 use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Made, Rendered};
 use crate::report::{canonical_sha256, VERSION};
@@ -601,13 +600,8 @@ impl Commands for Prism {
                 }
             }
         }
-        let context = vec![
-            ("moe_opt_version", VERSION.into()),
-            ("instance_name", report.instance.name.clone().into()),
-            ("instance_sha256", report.instance.sha256.clone().into()),
-            ("method", report.result.method.name().into()),
-        ];
-        Ok(Rendered::new(&report, report.text()).with_table(Table::new(context, rows)))
+        let table = registry::solve_table(&report, rows);
+        Ok(Rendered::new(&report, report.text()).with_table(table))
     }
 
     fn compare_report(

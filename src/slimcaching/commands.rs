@@ -303,13 +303,7 @@ impl SolveReport {
                 })
             })
             .collect();
-        let context = vec![
-            ("moe_opt_version", VERSION.into()),
-            ("instance_name", self.instance.name.clone().into()),
-            ("instance_sha256", self.instance.sha256.clone().into()),
-            ("method", self.result.method.to_string().into()),
-        ];
-        Table::new(context, rows)
+        registry::solve_table(self, rows)
     }
 }
 

@@ -11,7 +11,6 @@ use serde::Serialize;
 
 use super::generate::{self, GeneratorConfig, ImportConfig, Preset};
 use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions, ZipMoe};
-use crate::export::Table;
 use crate::problem::{Problem, Runs};
 use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Made, Rendered};
 use crate::report::{canonical_sha256, VERSION};
@@ -370,13 +369,8 @@ impl Commands for ZipMoe {
     ) -> Result<Rendered, Error> {
         let report = solve_report(instance, run);
         let rows = report.gantt.iter().map(registry::to_value).collect();
-        let context = vec![
-            ("moe_opt_version", VERSION.into()),
-            ("instance_name", report.layer.name.clone().into()),
-            ("instance_sha256", report.layer.sha256.clone().into()),
-            ("method", report.result.method.name().into()),
-        ];
-        Ok(Rendered::new(&report, report.text()).with_table(Table::new(context, rows)))
+        let table = registry::solve_table(&report, rows);
+        Ok(Rendered::new(&report, report.text()).with_table(table))
     }
 
     fn compare_report(
