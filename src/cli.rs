@@ -147,6 +147,9 @@ enum Command {
     },
     /// Solve an instance with one method and report its solution (`moe-opt problems` lists
     /// every problem's methods).
+    ///
+    /// `--csv`: a row per element of the solution (a cached expert, an expert on a GPU, a bar
+    /// of the Gantt chart, ...).
     Solve {
         /// Instance file (JSON).
         file: PathBuf,
@@ -155,14 +158,12 @@ enum Command {
         method: String,
         #[command(flatten)]
         options: SolveArgs,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        /// Also write the placement as a tidy table (CSV: a row per cached expert).
-        #[arg(long)]
-        csv: Option<PathBuf>,
+        #[command(flatten)]
+        output: Output,
     },
     /// Run several methods on an instance and compare each with the exact optimum.
+    ///
+    /// `--csv`: a row per method, the JSON report's fields as columns.
     Compare {
         /// Instance file (JSON).
         file: PathBuf,
@@ -173,13 +174,8 @@ enum Command {
         methods: Option<Vec<String>>,
         #[command(flatten)]
         options: SolveArgs,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        /// Also write the methods' lines as a tidy table (CSV: a row per method, the JSON
-        /// report's fields as columns).
-        #[arg(long)]
-        csv: Option<PathBuf>,
+        #[command(flatten)]
+        output: Output,
     },
     /// Write the exact MILP in CPLEX LP format.
     WriteLp {
@@ -196,13 +192,11 @@ enum Command {
         json: bool,
     },
     /// List the registered claims of the papers.
+    ///
+    /// `--csv`: a row per claim, the JSON's fields as columns.
     Claims {
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        /// Also write the list as a table (CSV: a row per claim, the JSON's fields as columns).
-        #[arg(long)]
-        csv: Option<PathBuf>,
+        #[command(flatten)]
+        output: Output,
     },
     /// Check claims on generated and worst-case-searched instances against proved optima.
     Verify {
@@ -251,6 +245,8 @@ enum Command {
     },
     /// DeepSeek's Expert Parallelism Load Balancer on a weight file: the physical-to-logical
     /// map, the logical-to-physical map and the replica counts.
+    ///
+    /// `--csv`: a row per layer and physical slot.
     Eplb {
         /// Weights: JSON `{"weight": [[load of expert e in layer l, ...], ...]}`, a bare JSON
         /// matrix (numpy's / torch's `tolist()`), or CSV without a header (`.csv`, a line per
@@ -269,15 +265,13 @@ enum Command {
         /// GPUs.
         #[arg(long)]
         gpus: usize,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        /// Also write the plan as a tidy table (CSV: a row per layer and physical slot).
-        #[arg(long)]
-        csv: Option<PathBuf>,
+        #[command(flatten)]
+        output: Output,
     },
     /// Prism's migration rule (3)-(4) over workload windows with a drift of one server's task
     /// mix: migrations, cost per window, transferred bytes.
+    ///
+    /// `--csv`: a row per window.
     Migrate {
         /// Prism instance file (JSON).
         file: PathBuf,
@@ -317,16 +311,14 @@ enum Command {
         method: String,
         #[command(flatten)]
         options: SolveArgs,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        /// Also write the windows as a tidy table (CSV: a row per window).
-        #[arg(long)]
-        csv: Option<PathBuf>,
+        #[command(flatten)]
+        output: Output,
     },
     /// ZipMoE's cache-pool plan (App. C: Alg. 4 grid search over Alg. 3's estimate, with eq.
     /// (24)'s selection probabilities) from a planning instance, a count file or synthetic
     /// counts.
+    ///
+    /// `--csv`: a row per pool of the chosen split, the Miss Pool last.
     Plan {
         /// Planning instance (JSON, `moe-opt generate zipmoe-pool`).
         file: Option<PathBuf>,
@@ -345,13 +337,8 @@ enum Command {
         /// Import or generate options (JSON), with --counts or --synthetic.
         #[arg(long)]
         config: Option<PathBuf>,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        /// Also write the chosen split as a tidy table (CSV: a row per pool, the Miss Pool
-        /// last).
-        #[arg(long)]
-        csv: Option<PathBuf>,
+        #[command(flatten)]
+        output: Output,
     },
     /// Run a grid of generator parameters x seeds x methods (see `moe-opt sweep --help`).
     ///
@@ -421,6 +408,37 @@ enum Command {
         )]
         out: PathBuf,
     },
+}
+
+/// `--json` and `--csv`, the same on every command that reports.
+#[derive(Debug, Args)]
+pub struct Output {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the report's tidy table (CSV; the command's help says what a row is).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+impl Output {
+    /// Prints a report as JSON or text, and writes its table with `--csv`.
+    fn emit(&self, rendered: Rendered) -> Result<(), CliError> {
+        if let Some(path) = &self.csv {
+            let Some(table) = &rendered.table else {
+                return Err(CliError::input(
+                    "--csv: this problem's report of this command has no table; use --json",
+                ));
+            };
+            crate::export::write_csv(path, table)?;
+        }
+        if self.json {
+            outln!("{}", rendered.json);
+        } else {
+            out!("{}", rendered.text);
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Args)]
@@ -598,26 +616,24 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             file,
             method,
             options,
-            json,
-            csv,
+            output,
         } => {
             let run = options.run_options()?;
-            let rendered = registry.of_file(&file)?.solve(&file, &method, &run)?;
-            emit(rendered, json, csv.as_deref())
+            output.emit(registry.of_file(&file)?.solve(&file, &method, &run)?)
         }
         Command::Compare {
             file,
             methods: names,
             options,
-            json,
-            csv,
+            output,
         } => {
             let run = options.run_options()?;
             let names = names.map(|n| rejoin_knobs(&n));
-            let rendered = registry
-                .of_file(&file)?
-                .compare(&file, names.as_deref(), &run)?;
-            emit(rendered, json, csv.as_deref())
+            output.emit(
+                registry
+                    .of_file(&file)?
+                    .compare(&file, names.as_deref(), &run)?,
+            )
         }
         Command::WriteLp { file, output } => {
             let (lp, size) = registry.of_file(&file)?.write_lp(&file)?;
@@ -661,15 +677,12 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             groups,
             nodes,
             gpus,
-            json,
-            csv,
+            output,
         } => {
             let report =
                 crate::prism::commands::eplb_command(&weights, replicas, groups, nodes, gpus)?;
-            if let Some(path) = csv {
-                crate::export::write_csv(&path, &problems::eplb_table(&report))?;
-            }
-            problems::emit(&report, json, |r| r.text())
+            let table = problems::eplb_table(&report);
+            output.emit(Rendered::new(&report, report.text()).with_table(table))
         }
         Command::Migrate {
             file,
@@ -685,8 +698,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             default_io_bps,
             method,
             options,
-            json,
-            csv,
+            output,
         } => {
             let config = crate::prism::commands::MigrateConfig {
                 windows,
@@ -708,10 +720,8 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 method: method.parse().map_err(CliError::input)?,
             };
             let report = crate::prism::commands::migrate(&file, &config, &options.run_options()?)?;
-            if let Some(path) = csv {
-                crate::export::write_csv(&path, &problems::migrate_table(&report))?;
-            }
-            problems::emit(&report, json, |r| r.text())
+            let table = problems::migrate_table(&report);
+            output.emit(Rendered::new(&report, report.text()).with_table(table))
         }
         Command::Plan {
             file,
@@ -720,8 +730,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             seed,
             generate,
             config,
-            json,
-            csv,
+            output,
         } => {
             let synthetic = generate.or(synthetic.then_some(seed));
             let source = match (file, counts, synthetic) {
@@ -735,7 +744,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                     ))
                 }
             };
-            problems::zipmoe_plan(source, config.as_deref(), json, csv.as_deref())
+            output.emit(problems::zipmoe_plan(source, config.as_deref())?)
         }
         Command::Sweep {
             spec,
@@ -789,16 +798,11 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Claims { json, csv } => {
+        Command::Claims { output } => {
             let infos = all_claims(registry);
-            if let Some(path) = csv {
-                let context = vec![("moe_opt_version", VERSION.into())];
-                let rows = infos.iter().map(crate::registry::to_value).collect();
-                crate::export::write_csv(&path, &crate::export::Table::new(context, rows))?;
-            }
-            if json {
-                outln!("{}", to_json(&infos));
-            } else {
+            let context = vec![("moe_opt_version", VERSION.into())];
+            let rows = infos.iter().map(crate::registry::to_value).collect();
+            let text = {
                 let rows: Vec<Vec<String>> = infos
                     .iter()
                     .map(|i| {
@@ -810,12 +814,10 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                         ]
                     })
                     .collect();
-                out!(
-                    "{}",
-                    table(&["id", "place", "bound", "statement"], &rows, 4)
-                );
-            }
-            Ok(())
+                table(&["id", "place", "bound", "statement"], &rows, 4)
+            };
+            let rendered = Rendered::new(&infos, text);
+            output.emit(rendered.with_table(crate::export::Table::new(context, rows)))
         }
         Command::Verify {
             claim,
@@ -885,24 +887,6 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
     }
-}
-
-/// Prints a report as JSON or text, and writes its table with `--csv`.
-fn emit(rendered: Rendered, json: bool, csv: Option<&Path>) -> Result<(), CliError> {
-    if let Some(path) = csv {
-        let Some(table) = &rendered.table else {
-            return Err(CliError::input(
-                "--csv: this problem's report of this command has no table; use --json",
-            ));
-        };
-        crate::export::write_csv(path, table)?;
-    }
-    if json {
-        outln!("{}", rendered.json);
-    } else {
-        out!("{}", rendered.text);
-    }
-    Ok(())
 }
 
 /// Writes a generated or imported instance and says so on stderr.

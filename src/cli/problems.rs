@@ -10,8 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{to_json, CliError};
-use crate::export::{write_csv, Table};
+use crate::export::Table;
 use crate::prism;
+use crate::registry::Rendered;
 use crate::report::VERSION;
 use crate::zipmoe;
 
@@ -48,22 +49,15 @@ pub(super) enum PlanSource {
 }
 
 /// `plan`: the cache-pool plan of ZipMoE's App. C (Alg. 4 over Alg. 3's estimate).
-pub(super) fn zipmoe_plan(
-    source: PlanSource,
-    config: Option<&Path>,
-    json: bool,
-    csv: Option<&Path>,
-) -> Result<(), CliError> {
+pub(super) fn zipmoe_plan(source: PlanSource, config: Option<&Path>) -> Result<Rendered, CliError> {
     use zipmoe::planning::commands as plan;
     let report = match source {
         PlanSource::File(path) => plan::plan_file(&path)?,
         PlanSource::Counts(path) => plan::plan_counts(&path, &import_config(config)?)?,
         PlanSource::Generated(seed) => plan::plan_generated(&import_config(config)?, seed)?,
     };
-    if let Some(path) = csv {
-        write_csv(path, &plan_table(&report))?;
-    }
-    emit(&report, json, |r| r.text())
+    let table = plan_table(&report);
+    Ok(Rendered::new(&report, report.text()).with_table(table))
 }
 
 /// `plan --csv`: a row per activated pool of the chosen split (the report's `pools[]` fields:
