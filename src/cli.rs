@@ -110,37 +110,8 @@ enum Command {
     Import {
         /// The problem (`moe-opt problems` lists them).
         problem: String,
-        /// The activation-count file (gzip JSON, format moe-activation-counts/v1).
-        #[arg(long, required_unless_present = "log")]
-        counts: Option<PathBuf>,
-        /// cache-trace: a token log (JSON Lines, maybe gzip: {seq, token, layer, experts,
-        /// weights, phase}; ../shared/data/token-traces).
-        #[arg(long, conflicts_with = "counts")]
-        log: Option<PathBuf>,
-        /// cache-trace: E, for a log that is not one of the known files.
-        #[arg(long)]
-        experts: Option<usize>,
-        /// Import configuration (JSON; the problem's ImportConfig, see its module doc).
-        /// SlimCaching's default: the paper network (4 servers, 20 users, 5 GB, 200 local
-        /// experts); Prism's: the paper's testbed; ZipMoE's: prompt 0 at its first MoE layer on
-        /// the Orin device of the file's model (any field may be given alone).
-        #[arg(long)]
-        config: Option<PathBuf>,
-        /// Overrides the number of edge servers (slimcaching only).
-        #[arg(long)]
-        servers: Option<u32>,
-        /// Overrides the number of users, groups of prompts (slimcaching only).
-        #[arg(long)]
-        users: Option<u32>,
-        /// Overrides the storage per server, bytes (slimcaching only).
-        #[arg(long)]
-        storage_bytes: Option<u64>,
-        /// Overrides the experts each user holds locally (slimcaching only).
-        #[arg(long)]
-        local_experts: Option<u32>,
-        /// Overrides the seed (prompt grouping, clustering, state draws).
-        #[arg(long)]
-        seed: Option<u64>,
+        #[command(flatten)]
+        args: ImportArgs,
         /// Output file (JSON).
         #[arg(short, long, visible_alias = "out")]
         output: PathBuf,
@@ -587,28 +558,9 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
         }
         Command::Import {
             problem,
-            counts,
-            log,
-            experts,
-            config,
-            servers,
-            users,
-            storage_bytes,
-            local_experts,
-            seed,
+            args,
             output,
         } => {
-            let args = ImportArgs {
-                counts,
-                log,
-                experts,
-                config,
-                servers,
-                users,
-                storage_bytes,
-                local_experts,
-                seed,
-            };
             let made = registry.find(&problem)?.import(&args)?;
             write_made(&output, &made)
         }

@@ -74,25 +74,38 @@ impl Made {
 }
 
 /// The flags of `moe-opt import`; each problem takes what it needs and refuses the rest.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ImportArgs {
-    /// An activation-count file.
+    /// The activation-count file (gzip JSON, format moe-activation-counts/v1).
+    #[arg(long, required_unless_present = "log")]
     pub counts: Option<PathBuf>,
-    /// A token log (cache-trace).
+    /// cache-trace: a token log (JSON Lines, maybe gzip: {seq, token, layer, experts,
+    /// weights, phase}; ../shared/data/token-traces).
+    #[arg(long, conflicts_with = "counts")]
     pub log: Option<PathBuf>,
-    /// E of a token log.
+    /// cache-trace: E, for a log that is not one of the known files.
+    #[arg(long)]
     pub experts: Option<usize>,
-    /// The problem's import configuration (JSON).
+    /// Import configuration (JSON; the problem's ImportConfig, see its module doc).
+    /// SlimCaching's default: the paper network (4 servers, 20 users, 5 GB, 200 local
+    /// experts); Prism's: the paper's testbed; ZipMoE's: prompt 0 at its first MoE layer on
+    /// the Orin device of the file's model (any field may be given alone).
+    #[arg(long)]
     pub config: Option<PathBuf>,
-    /// SlimCaching: edge servers.
+    /// Overrides the number of edge servers (slimcaching only).
+    #[arg(long)]
     pub servers: Option<u32>,
-    /// SlimCaching: users.
+    /// Overrides the number of users, groups of prompts (slimcaching only).
+    #[arg(long)]
     pub users: Option<u32>,
-    /// SlimCaching: storage per server, bytes.
+    /// Overrides the storage per server, bytes (slimcaching only).
+    #[arg(long)]
     pub storage_bytes: Option<u64>,
-    /// SlimCaching: experts each user holds locally.
+    /// Overrides the experts each user holds locally (slimcaching only).
+    #[arg(long)]
     pub local_experts: Option<u32>,
-    /// Seed override.
+    /// Overrides the seed (prompt grouping, clustering, state draws).
+    #[arg(long)]
     pub seed: Option<u64>,
 }
 
