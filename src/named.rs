@@ -42,11 +42,12 @@ pub trait Named: Copy + Eq + 'static {
 /// Defines an enum and implements [`Named`], `Display` and `FromStr` for it, with `ALL`, `name`
 /// and `description` also inherent (no import needed). Names are the variants in kebab case
 /// (strum's `IntoStaticStr`; a variant's own `#[strum(serialize = "...")]` where kebab case does
-/// not give it); a description is the variant's one-line doc comment (strum's `EnumMessage`):
+/// not give it); a description is the variant's one-line doc comment (strum's `EnumMessage`).
+/// Files hold the same names (`Serialize`/`Deserialize`, `_` read as `-`), and the enum derives
+/// the comparison and hashing traits:
 ///
 /// ```ignore
 /// named! {
-///     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 ///     pub enum Method: "method" {
 ///         /// exact MILP, HiGHS
 ///         Milp,
@@ -62,6 +63,7 @@ macro_rules! named {
         }
     ) => {
         $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[derive(::strum::VariantArray, ::strum::IntoStaticStr, ::strum::EnumMessage)]
         #[strum(serialize_all = "kebab-case")]
         $vis enum $t {
@@ -102,6 +104,19 @@ macro_rules! named {
             }
         }
 
+        impl ::serde::Serialize for $t {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(<$t>::name(*self))
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $t {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let name = String::deserialize(d)?;
+                <$t as $crate::named::Named>::parse_name(&name).map_err(::serde::de::Error::custom)
+            }
+        }
+
         impl std::str::FromStr for $t {
             type Err = String;
 
@@ -116,7 +131,6 @@ macro_rules! named {
 mod tests {
 
     crate::named! {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         enum Fruit: "fruit" {
             /// a pome
             Apple,

@@ -67,8 +67,6 @@ impl Knapsack {
 // 2. The methods: a named enum.
 
 moe_opt::named! {
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-    #[serde(rename_all = "kebab-case")]
     enum Method: "method" {
         /// exact MILP, HiGHS
         Milp,

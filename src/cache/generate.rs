@@ -98,22 +98,16 @@ pub struct GeneratorConfig {
 
 crate::named! {
     /// The generator presets (see the module doc).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-    #[serde(rename_all = "kebab-case")]
     pub enum Preset: "preset" {
         /// Mixtral-8x7B: 8 experts, top-2, 32 layers
-        #[serde(rename = "mixtral-8x7b")]
         #[strum(serialize = "mixtral-8x7b")]
         Mixtral8x7b,
         /// Phi-3.5-MoE: 16 experts, top-2, 32 layers
-        #[serde(rename = "phi-3.5-moe")]
         #[strum(serialize = "phi-3.5-moe")]
         Phi35Moe,
         /// DeepSeek-V2-Lite: 64 + 2 shared experts, top-6, 26 MoE layers
-        #[serde(rename = "deepseek-v2-lite")]
         DeepseekV2Lite,
         /// Qwen1.5-MoE-A2.7B: 60 + 4 shared experts, top-4, 24 layers
-        #[serde(rename = "qwen1.5-moe")]
         #[strum(serialize = "qwen1.5-moe")]
         Qwen15Moe,
         /// OLMoE-1B-7B: 64 experts, top-8, 16 layers (calibrated on the real log)

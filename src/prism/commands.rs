@@ -61,6 +61,14 @@ impl InstanceInfo {
             top_k: instance.model.top_k,
         }
     }
+
+    /// `name (N servers, G GPUs, L x E experts, top-K)`, the first line of the reports.
+    pub fn title(&self) -> String {
+        format!(
+            "{} ({} servers, {} GPUs, {} x {} experts, top-{})",
+            self.name, self.servers, self.gpus, self.layers, self.experts_per_layer, self.top_k
+        )
+    }
 }
 
 /// Latency of one placement on the sampled batch and in simulation.
@@ -233,13 +241,8 @@ impl SolveReport {
     /// For humans.
     pub fn text(&self) -> String {
         let mut out = format!(
-            "{} ({} servers, {} GPUs, {} x {} experts, top-{})\n{}",
-            self.instance.name,
-            self.instance.servers,
-            self.instance.gpus,
-            self.instance.layers,
-            self.instance.experts_per_layer,
-            self.instance.top_k,
+            "{}\n{}",
+            self.instance.title(),
             MethodLine::table(&[&self.result])
         );
         if let Some(p) = &self.placement {
@@ -301,13 +304,8 @@ impl CompareReport {
     /// For humans.
     pub fn text(&self) -> String {
         let mut out = format!(
-            "{} ({} servers, {} GPUs, {} x {} experts, top-{}); reference: {}\n",
-            self.instance.name,
-            self.instance.servers,
-            self.instance.gpus,
-            self.instance.layers,
-            self.instance.experts_per_layer,
-            self.instance.top_k,
+            "{}; reference: {}\n",
+            self.instance.title(),
             crate::render::reference(self.reference)
         );
         out.push_str(&MethodLine::table(&self.methods.iter().collect::<Vec<_>>()));

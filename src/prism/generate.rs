@@ -76,8 +76,6 @@ const STREAM_TASK_BASE: u64 = 2 << 32;
 
 crate::named! {
     /// The generator presets.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-    #[serde(rename_all = "kebab-case")]
     pub enum Preset: "preset" {
         /// the MILP solves it in milliseconds
         Tiny,

@@ -20,7 +20,6 @@ use formulations::milp::Milp;
 use formulations::prism::evaluate::{evaluate, Evaluation};
 use formulations::prism::{milp, Instance, Placement, ServerId};
 use formulations::{Error, ValidationError};
-use serde::Serialize;
 
 use super::{algorithms, baselines};
 pub use crate::problem::{ExactReport, Reference, RunOptions};
@@ -28,8 +27,6 @@ use crate::problem::{Problem, Sense, Solved};
 
 crate::named! {
     /// A way to choose a placement.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-    #[serde(rename_all = "kebab-case")]
     pub enum Method: "method" {
         /// exact MILP of (2), HiGHS
         Milp,

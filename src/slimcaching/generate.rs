@@ -97,8 +97,6 @@ const STREAM_USER_BASE: u64 = 2 << 32;
 
 crate::named! {
     /// The generator presets.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-    #[serde(rename_all = "lowercase")]
     pub enum Preset: "preset" {
         /// exhaustive search is feasible: N * E <= 16
         Tiny,

@@ -11,15 +11,12 @@ use std::path::Path;
 use formulations::milp::Milp;
 use formulations::slimcaching::{Evaluation, Instance, LatencyModel, Placement, SlimCachingMilp};
 use formulations::{Error, ValidationError};
-use serde::Serialize;
 
 use super::algorithms::{self, EXHAUSTIVE_LIMIT};
 use crate::problem::{Problem, Sense, Solved};
 
 crate::named! {
     /// A way to choose a placement.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-    #[serde(rename_all = "kebab-case")]
     pub enum Method: "method" {
         /// exact MILP of P1 (18), HiGHS
         Milp,

@@ -38,8 +38,6 @@ use std::path::Path;
 
 crate::named! {
     /// How a layer is routed.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-    #[serde(rename_all = "kebab-case")]
     pub enum RoutingMethod: "routing method" {
         /// the original top-k (no substitution)
         TopK,
@@ -56,8 +54,6 @@ crate::named! {
 
 crate::named! {
     /// How the missed experts are split.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-    #[serde(rename_all = "kebab-case")]
     pub enum SplitMethod: "split method" {
         /// Alg. 2 as printed
         Alg2,

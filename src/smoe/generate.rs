@@ -23,7 +23,6 @@ use rand_chacha::ChaCha8Rng;
 
 crate::named! {
     /// The named presets (module doc).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Preset: "preset" {
         /// small layers with uniform costs
         Tiny,

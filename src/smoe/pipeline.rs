@@ -63,8 +63,6 @@ pub struct PipelineCosts {
 
 crate::named! {
     /// How the missed experts of a layer are split between PCIe and CPU.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-    #[serde(rename_all = "snake_case")]
     pub enum SplitChoice: "split" {
         /// Alg. 2 as printed
         Alg2,
@@ -81,8 +79,7 @@ crate::named! {
 
 crate::named! {
     /// Which experts of layer l + 1 the prefetcher predicts (module doc, step 9).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-    #[serde(rename_all = "kebab-case")]
+    #[derive(Default)]
     pub enum Predictor: "predictor" {
         /// the next layer's true top-score set
         #[default]

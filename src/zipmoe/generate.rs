@@ -159,8 +159,6 @@ pub struct GeneratorConfig {
 
 crate::named! {
     /// The generator presets.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-    #[serde(rename_all = "kebab-case")]
     pub enum Preset: "preset" {
         /// 1-3 experts, N = 1, K <= 2, L <= 2: exhaustive search and the MILP
         Tiny,

@@ -9,7 +9,6 @@ use std::path::Path;
 use formulations::milp::Milp;
 use formulations::zipmoe::{Instance, Schedule, Simulator, ZipMoeMilp};
 use formulations::{Error, ValidationError};
-use serde::Serialize;
 
 use super::algorithms::{self, Candidates};
 pub use crate::problem::{ExactReport, Reference, RunOptions};
@@ -17,8 +16,6 @@ use crate::problem::{Problem, Sense, Solved};
 
 crate::named! {
     /// A way to schedule a layer.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-    #[serde(rename_all = "kebab-case")]
     pub enum Method: "method" {
         /// exact MILP (continuous-time, disjunctive), HiGHS
         Milp,
