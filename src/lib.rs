@@ -15,6 +15,7 @@ pub mod problem;
 pub mod registry;
 pub mod render;
 pub mod report;
+pub mod shrink;
 pub mod slimcaching;
 pub mod smoe;
 pub mod sweep;

@@ -35,6 +35,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::generate::cap_to_k;
+use crate::shrink;
 
 fn factor(rng: &mut ChaCha8Rng) -> f64 {
     2f64.powf(rng.random_range(-1.0..=1.0))
@@ -252,10 +253,7 @@ pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
             }
         }
     }
-    let own = size(instance);
-    out.retain(|c| size(c) < own && validate(c).is_ok());
-    out.sort_by_key(size);
-    out
+    shrink::smaller_valid(out, instance, size, |c| validate(c).is_ok())
 }
 
 // Instances of this problem in `moe-opt verify`.

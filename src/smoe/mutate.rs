@@ -18,6 +18,7 @@
 //! (its score column, its G entry and costs; ids above it shift down), lower k, drop an expert
 //! from G, round one number, round every number.
 
+use crate::shrink::{self, is_round};
 use formulations::smoe::evaluate::{exhaustive_subsets, LayerSets};
 use formulations::smoe::validate::validate;
 use formulations::smoe::{Costs, Instance};
@@ -33,19 +34,6 @@ pub const EXACT_MAX_SUBSETS: u64 = 20_000;
 pub fn fits_exact(instance: &Instance) -> bool {
     instance.experts <= EXACT_MAX_EXPERTS
         && exhaustive_subsets(&LayerSets::new(instance)) <= EXACT_MAX_SUBSETS
-}
-
-fn round_real(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    let digits = 1 - x.abs().log10().floor() as i32;
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
-}
-
-fn is_round(x: f64) -> bool {
-    round_real(x) == x
 }
 
 /// Every real number of a layer, mutable, in a fixed order.
@@ -249,27 +237,9 @@ pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
         c.gpu_cache.remove(p);
         out.push(c);
     }
-    let mut all = instance.clone();
     let n = reals_mut(&mut instance.clone()).len();
-    let mut rounded = 0;
-    for which in 0..n {
-        let mut c = instance.clone();
-        let x = real_mut(&mut c, which);
-        if !is_round(*x) {
-            *x = round_real(*x);
-            let y = real_mut(&mut all, which);
-            *y = round_real(*y);
-            rounded += 1;
-            out.push(c);
-        }
-    }
-    if rounded >= 2 {
-        out.push(all);
-    }
-    let before = size(instance);
-    out.retain(|c| validate(c).is_ok() && size(c) < before);
-    out.sort_by_key(size);
-    out
+    out.extend(shrink::rounded(instance, n, real_mut));
+    shrink::smaller_valid(out, instance, size, |c| validate(c).is_ok())
 }
 
 // Instances of this problem in `moe-opt verify`.

@@ -24,6 +24,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::algorithms;
+use crate::shrink::{self, is_round};
 
 /// Whether the exhaustive search accepts the layer.
 pub fn fits_exact(instance: &Instance) -> bool {
@@ -38,15 +39,6 @@ fn ops(instance: &Instance, state: CompressionState) -> u64 {
     1 + u64::from(instance.tensors_per_expert) * per_tensor
 }
 
-fn round_real(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    let digits = 1 - x.abs().log10().floor() as i32;
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
-}
-
 /// The real numbers of a layer by index: u, c, rho, then each expert's p_n.
 fn real_mut(instance: &mut Instance, which: usize) -> &mut f64 {
     match which {
@@ -55,10 +47,6 @@ fn real_mut(instance: &mut Instance, which: usize) -> &mut f64 {
         2 => &mut instance.compression_ratio,
         e => &mut instance.experts[e - 3].gpu_s,
     }
-}
-
-fn is_round(x: f64) -> bool {
-    round_real(x) == x
 }
 
 /// 1000 * structure + non-round numbers (module doc).
@@ -169,25 +157,8 @@ pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
             }
         }
     }
-    let mut all = instance.clone();
-    let mut rounded = 0;
-    for which in 0..3 + n {
-        let x = *real_mut(&mut instance.clone(), which);
-        if !is_round(x) {
-            let mut c = instance.clone();
-            *real_mut(&mut c, which) = round_real(x);
-            *real_mut(&mut all, which) = round_real(x);
-            rounded += 1;
-            out.push(c);
-        }
-    }
-    if rounded >= 2 {
-        out.push(all);
-    }
-    let before = size(instance);
-    out.retain(|c| validate(c).is_ok() && size(c) < before);
-    out.sort_by_key(size);
-    out
+    out.extend(shrink::rounded(instance, 3 + n, real_mut));
+    shrink::smaller_valid(out, instance, size, |c| validate(c).is_ok())
 }
 
 // Instances of this problem in `moe-opt verify`.
@@ -230,13 +201,5 @@ mod tests {
             }
             assert!(cands.windows(2).all(|w| size(&w[0]) <= size(&w[1])));
         }
-    }
-
-    #[test]
-    fn rounding_keeps_two_significant_digits() {
-        assert_eq!(round_real(0.0123), 0.012);
-        assert_eq!(round_real(1.2345), 1.2);
-        assert_eq!(round_real(987.0), 990.0);
-        assert!(is_round(0.5) && !is_round(0.333));
     }
 }

@@ -207,10 +207,7 @@ pub fn shrink_candidates(instance: &PoolInstance) -> Vec<PoolInstance> {
             out.push(c);
         }
     }
-    let own = size(instance);
-    out.retain(|c| validate(c).is_ok() && size(c) < own);
-    out.sort_by_key(size);
-    out
+    crate::shrink::smaller_valid(out, instance, size, |c| validate(c).is_ok())
 }
 
 // Instances of this problem in `moe-opt verify`.

@@ -1,0 +1,96 @@
+//! Pieces shared by the problems' shrinkers (`<problem>/mutate.rs`), which turn a counterexample
+//! into the smallest one the worst-case search can reach: round the real numbers, keep the
+//! candidates that are valid and strictly smaller.
+
+/// `x` rounded to two significant digits (0 and non-finite values unchanged).
+pub fn round_real(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let digits = 1 - x.abs().log10().floor() as i32;
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+/// Whether [`round_real`] leaves `x` unchanged.
+pub fn is_round(x: f64) -> bool {
+    round_real(x) == x
+}
+
+/// The rounding candidates: each of the `reals` real numbers of `instance` that is not round
+/// ([`real_mut`] gives the i-th), rounded alone, in order; then all of them at once when two or
+/// more were.
+pub fn rounded<I: Clone>(
+    instance: &I,
+    reals: usize,
+    real_mut: impl Fn(&mut I, usize) -> &mut f64,
+) -> Vec<I> {
+    let mut out = Vec::new();
+    let mut all = instance.clone();
+    for which in 0..reals {
+        let x = *real_mut(&mut instance.clone(), which);
+        if !is_round(x) {
+            let mut c = instance.clone();
+            *real_mut(&mut c, which) = round_real(x);
+            *real_mut(&mut all, which) = round_real(x);
+            out.push(c);
+        }
+    }
+    if out.len() >= 2 {
+        out.push(all);
+    }
+    out
+}
+
+/// The candidates that are valid and strictly smaller than `instance`, smallest first (ties in
+/// the order given).
+pub fn smaller_valid<I>(
+    mut candidates: Vec<I>,
+    instance: &I,
+    size: impl Fn(&I) -> u64,
+    valid: impl Fn(&I) -> bool,
+) -> Vec<I> {
+    let own = size(instance);
+    candidates.retain(|c| valid(c) && size(c) < own);
+    candidates.sort_by_key(|c| size(c));
+    candidates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_significant_digits() {
+        assert_eq!(round_real(0.123456), 0.12);
+        assert_eq!(round_real(-1234.5), -1200.0);
+        assert_eq!(round_real(0.0), 0.0);
+        assert!(round_real(f64::NAN).is_nan());
+        assert_eq!(round_real(0.0123), 0.012);
+        assert_eq!(round_real(987.0), 990.0);
+        assert!(is_round(3.5) && !is_round(3.55) && !is_round(0.333));
+    }
+
+    #[test]
+    fn rounding_candidates_one_by_one_then_together() {
+        fn real(v: &mut Vec<f64>, i: usize) -> &mut f64 {
+            &mut v[i]
+        }
+        let c = rounded(&vec![1.234, 2.0, 5.678], 3, real);
+        assert_eq!(
+            c,
+            vec![
+                vec![1.2, 2.0, 5.678],
+                vec![1.234, 2.0, 5.7],
+                vec![1.2, 2.0, 5.7]
+            ]
+        );
+        assert_eq!(rounded(&vec![1.234, 2.0], 2, real), vec![vec![1.2, 2.0]]);
+    }
+
+    #[test]
+    fn keeps_valid_strictly_smaller_sorted() {
+        let kept = smaller_valid(vec![5, 1, 3, 7, 2], &5, |x| *x as u64, |x| *x != 2);
+        assert_eq!(kept, vec![1, 3]);
+    }
+}
