@@ -10,6 +10,7 @@ use moe_opt::cache::policy::Lru;
 use moe_opt::claims::{CheckOptions, Outcome};
 use moe_opt::smoe::claims::registry;
 use moe_opt::smoe::commands::{self, RoutingMethod, SplitMethod};
+use moe_opt::smoe::generate::{try_generate, Preset};
 use moe_opt::smoe::pipeline::{simulate, PipelineConfig, PipelineCosts, Predictor, SplitChoice};
 use moe_opt::smoe::router::RouterConfig;
 
@@ -223,7 +224,7 @@ fn the_literal_alg1_claim_fails_where_a_resident_low_score_expert_is_dropped() {
 #[test]
 fn compare_puts_the_router_and_the_exact_methods_at_the_optimum() {
     for seed in 0..10 {
-        let i = commands::generate("tiny", seed).unwrap().instance;
+        let i = try_generate(Preset::Tiny, seed).unwrap();
         let r = commands::compare(&i, &SolveOptions::default()).unwrap();
         assert_eq!(r.methods.len(), 10);
         for m in &r.methods {
@@ -246,7 +247,7 @@ fn compare_puts_the_router_and_the_exact_methods_at_the_optimum() {
         }
         assert!(!r.text().is_empty());
     }
-    let pe = commands::generate("tiny-per-expert", 3).unwrap().instance;
+    let pe = try_generate(Preset::TinyPerExpert, 3).unwrap();
     let milp = commands::solve(
         &pe,
         RoutingMethod::Smoe,

@@ -2,16 +2,25 @@
 
 use std::path::Path;
 
+use formulations::zipmoe::Instance;
 use moe_opt::report::RunOptions;
-use moe_opt::zipmoe::commands::{compare, gantt_csv, generate, import, solve, write_lp};
-use moe_opt::zipmoe::generate::{device_for_model, ImportConfig, DEVICE_RATES};
+use moe_opt::zipmoe::commands::{compare, gantt_csv, solve, write_lp};
+use moe_opt::zipmoe::generate::{
+    device_for_model, import, try_generate, GeneratorConfig, ImportConfig, DEVICE_RATES,
+};
 use moe_opt::zipmoe::methods::{Method, Reference};
+
+/// The layer of a preset at a seed.
+fn generate(preset: &str, seed: u64) -> Result<Instance, String> {
+    let config = GeneratorConfig::preset(preset.parse()?);
+    try_generate(&config, seed).map_err(|e| e.to_string())
+}
 
 #[test]
 fn compare_on_a_tiny_layer_has_a_proved_optimum() {
     let g = generate("tiny", 1).unwrap();
-    assert_eq!(generate("tiny", 1).unwrap().instance, g.instance);
-    let r = compare(&g.instance, Method::ALL, &RunOptions::default()).unwrap();
+    assert_eq!(generate("tiny", 1).unwrap(), g);
+    let r = compare(&g, Method::ALL, &RunOptions::default()).unwrap();
     let Reference::Optimum(opt) = r.reference else {
         panic!("no optimum: {:?}", r.reference)
     };
@@ -27,7 +36,7 @@ fn compare_on_a_tiny_layer_has_a_proved_optimum() {
     assert!(r.text().contains("cache-affinity"));
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["layer"]["sha256"].as_str().unwrap().len(), 64);
-    assert!(write_lp(&g.instance)
+    assert!(write_lp(&g)
         .unwrap()
         .starts_with("\\ ZipMoE layer makespan"));
 }
@@ -35,7 +44,7 @@ fn compare_on_a_tiny_layer_has_a_proved_optimum() {
 #[test]
 fn gantt_rows_export_as_csv() {
     let g = generate("small", 2).unwrap();
-    let s = solve(&g.instance, Method::CacheAffinity, &RunOptions::default()).unwrap();
+    let s = solve(&g, Method::CacheAffinity, &RunOptions::default()).unwrap();
     let csv = gantt_csv(&s.gantt);
     let mut lines = csv.lines();
     assert_eq!(
@@ -51,7 +60,7 @@ fn device_presets_are_too_large_for_the_exact_methods() {
     for preset in ["qwen-orin", "deepseek-orin", "switch-orin"] {
         let g = generate(preset, 0).unwrap();
         let r = compare(
-            &g.instance,
+            &g,
             &[
                 Method::Exhaustive,
                 Method::Milp,
@@ -103,14 +112,9 @@ fn importer_reads_real_counts() {
         .filter(|(_, &c)| c > 0)
         .map(|(e, &c)| (e as u32, c))
         .collect();
-    let got: Vec<(u32, u32)> = r
-        .instance
-        .experts
-        .iter()
-        .map(|e| (e.id, e.tokens))
-        .collect();
+    let got: Vec<(u32, u32)> = r.experts.iter().map(|e| (e.id, e.tokens)).collect();
     assert_eq!(got, selected);
-    assert_eq!(import(&path, &config).unwrap().instance, r.instance);
+    assert_eq!(import(&path, &config).unwrap(), r);
     let bad = ImportConfig {
         layer: Some(999),
         ..config

@@ -115,45 +115,6 @@ impl LayerInfo {
     }
 }
 
-/// Output of `generate`.
-#[derive(Debug, Clone, Serialize)]
-pub struct InstanceReport {
-    /// moe-opt version.
-    pub moe_opt_version: &'static str,
-    /// The layer.
-    pub layer: LayerInfo,
-    /// Preset name.
-    pub source: String,
-    /// Seed.
-    pub seed: u64,
-    /// The instance (write it to a file to solve it).
-    pub instance: Instance,
-}
-
-impl InstanceReport {
-    /// For humans.
-    pub fn text(&self) -> String {
-        let l = &self.layer;
-        format!(
-            "{} ({}, seed {}): E = {}, k = {}, {} tokens, |G| = {}, alpha = {:.3}\n",
-            l.name, self.source, self.seed, l.experts, l.top_k, l.tokens, l.cached, l.alpha
-        )
-    }
-}
-
-/// A layer from a preset name and a seed.
-pub fn generate(preset: &str, seed: u64) -> Result<InstanceReport, Error> {
-    let p: Preset = preset.parse().map_err(|e| cli_error("preset", e))?;
-    let instance = try_generate(p, seed)?;
-    Ok(InstanceReport {
-        moe_opt_version: VERSION,
-        layer: LayerInfo::new(&instance),
-        source: p.name().into(),
-        seed,
-        instance,
-    })
-}
-
 /// A routing by a method, with the MILP's status where one ran.
 fn run_routing(
     instance: &Instance,

@@ -3,7 +3,6 @@
 //! a `text()` rendering for humans.
 
 use std::fmt::Write;
-use std::path::Path;
 
 use formulations::zipmoe::{lower_bound, GanttRow, Instance, LowerBound, Schedule, ZipMoeMilp};
 use formulations::Error;
@@ -55,78 +54,6 @@ impl LayerInfo {
             states,
         }
     }
-}
-
-/// Output of `generate` and `import`: the instance and where it came from.
-#[derive(Debug, Clone, Serialize)]
-pub struct InstanceReport {
-    /// moe-opt version.
-    pub moe_opt_version: &'static str,
-    /// The layer.
-    pub layer: LayerInfo,
-    /// Preset name or source file.
-    pub source: String,
-    /// Seed of the draws.
-    pub seed: u64,
-    /// The instance itself (write it to a file to solve it).
-    pub instance: Instance,
-}
-
-impl InstanceReport {
-    /// For humans.
-    pub fn text(&self) -> String {
-        let l = &self.layer;
-        format!(
-            "{} ({}, seed {}): {} experts (M/C/S/E/F = {:?}), {} tasks, N = {}, K = {}, L = {}\n",
-            l.name,
-            self.source,
-            self.seed,
-            l.experts,
-            l.states,
-            l.tasks,
-            l.tensors_per_expert,
-            l.shards,
-            l.threads
-        )
-    }
-}
-
-/// A layer from a preset name and a seed.
-pub fn generate(preset: &str, seed: u64) -> Result<InstanceReport, Error> {
-    let p: Preset = preset.parse().map_err(|e: String| Error::Invalid {
-        path: "<command line>".into(),
-        field: "preset".into(),
-        reason: e,
-    })?;
-    generate_with(&GeneratorConfig::preset(p), p.name(), seed)
-}
-
-/// A layer from a generator configuration and a seed.
-pub fn generate_with(
-    config: &GeneratorConfig,
-    source: &str,
-    seed: u64,
-) -> Result<InstanceReport, Error> {
-    let instance = generate::try_generate(config, seed)?;
-    Ok(InstanceReport {
-        moe_opt_version: VERSION,
-        layer: LayerInfo::new(&instance),
-        source: source.into(),
-        seed,
-        instance,
-    })
-}
-
-/// A layer from an activation-counts file.
-pub fn import(path: &Path, config: &ImportConfig) -> Result<InstanceReport, Error> {
-    let instance = generate::import(path, config)?;
-    Ok(InstanceReport {
-        moe_opt_version: VERSION,
-        layer: LayerInfo::new(&instance),
-        source: path.display().to_string(),
-        seed: config.seed,
-        instance,
-    })
 }
 
 /// One method's line.
@@ -357,7 +284,10 @@ impl Commands for ZipMoe {
         args.no_overrides()?;
         let mut config: ImportConfig = args.config()?;
         config.seed = args.seed.unwrap_or(config.seed);
-        Ok(Made::new(&import(counts, &config)?.instance, String::new()))
+        Ok(Made::new(
+            &generate::import(counts, &config)?,
+            String::new(),
+        ))
     }
 
     /// `--csv`: the Gantt chart, a row per operation.
