@@ -94,6 +94,40 @@ macro_rules! searchable_from_mutate {
     };
 }
 
+/// Test support for the problems' `mutate` modules: `moves` perturbations of `start` (drawn
+/// from `rng`), each keeping `invariant`; the last instance and how many moves changed it.
+#[cfg(test)]
+pub fn assert_perturbations<S: Searchable + PartialEq>(
+    start: S,
+    moves: usize,
+    rng: &mut ChaCha8Rng,
+    invariant: impl Fn(&S) -> bool,
+) -> (S, usize) {
+    assert!(invariant(&start), "the start breaks the invariant");
+    let (mut instance, mut changed) = (start, 0);
+    for step in 0..moves {
+        let next = instance.perturb(rng);
+        assert!(invariant(&next), "move {step} breaks the invariant");
+        changed += usize::from(next != instance);
+        instance = next;
+    }
+    (instance, changed)
+}
+
+/// Test support: the shrink candidates of `instance` are `valid`, strictly smaller and sorted
+/// by size; how many there are.
+#[cfg(test)]
+pub fn assert_shrinks<S: Searchable>(instance: &S, valid: impl Fn(&S) -> bool) -> usize {
+    let before = instance.size();
+    let candidates = instance.shrink_candidates();
+    for (k, c) in candidates.iter().enumerate() {
+        assert!(valid(c), "candidate {k} is invalid");
+        assert!(c.size() < before, "candidate {k} is not smaller");
+    }
+    assert!(candidates.windows(2).all(|w| w[0].size() <= w[1].size()));
+    candidates.len()
+}
+
 /// Where an instance of a run came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

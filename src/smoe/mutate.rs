@@ -253,36 +253,20 @@ crate::searchable_from_mutate!(
 mod tests {
     use super::*;
     use crate::smoe::claims::family_tiny;
+    use crate::verify::{assert_perturbations, assert_shrinks};
     use rand::SeedableRng;
 
     #[test]
-    fn perturbation_stays_valid_and_exact_sized() {
+    fn perturbations_keep_the_layer_valid_and_exact_sized_and_shrink_strictly() {
+        let fits = |i: &Instance| validate(i).is_ok() && fits_exact(i) && plausible_costs(i);
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         for seed in 0..5 {
-            let mut i = family_tiny(seed);
-            assert!(fits_exact(&i));
-            assert!(plausible_costs(&i));
-            for _ in 0..200 {
-                i = perturb(&i, &mut rng);
-                assert!(validate(&i).is_ok());
-                assert!(fits_exact(&i));
-                assert!(plausible_costs(&i), "{:?}", i.costs);
-            }
+            assert_perturbations(family_tiny(seed), 200, &mut rng, fits);
         }
-    }
-
-    #[test]
-    fn candidates_are_valid_and_strictly_smaller() {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         for seed in 0..8 {
-            let i = (0..30).fold(family_tiny(seed), |c, _| perturb(&c, &mut rng));
-            let before = size(&i);
-            let cands = shrink_candidates(&i);
-            assert!(!cands.is_empty());
-            for c in &cands {
-                assert!(validate(c).is_ok());
-                assert!(size(c) < before);
-            }
+            let (i, _) = assert_perturbations(family_tiny(seed), 30, &mut rng, fits);
+            assert!(assert_shrinks(&i, |c| validate(c).is_ok()) > 0);
         }
     }
 

@@ -171,35 +171,21 @@ crate::searchable_from_mutate!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::{assert_perturbations, assert_shrinks};
     use crate::zipmoe::claims::family_tiny;
     use rand::SeedableRng;
 
     #[test]
-    fn perturbation_stays_valid_and_exact_sized() {
+    fn perturbations_keep_the_layer_valid_and_exact_sized_and_shrink_strictly() {
+        let fits = |i: &Instance| validate(i).is_ok() && fits_exact(i);
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         for seed in 0..5 {
-            let mut i = family_tiny(seed);
-            assert!(fits_exact(&i));
-            for _ in 0..200 {
-                i = perturb(&i, &mut rng);
-                assert!(validate(&i).is_ok());
-                assert!(fits_exact(&i));
-            }
+            assert_perturbations(family_tiny(seed), 200, &mut rng, fits);
         }
-    }
-
-    #[test]
-    fn candidates_are_valid_and_strictly_smaller() {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         for seed in 0..8 {
-            let i = (0..50).fold(family_tiny(seed), |c, _| perturb(&c, &mut rng));
-            let before = size(&i);
-            let cands = shrink_candidates(&i);
-            for c in &cands {
-                assert!(validate(c).is_ok());
-                assert!(size(c) < before);
-            }
-            assert!(cands.windows(2).all(|w| size(&w[0]) <= size(&w[1])));
+            let (i, _) = assert_perturbations(family_tiny(seed), 50, &mut rng, fits);
+            assert_shrinks(&i, |c| validate(c).is_ok());
         }
     }
 }

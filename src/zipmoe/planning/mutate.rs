@@ -220,39 +220,23 @@ crate::searchable_from_mutate!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::{assert_perturbations, assert_shrinks};
     use crate::zipmoe::planning::claims::{family_small, family_tiny};
     use rand::SeedableRng;
 
     #[test]
-    fn perturbations_stay_valid_and_move() {
+    fn perturbations_stay_valid_and_move_and_shrink_strictly() {
+        let valid = |i: &PoolInstance| validate(i).is_ok();
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let mut moved = 0;
-        for seed in 0..10 {
-            let mut i = family_tiny(seed);
-            for _ in 0..50 {
-                let next = perturb(&i, &mut rng);
-                assert_eq!(validate(&next), Ok(()), "{next:?}");
-                moved += usize::from(next != i);
-                i = next;
-            }
-        }
+        let moved: usize = (0..10)
+            .map(|seed| assert_perturbations(family_tiny(seed), 50, &mut rng, valid).1)
+            .sum();
         assert!(
             moved > 300,
             "only {moved} of 500 moves changed the instance"
         );
-    }
-
-    #[test]
-    fn shrink_candidates_are_smaller_and_valid() {
         for seed in 0..10 {
-            let i = family_small(seed);
-            let c = shrink_candidates(&i);
-            assert!(!c.is_empty());
-            for s in &c {
-                assert_eq!(validate(s), Ok(()));
-                assert!(size(s) < size(&i));
-            }
-            assert!(c.windows(2).all(|w| size(&w[0]) <= size(&w[1])));
+            assert!(assert_shrinks(&family_small(seed), valid) > 0);
         }
     }
 
