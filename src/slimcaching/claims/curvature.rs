@@ -16,7 +16,7 @@ use super::set_functions::{
 };
 use super::witnesses::placement_json;
 use super::{
-    compile, fmt_opt, EXHAUSTIVE_SET_LIMIT, NEGLIGIBLE_COMPUTE, PROP6_END_POINT,
+    alg3, compile, fmt_opt, EXHAUSTIVE_SET_LIMIT, NEGLIGIBLE_COMPUTE, PROP6_END_POINT,
     PROP6_SINGLE_TOLERANCE, TOLERANCE,
 };
 use crate::claims::{Check, CheckOptions, Outcome};
@@ -98,13 +98,9 @@ pub(super) fn check_prop5(instance: &Instance, options: &CheckOptions) -> Check 
 }
 
 pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp: bool) -> Check {
-    let model = match compile(instance) {
-        Ok(m) => m,
+    let (model, run) = match alg3(instance) {
+        Ok(x) => x,
         Err(note) => return Check::inconclusive(note),
-    };
-    let run = match algorithms::successive_maxconv(&model) {
-        Ok(r) => r,
-        Err(e) => return Check::inconclusive(format!("Alg. 3 failed: {e}")),
     };
     let ks = kappas(instance, &model, &run.placement, true);
     let mut servers = Vec::with_capacity(model.servers());
@@ -221,13 +217,9 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
 
 /// Claim `thm1-ratio`.
 pub(super) fn check_thm1(instance: &Instance, options: &CheckOptions) -> Check {
-    let model = match compile(instance) {
-        Ok(m) => m,
+    let (model, run) = match alg3(instance) {
+        Ok(x) => x,
         Err(note) => return Check::inconclusive(note),
-    };
-    let run = match algorithms::successive_maxconv(&model) {
-        Ok(r) => r,
-        Err(e) => return Check::inconclusive(format!("Alg. 3 failed: {e}")),
     };
     let ks = kappas(instance, &model, &run.placement, false);
     let value = model.objective(&run.placement);

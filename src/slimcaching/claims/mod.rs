@@ -188,6 +188,7 @@ mod references;
 mod set_functions;
 mod witnesses;
 
+use crate::slimcaching::algorithms::Successive;
 use formulations::slimcaching::validate::validate;
 use formulations::slimcaching::{Instance, LatencyModel};
 use verification::{Slack, Tolerance};
@@ -441,6 +442,22 @@ fn compile(instance: &Instance) -> Result<LatencyModel, String> {
     validate(instance)
         .map(|()| LatencyModel::new(instance))
         .map_err(|e| format!("invalid instance: {e}"))
+}
+
+/// The compiled model of an instance meeting the premise on Top-K ([`premise_top_k`]), or why
+/// not (an inconclusive note).
+fn compile_top_k(instance: &Instance, want_one: bool) -> Result<LatencyModel, String> {
+    let model = compile(instance)?;
+    premise_top_k(instance, want_one)?;
+    Ok(model)
+}
+
+/// The compiled model and Alg. 3's run on it, or why not (an inconclusive note).
+fn alg3(instance: &Instance) -> Result<(LatencyModel, Successive), String> {
+    let model = compile(instance)?;
+    let run = crate::slimcaching::algorithms::successive_maxconv(&model)
+        .map_err(|e| format!("Alg. 3 failed: {e}"))?;
+    Ok((model, run))
 }
 
 /// The premise "every model is Top-1" (or Top-K > 1 with `want_one = false`).

@@ -8,12 +8,11 @@ use verification::{
 };
 
 use super::set_functions::{
-    exhaustive_mode, full_ground, prefix, server_ground, set_mode, top_k, PlacementFunction,
+    exhaustive_mode, full_function, prefix, server_ground, set_mode, top_k, PlacementFunction,
 };
 use super::witnesses::{slack_json, witness_json};
-use super::{compile, fmt_margin, premise_top_k, slack_margin, TOLERANCE};
+use super::{alg3, compile_top_k, fmt_margin, slack_margin, TOLERANCE};
 use crate::claims::{Check, CheckOptions, Outcome};
-use crate::slimcaching::algorithms;
 
 /// The worst slacks of `properties` of `f` in `mode`, the property claim's margin (their
 /// smallest [`slack_margin`]) and the inequalities visited.
@@ -42,15 +41,11 @@ fn property_claim(
     properties: &[(&str, Property)],
     seed: u64,
 ) -> Check {
-    let model = match compile(instance) {
+    let model = match compile_top_k(instance, want_top1) {
         Ok(m) => m,
         Err(note) => return Check::inconclusive(note),
     };
-    if let Err(note) = premise_top_k(instance, want_top1) {
-        return Check::inconclusive(note);
-    }
-    let (ground, described) = full_ground(&model);
-    let f = PlacementFunction::new(&model, &model.empty_placement(), ground, |_| true);
+    let (f, described) = full_function(&model);
     let mode = set_mode(f.ground_size(), seed);
     let (slacks, margin, checked) = measure(&f, properties, mode);
     let exhaustive = exhaustive_mode(mode);
@@ -131,15 +126,11 @@ pub(super) fn check_prop2_monotone(instance: &Instance, _options: &CheckOptions)
 
 /// Claim `prop2-neither`.
 pub(super) fn check_prop2_neither(instance: &Instance, _options: &CheckOptions) -> Check {
-    let model = match compile(instance) {
+    let model = match compile_top_k(instance, false) {
         Ok(m) => m,
         Err(note) => return Check::inconclusive(note),
     };
-    if let Err(note) = premise_top_k(instance, false) {
-        return Check::inconclusive(note);
-    }
-    let (ground, described) = full_ground(&model);
-    let f = PlacementFunction::new(&model, &model.empty_placement(), ground, |_| true);
+    let (f, described) = full_function(&model);
     let mode = set_mode(f.ground_size(), 3);
     let sub = check_submodular(&f, mode, TOLERANCE);
     let sup = check_supermodular(&f, mode, TOLERANCE);
@@ -191,13 +182,9 @@ type Part<'f, 'a> = (
 
 /// Claim `prop4-structure`.
 pub(super) fn check_prop4(instance: &Instance, _options: &CheckOptions) -> Check {
-    let model = match compile(instance) {
-        Ok(m) => m,
+    let (model, run) = match alg3(instance) {
+        Ok(x) => x,
         Err(note) => return Check::inconclusive(note),
-    };
-    let run = match algorithms::successive_maxconv(&model) {
-        Ok(r) => r,
-        Err(e) => return Check::inconclusive(format!("Alg. 3 failed: {e}")),
     };
     let mut total = 0u64;
     let mut sampled = false;

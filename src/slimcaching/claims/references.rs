@@ -12,7 +12,7 @@ use verification::SetFunction;
 
 use super::set_functions::{eid, prefix, server_ground, sid, PlacementFunction};
 use super::witnesses::placement_json;
-use super::{compile, fmt_opt, normalised, premise_top_k, P2_ENUMERATION_LIMIT, TOLERANCE};
+use super::{compile, compile_top_k, fmt_opt, normalised, P2_ENUMERATION_LIMIT, TOLERANCE};
 use crate::claims::{Check, CheckOptions, Outcome, ReferenceKind};
 use crate::slimcaching::algorithms;
 
@@ -252,13 +252,10 @@ pub(super) fn reference_note(r: &Reference) -> String {
 
 /// Claim `prop3-greedy-ratio`.
 pub(super) fn check_prop3(instance: &Instance, options: &CheckOptions) -> Check {
-    let model = match compile(instance) {
+    let model = match compile_top_k(instance, true) {
         Ok(m) => m,
         Err(note) => return Check::inconclusive(note),
     };
-    if let Err(note) = premise_top_k(instance, true) {
-        return Check::inconclusive(note);
-    }
     let greedy = algorithms::greedy(&model).placement;
     let value = model.objective(&greedy);
     let reference = p1_reference(&model, options, Some(&greedy));
@@ -284,13 +281,10 @@ pub(super) fn check_prop3(instance: &Instance, options: &CheckOptions) -> Check 
 
 /// Claim `remark2-half`.
 pub(super) fn check_remark2(instance: &Instance, options: &CheckOptions) -> Check {
-    let model = match compile(instance) {
+    let model = match compile_top_k(instance, true) {
         Ok(m) => m,
         Err(note) => return Check::inconclusive(note),
     };
-    if let Err(note) = premise_top_k(instance, true) {
-        return Check::inconclusive(note);
-    }
     let runs = [
         ("Alg. 2", algorithms::successive_dp(&model)),
         ("Alg. 3", algorithms::successive_maxconv(&model)),

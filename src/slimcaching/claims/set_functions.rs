@@ -154,6 +154,13 @@ fn demanded_experts(model: &LatencyModel) -> Vec<ExpertId> {
         .collect()
 }
 
+/// F(X) over [`full_ground`] from the empty placement, and the ground set in words.
+pub(super) fn full_function(model: &LatencyModel) -> (PlacementFunction<'_>, String) {
+    let (ground, described) = full_ground(model);
+    let f = PlacementFunction::new(model, &model.empty_placement(), ground, |_| true);
+    (f, described)
+}
+
 /// V for Props. 1-2: every (server, expert) pair, index n E + e, when N x E <= 20; otherwise
 /// the pairs of demanded experts (the others have identically zero gains). Returns the pairs
 /// and a description.
