@@ -203,12 +203,7 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         restarts: usize,
         /// Output folder: journal.jsonl, claims.csv, instances.csv, counterexamples/.
-        #[arg(
-            short = 'o',
-            long,
-            visible_alias = "output",
-            default_value = "verify-out"
-        )]
+        #[arg(short, long, visible_alias = "output", default_value = "verify-out")]
         out: PathBuf,
         /// Continue an interrupted run from OUT/journal.jsonl.
         #[arg(long)]
@@ -321,12 +316,7 @@ enum Command {
         /// The spec (TOML).
         spec: PathBuf,
         /// Output folder.
-        #[arg(
-            short = 'o',
-            long,
-            visible_alias = "output",
-            default_value = "sweep-out"
-        )]
+        #[arg(short, long, visible_alias = "output", default_value = "sweep-out")]
         out: PathBuf,
         /// Parallel workers (default: the machine's cores).
         #[arg(long)]
@@ -371,12 +361,7 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Output folder: the instances and the claims run (re-check counterexamples there).
-        #[arg(
-            short = 'o',
-            long,
-            visible_alias = "output",
-            default_value = "demo-out"
-        )]
+        #[arg(short, long, visible_alias = "output", default_value = "demo-out")]
         out: PathBuf,
     },
 }
