@@ -61,3 +61,26 @@ pub fn reference(r: Reference) -> String {
         Reference::None => "no optimum or bound".into(),
     }
 }
+
+/// A unit enum's name in files (its serde name), for text: never Rust's debug spelling.
+pub fn name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".into(),
+    }
+}
+
+/// Numbers as `a, b, c` in the given format.
+pub fn list<T>(values: &[T], format: impl Fn(&T) -> String) -> String {
+    values.iter().map(format).collect::<Vec<_>>().join(", ")
+}
+
+/// A two-column table of named values (a report's summary).
+pub fn pairs(rows: &[(&str, String)]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(k, v)| vec![k.to_string(), v.clone()])
+        .collect();
+    table(&["measure", "value"], &rows, 1)
+}

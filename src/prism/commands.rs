@@ -407,23 +407,39 @@ impl MigrateReport {
             self.config.method
         );
         let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
-        for w in &self.run.windows {
-            let _ = writeln!(
-                out,
-                "  window {:>3}: C(P) {:>10} C(P') {:>10} T_mig {:>10} {} served (2) {:.4} = {:.4} s",
-                w.window,
-                opt(w.current_cost_s),
-                opt(w.candidate_cost_s),
-                opt(w.migration_s),
-                if w.migrated {
-                    format!("MIGRATE ({} bytes)", w.transferred_bytes)
-                } else {
-                    "stay".to_string()
-                },
-                w.served_proxy_cost,
-                w.served_cost_s
-            );
-        }
+        let rows: Vec<Vec<String>> = self
+            .run
+            .windows
+            .iter()
+            .map(|w| {
+                vec![
+                    w.window.to_string(),
+                    if w.migrated {
+                        format!("migrate ({} bytes)", w.transferred_bytes)
+                    } else {
+                        "stay".to_string()
+                    },
+                    opt(w.current_cost_s),
+                    opt(w.candidate_cost_s),
+                    opt(w.migration_s),
+                    format!("{:.4}", w.served_proxy_cost),
+                    format!("{:.4}", w.served_cost_s),
+                ]
+            })
+            .collect();
+        out.push_str(&crate::render::table(
+            &[
+                "window",
+                "decision",
+                "C(P) s",
+                "C(P') s",
+                "T_mig s",
+                "served (2)",
+                "served s",
+            ],
+            &rows,
+            2,
+        ));
         let _ = writeln!(
             out,
             "migrations {}, served {:.4} s + migration {:.4} s (static placement: {:.4} s), {} bytes moved",

@@ -609,8 +609,8 @@ impl EplbReport {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "EPLB ({:?} policy): {} layers x {} experts -> {} replicas on {} GPUs ({} per GPU), {} groups, {} nodes",
-            p.policy,
+            "EPLB ({} policy): {} layers x {} experts -> {} replicas on {} GPUs ({} per GPU), {} groups, {} nodes",
+            crate::render::name(&p.policy),
             self.layers,
             self.logical_experts,
             self.replicas,
@@ -652,10 +652,17 @@ impl EplbReport {
         for (l, r) in p.replica_count.iter().enumerate() {
             let _ = writeln!(out, "  {l}: [{}]", row(r));
         }
-        let _ = writeln!(out, "balancedness (mean/max GPU load) per layer:");
-        for (l, b) in self.balancedness.iter().enumerate() {
-            let _ = writeln!(out, "  {l}: {b:.4}");
-        }
+        let rows: Vec<Vec<String>> = self
+            .balancedness
+            .iter()
+            .enumerate()
+            .map(|(l, b)| vec![l.to_string(), format!("{b:.4}")])
+            .collect();
+        out.push_str(&crate::render::table(
+            &["layer", "balancedness (mean/max GPU load)"],
+            &rows,
+            1,
+        ));
         out
     }
 }

@@ -408,10 +408,8 @@ impl TpotReport {
     /// For humans.
     pub fn text(&self) -> String {
         let s = &self.stats;
-        format!(
-            "{} ({} cache of {} experts, alpha {:.3}, split {}, prefetch {} ({})): TPOT {:.4e} s \
-             over {} decode tokens; GPU hit rate {:.3}, loads {}, CPU {}, prefetched {} ({} \
-             used), substituted {}, mass kept {:.3}\n",
+        let title = format!(
+            "{} ({} cache of {} experts, alpha {:.3}, split {}, prefetch {} ({}))\n",
             self.trace.name,
             self.policy,
             self.capacity,
@@ -419,16 +417,19 @@ impl TpotReport {
             self.config.split,
             self.config.prefetch,
             self.config.predictor,
-            s.tpot_s,
-            s.decode_tokens,
-            s.gpu_hit_rate,
-            s.loads,
-            s.cpu_experts,
-            s.prefetched,
-            s.prefetch_used,
-            s.substituted,
-            s.mass_kept
-        )
+        );
+        title
+            + &crate::render::pairs(&[
+                ("TPOT s", format!("{:.4e}", s.tpot_s)),
+                ("decode tokens", s.decode_tokens.to_string()),
+                ("GPU hit rate", format!("{:.3}", s.gpu_hit_rate)),
+                ("loads", s.loads.to_string()),
+                ("CPU experts", s.cpu_experts.to_string()),
+                ("prefetched", s.prefetched.to_string()),
+                ("prefetches used", s.prefetch_used.to_string()),
+                ("substituted", s.substituted.to_string()),
+                ("mass kept", format!("{:.3}", s.mass_kept)),
+            ])
     }
 }
 
@@ -472,19 +473,25 @@ impl AlphaReport {
     /// For humans.
     pub fn text(&self) -> String {
         let mut s = format!("{}: T(alpha)\n", self.trace.name);
-        for p in &self.samples {
-            let _ = writeln!(
-                s,
-                "  alpha {:.3}  TPOT {:.4e} s  hit rate {:.3}  mass kept {:.3}",
-                p.alpha, p.tpot_s, p.gpu_hit_rate, p.mass_kept
-            );
-        }
+        let rows: Vec<Vec<String>> = self
+            .samples
+            .iter()
+            .map(|p| {
+                vec![
+                    format!("{:.3}", p.alpha),
+                    format!("{:.4e}", p.tpot_s),
+                    format!("{:.3}", p.gpu_hit_rate),
+                    format!("{:.3}", p.mass_kept),
+                ]
+            })
+            .collect();
+        s += &crate::render::table(&["alpha", "TPOT s", "hit rate", "mass kept"], &rows, 0);
         let sel = &self.selection;
         let _ = writeln!(
             s,
-            "degree-{} fit {:?} (rmse {:.3e} s); budget {:.4e} s: {}",
+            "degree-{} fit [{}] (rmse {:.3e} s); budget {:.4e} s: {}",
             sel.degree,
-            sel.coefficients,
+            crate::render::list(&sel.coefficients, |c| format!("{c:.4e}")),
             sel.fit_rmse_s,
             sel.budget_s,
             match (sel.chosen_alpha, self.measured_tpot_at_choice_s) {

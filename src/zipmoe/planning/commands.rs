@@ -145,13 +145,37 @@ impl PlanReport {
             self.grid_step,
             self.grid_points
         );
-        for p in &self.pools {
-            s += &format!(
-                "  pool {} ({:?}): ratio {:.3}, {} experts per layer ({} B)\n",
-                p.letter, p.pool, p.ratio, p.experts, p.bytes_per_layer
-            );
-        }
-        s += &format!("  miss pool: {} experts per layer\n", self.miss_experts);
+        let mut rows: Vec<Vec<String>> = self
+            .pools
+            .iter()
+            .map(|p| {
+                vec![
+                    p.letter.to_string(),
+                    crate::render::name(&p.pool),
+                    format!("{:.3}", p.ratio),
+                    p.experts.to_string(),
+                    p.bytes_per_layer.to_string(),
+                ]
+            })
+            .collect();
+        rows.push(vec![
+            "M".into(),
+            "miss".into(),
+            "-".into(),
+            self.miss_experts.to_string(),
+            "-".into(),
+        ]);
+        s += &crate::render::table(
+            &[
+                "pool",
+                "kind",
+                "ratio",
+                "experts per layer",
+                "bytes per layer",
+            ],
+            &rows,
+            2,
+        );
         s += &format!(
             "  expected makespan (Alg. 3, all layers): {:.6} ms\n",
             self.expected_makespan_s * 1e3
@@ -255,13 +279,13 @@ impl EstimateReport {
     pub fn text(&self) -> String {
         let c = &self.comparison;
         format!(
-            "Alg. 3 vs simulated Alg. 1 on {} layer {}, split F/C/S/E = {:?}{}\n  \
+            "Alg. 3 vs simulated Alg. 1 on {} layer {}, split F/C/S/E = [{}]{}\n  \
              {} sampled hit patterns (seed {}): mean |rel. error| {:.4}, max {:.4}, mean signed \
              {:+.4}\n  all {} patterns: weighted mean |rel. error| {:.4}, max {:.4}\n  \
              expected makespan: estimate {:.6} ms, simulated {:.6} ms\n",
             self.instance_name,
             c.layer,
-            self.ratios,
+            crate::render::list(&self.ratios, |r| format!("{r:.3}")),
             if self.planned_split { " (planned)" } else { "" },
             c.samples,
             c.seed,
