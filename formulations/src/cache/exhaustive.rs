@@ -133,15 +133,8 @@ pub fn exhaustive(instance: &CacheInstance, flexible: bool) -> Result<(u64, Sche
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::offline::tests::{instance, trace_from_logits};
+    use crate::cache::offline::tests::{instance, top1_trace};
     use crate::cache::offline::{evaluate, Freedom};
-
-    /// Logits that make expert `e` the top-1 (K = 1) with the rest ranked by id.
-    fn top1(e: usize, experts: usize) -> Vec<f32> {
-        (0..experts)
-            .map(|x| if x == e { 10.0 } else { -(x as f32) })
-            .collect()
-    }
 
     #[test]
     fn cyclic_requests_match_the_hand_count() {
@@ -149,8 +142,7 @@ mod tests {
         // step 2 one of 0, 1 is out although both come back: at least 4. MIN reaches 4: at
         // step 2 evict 1 (0 is needed sooner), hit 0, at step 4 load 1 evicting 0 (never needed
         // again), hit 2.
-        let z: Vec<Vec<f32>> = [0, 1, 2, 0, 1, 2].iter().map(|&e| top1(e, 3)).collect();
-        let i = instance(trace_from_logits(3, 1, &z), 2, Freedom::fixed(1));
+        let i = instance(top1_trace(3, &[0, 1, 2, 0, 1, 2]), 2, Freedom::fixed(1));
         let (loads, schedule) = exhaustive(&i, false).unwrap();
         assert_eq!(loads, 4);
         assert_eq!(evaluate(&i, &schedule, false).unwrap().loads, 4);
@@ -161,8 +153,7 @@ mod tests {
         // Same stream; each token ranks its top expert first, then the others by id. With
         // J = 0, M = 2 token "2" may run {2, 0}, token "1" {1, 0}, token "0" {0, 1}: every
         // token may run expert 0, so one load suffices (and at least one is needed).
-        let z: Vec<Vec<f32>> = [0, 1, 2, 0, 1, 2].iter().map(|&e| top1(e, 3)).collect();
-        let mut i = instance(trace_from_logits(3, 1, &z), 2, Freedom::fixed(1));
+        let mut i = instance(top1_trace(3, &[0, 1, 2, 0, 1, 2]), 2, Freedom::fixed(1));
         i.freedom = Freedom {
             top_j: 0,
             max_rank: Some(2),
@@ -179,8 +170,7 @@ mod tests {
 
     #[test]
     fn too_large_is_refused() {
-        let z: Vec<Vec<f32>> = (0..3).map(|t| top1(t, 13)).collect();
-        let i = instance(trace_from_logits(13, 1, &z), 6, Freedom::fixed(1));
+        let i = instance(top1_trace(13, &[0, 1, 2]), 6, Freedom::fixed(1));
         assert!(matches!(exhaustive(&i, false), Err(Error::TooLarge(_))));
     }
 }

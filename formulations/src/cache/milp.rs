@@ -236,22 +236,15 @@ impl OfflineMilp {
 mod tests {
     use super::*;
     use crate::cache::exhaustive::exhaustive;
-    use crate::cache::offline::tests::{instance, trace_from_logits};
+    use crate::cache::offline::tests::{instance, top1_trace};
     use crate::cache::offline::Freedom;
     use crate::milp::MilpStatus;
-
-    fn top1(e: usize, experts: usize) -> Vec<f32> {
-        (0..experts)
-            .map(|x| if x == e { 10.0 } else { -(x as f32) })
-            .collect()
-    }
 
     #[test]
     fn cyclic_stream_fixed_and_flexible_optima_match_the_hand_counts() {
         // As in the exhaustive tests: 0 1 2 0 1 2 with C = 2 needs 4 loads (fixed routing),
         // and 1 load when every token may run its rank-2 expert (J = 0, M = 2).
-        let z: Vec<Vec<f32>> = [0, 1, 2, 0, 1, 2].iter().map(|&e| top1(e, 3)).collect();
-        let mut i = instance(trace_from_logits(3, 1, &z), 2, Freedom::fixed(1));
+        let mut i = instance(top1_trace(3, &[0, 1, 2, 0, 1, 2]), 2, Freedom::fixed(1));
         i.freedom = Freedom {
             top_j: 0,
             max_rank: Some(2),
@@ -271,8 +264,7 @@ mod tests {
 
     #[test]
     fn start_from_an_optimal_schedule_is_feasible_with_its_loads() {
-        let z: Vec<Vec<f32>> = [0, 1, 2, 0, 1, 2].iter().map(|&e| top1(e, 3)).collect();
-        let i = instance(trace_from_logits(3, 1, &z), 2, Freedom::fixed(1));
+        let i = instance(top1_trace(3, &[0, 1, 2, 0, 1, 2]), 2, Freedom::fixed(1));
         let (loads, schedule) = exhaustive(&i, false).unwrap();
         let model = OfflineMilp::build(&i, false).unwrap();
         let v = model.start(&schedule);
@@ -283,8 +275,7 @@ mod tests {
 
     #[test]
     fn lp_text_names_the_rows() {
-        let z: Vec<Vec<f32>> = [0, 1].iter().map(|&e| top1(e, 3)).collect();
-        let i = instance(trace_from_logits(3, 1, &z), 2, Freedom::fixed(1));
+        let i = instance(top1_trace(3, &[0, 1]), 2, Freedom::fixed(1));
         let lp = OfflineMilp::build(&i, false).unwrap().milp.to_lp();
         assert!(lp.contains(" cap_1: r_1_0 + r_1_1 + r_1_2\n   <= 2\n"));
         assert!(lp.contains(" load_1_2: l_1_2 - r_1_2 + r_0_2\n   >= 0\n"));

@@ -500,6 +500,19 @@ pub(crate) mod tests {
         }
     }
 
+    /// Logits that make expert `e` the top-1 (K = 1) with the rest ranked by id.
+    fn top1(e: usize, experts: usize) -> Vec<f32> {
+        (0..experts)
+            .map(|x| if x == e { 10.0 } else { -(x as f32) })
+            .collect()
+    }
+
+    /// A one-layer top-1 trace over `experts` experts requesting `requests` in order.
+    pub(crate) fn top1_trace(experts: usize, requests: &[usize]) -> Trace {
+        let z: Vec<Vec<f32>> = requests.iter().map(|&e| top1(e, experts)).collect();
+        trace_from_logits(experts, 1, &z)
+    }
+
     pub(crate) fn instance(trace: Trace, capacity: usize, freedom: Freedom) -> CacheInstance {
         CacheInstance {
             problem: ProblemKind::CacheOffline,

@@ -265,27 +265,44 @@ pub struct LatencyEvaluation {
 }
 
 fn check_request(instance: &Instance, i: usize, r: &Request) -> Result<(), ValidationError> {
-    let at = format!("requests[{i}]");
-    if r.server.index() >= instance.servers.len() {
+    check_routed(
+        instance,
+        &format!("requests[{i}]"),
+        r.server,
+        r.tokens,
+        &r.experts,
+    )
+}
+
+/// A request's server, token count and per-layer expert sets (`at` names it in errors): shared
+/// by the evaluator's and the simulator's requests.
+pub(crate) fn check_routed(
+    instance: &Instance,
+    at: &str,
+    server: ServerId,
+    tokens: u32,
+    experts: &[Vec<u32>],
+) -> Result<(), ValidationError> {
+    if server.index() >= instance.servers.len() {
         return Err(ValidationError::new(
             format!("{at}.server"),
-            format!("{} is out of range 0..{}", r.server, instance.servers.len()),
+            format!("{} is out of range 0..{}", server, instance.servers.len()),
         ));
     }
-    if r.tokens == 0 {
+    if tokens == 0 {
         return Err(ValidationError::new(format!("{at}.tokens"), "must be >= 1"));
     }
-    if r.experts.len() != instance.layers() {
+    if experts.len() != instance.layers() {
         return Err(ValidationError::new(
             format!("{at}.experts"),
             format!(
                 "has {} layers, expected {}",
-                r.experts.len(),
+                experts.len(),
                 instance.layers()
             ),
         ));
     }
-    for (l, set) in r.experts.iter().enumerate() {
+    for (l, set) in experts.iter().enumerate() {
         for (j, &e) in set.iter().enumerate() {
             if e >= instance.model.experts_per_layer {
                 return Err(ValidationError::new(

@@ -365,43 +365,13 @@ fn missing(instance: &Instance, replicas: &Replicas, idx: usize) -> ValidationEr
 
 fn check_request(instance: &Instance, i: usize, r: &SimRequest) -> Result<(), ValidationError> {
     let at = format!("requests[{i}]");
-    let bad = |field: String, reason: String| Err(ValidationError::new(field, reason));
-    if r.server.index() >= instance.servers.len() {
-        return bad(
-            format!("{at}.server"),
-            format!("{} is out of range", r.server),
-        );
-    }
     if !(r.arrival_s.is_finite() && r.arrival_s >= 0.0) {
-        return bad(
+        return Err(ValidationError::new(
             format!("{at}.arrival_s"),
             format!("must be finite and >= 0, got {}", r.arrival_s),
-        );
+        ));
     }
-    if r.tokens == 0 {
-        return bad(format!("{at}.tokens"), "must be >= 1".into());
-    }
-    if r.experts.len() != instance.layers() {
-        return bad(
-            format!("{at}.experts"),
-            format!(
-                "has {} layers, expected {}",
-                r.experts.len(),
-                instance.layers()
-            ),
-        );
-    }
-    for (l, set) in r.experts.iter().enumerate() {
-        for (j, &e) in set.iter().enumerate() {
-            if e >= instance.model.experts_per_layer || set[..j].contains(&e) {
-                return bad(
-                    format!("{at}.experts[{l}][{j}]"),
-                    format!("{e} is out of range or repeated"),
-                );
-            }
-        }
-    }
-    Ok(())
+    super::evaluate::check_routed(instance, &at, r.server, r.tokens, &r.experts)
 }
 
 /// Nearest-rank percentile of unsorted values (0 for none).
