@@ -73,19 +73,12 @@ mod tests {
 
     #[test]
     fn rounding_candidates_one_by_one_then_together() {
-        fn real(v: &mut Vec<f64>, i: usize) -> &mut f64 {
+        fn real<const N: usize>(v: &mut [f64; N], i: usize) -> &mut f64 {
             &mut v[i]
         }
-        let c = rounded(&vec![1.234, 2.0, 5.678], 3, real);
-        assert_eq!(
-            c,
-            vec![
-                vec![1.2, 2.0, 5.678],
-                vec![1.234, 2.0, 5.7],
-                vec![1.2, 2.0, 5.7]
-            ]
-        );
-        assert_eq!(rounded(&vec![1.234, 2.0], 2, real), vec![vec![1.2, 2.0]]);
+        let c = rounded(&[1.234, 2.0, 5.678], 3, real);
+        assert_eq!(c, [[1.2, 2.0, 5.678], [1.234, 2.0, 5.7], [1.2, 2.0, 5.7]]);
+        assert_eq!(rounded(&[1.234, 2.0], 2, real), [[1.2, 2.0]]);
     }
 
     #[test]

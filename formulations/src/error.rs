@@ -93,6 +93,32 @@ impl std::fmt::Display for ValidationError {
 
 impl std::error::Error for ValidationError {}
 
+/// The result of one validation check.
+pub type Check = Result<(), ValidationError>;
+
+/// The failure of `field` for `reason`.
+pub fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
+    Err(ValidationError::new(field, reason))
+}
+
+/// `x` finite and > 0.
+pub fn positive(field: &str, x: f64) -> Check {
+    if x.is_finite() && x > 0.0 {
+        Ok(())
+    } else {
+        fail(field, format!("must be positive and finite, got {x}"))
+    }
+}
+
+/// `x` finite and >= 0.
+pub fn non_negative(field: &str, x: f64) -> Check {
+    if x.is_finite() && x >= 0.0 {
+        Ok(())
+    } else {
+        fail(field, format!("must be finite and >= 0, got {x}"))
+    }
+}
+
 /// Reads a JSON file into `T`, mapping failures to [`Error::Io`] / [`Error::Json`].
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io {

@@ -31,6 +31,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::model::{softmax, Trace};
+use crate::error::{fail, Check};
 use crate::error::{read_json, Error, ValidationError};
 use crate::problem::ProblemKind;
 
@@ -178,12 +179,6 @@ impl CacheInstance {
             mass,
         }
     }
-}
-
-type Check = Result<(), ValidationError>;
-
-fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
-    Err(ValidationError::new(field, reason))
 }
 
 /// The rules of an instance: `problem` is `cache-offline`; the trace is valid (fields

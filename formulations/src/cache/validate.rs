@@ -10,16 +10,11 @@ use std::collections::HashMap;
 
 use super::model::{Routing, Trace};
 use crate::error::ValidationError;
+use crate::error::{fail, Check};
 use crate::problem::ProblemKind;
 
 /// Most experts per layer.
 pub const MAX_EXPERTS: usize = 1 << 16;
-
-type Check = Result<(), ValidationError>;
-
-fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
-    Err(ValidationError::new(field, reason))
-}
 
 /// Checks every rule of the module doc.
 pub fn validate(trace: &Trace) -> Check {

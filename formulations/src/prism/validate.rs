@@ -15,33 +15,11 @@
 use std::collections::HashSet;
 
 use super::model::{Instance, Placement};
-use crate::error::ValidationError;
+use crate::error::{fail, non_negative, positive, Check};
 use crate::problem::ProblemKind;
 
 /// Allowed absolute deviation of a frequency row's sum from K, and of an entry above 1.
 pub const FREQUENCY_TOLERANCE: f64 = 1e-6;
-
-type Check = Result<(), ValidationError>;
-
-fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
-    Err(ValidationError::new(field, reason))
-}
-
-fn non_negative(field: &str, x: f64) -> Check {
-    if x.is_finite() && x >= 0.0 {
-        Ok(())
-    } else {
-        fail(field, format!("must be finite and >= 0, got {x}"))
-    }
-}
-
-fn positive(field: &str, x: f64) -> Check {
-    if x.is_finite() && x > 0.0 {
-        Ok(())
-    } else {
-        fail(field, format!("must be positive and finite, got {x}"))
-    }
-}
 
 fn square(field: &str, m: &[Vec<f64>], n: usize) -> Check {
     if m.len() != n {

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 
 use super::model::{ExpertCatalogue, Instance, Link};
-use crate::error::ValidationError;
+use crate::error::{fail, positive, Check};
 
 /// Allowed deviation of a probability distribution's sum from 1.
 pub const PROBABILITY_TOLERANCE: f64 = 1e-6;
@@ -20,20 +20,6 @@ pub const MAX_SERVERS: usize = 32;
 pub const MAX_TOP_K: u32 = 16;
 /// Relative tolerance of the symmetry check.
 const SYMMETRY_TOLERANCE: f64 = 1e-9;
-
-type Check = Result<(), ValidationError>;
-
-fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
-    Err(ValidationError::new(field, reason))
-}
-
-fn positive(field: &str, x: f64) -> Check {
-    if x.is_finite() && x > 0.0 {
-        Ok(())
-    } else {
-        fail(field, format!("must be positive and finite, got {x}"))
-    }
-}
 
 fn probability(field: &str, p: f64) -> Check {
     if (0.0..=1.0).contains(&p) {

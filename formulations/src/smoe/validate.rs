@@ -6,19 +6,13 @@
 //! of length E.
 
 use super::model::{Costs, Instance};
-use crate::error::ValidationError;
+use crate::error::{fail, Check};
 use crate::problem::ProblemKind;
 
 /// Most experts in a layer.
 pub const MAX_EXPERTS: usize = 4096;
 /// Most tokens in a batch.
 pub const MAX_TOKENS: usize = 4096;
-
-type Check = Result<(), ValidationError>;
-
-fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
-    Err(ValidationError::new(field, reason))
-}
 
 fn cost(field: &str, x: f64, zero_ok: bool) -> Check {
     if x.is_finite() && (x > 0.0 || (zero_ok && x == 0.0)) {

@@ -88,30 +88,9 @@ pub fn lower_bound(instance: &Instance) -> LowerBound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::problem::ProblemKind;
-    use crate::zipmoe::model::SelectedExpert;
 
-    fn instance(states: &[(CompressionState, f64)], threads: u32) -> Instance {
-        Instance {
-            problem: ProblemKind::Zipmoe,
-            name: String::new(),
-            tensors_per_expert: 1,
-            shards: 2,
-            compression_ratio: 0.5,
-            sm_read_s: 2.0,
-            decompress_s: 1.0,
-            threads,
-            experts: states
-                .iter()
-                .enumerate()
-                .map(|(i, &(state, gpu_s))| SelectedExpert {
-                    id: i as u32,
-                    tokens: 1,
-                    gpu_s,
-                    state,
-                })
-                .collect(),
-        }
+    fn instance(experts: &[(CompressionState, f64)], threads: u32) -> Instance {
+        crate::zipmoe::model::test_layer(experts, threads)
     }
 
     #[test]

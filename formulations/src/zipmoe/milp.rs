@@ -414,31 +414,11 @@ impl ZipMoeMilp {
 mod tests {
     use super::*;
     use crate::milp::MilpStatus;
-    use crate::problem::ProblemKind;
-    use crate::zipmoe::model::{CompressionState, SelectedExpert};
+    use crate::zipmoe::model::CompressionState;
     use crate::zipmoe::schedule::check;
 
     fn instance(experts: &[(CompressionState, f64)], threads: u32) -> Instance {
-        Instance {
-            problem: ProblemKind::Zipmoe,
-            name: "milp".into(),
-            tensors_per_expert: 1,
-            shards: 2,
-            compression_ratio: 0.5,
-            sm_read_s: 2.0,
-            decompress_s: 1.0,
-            threads,
-            experts: experts
-                .iter()
-                .enumerate()
-                .map(|(i, &(state, gpu_s))| SelectedExpert {
-                    id: i as u32,
-                    tokens: 1,
-                    gpu_s,
-                    state,
-                })
-                .collect(),
-        }
+        crate::zipmoe::model::test_layer(experts, threads)
     }
 
     fn optimum(i: &Instance) -> (f64, Schedule) {

@@ -207,6 +207,32 @@ impl Instance {
     }
 }
 
+/// A test layer: N = 1, K = 2, rho = 0.5, u = 2 s, c = 1 s, the experts numbered 0.. with one
+/// token each and the given states and p_n.
+#[cfg(test)]
+pub(crate) fn test_layer(experts: &[(CompressionState, f64)], threads: u32) -> Instance {
+    Instance {
+        problem: ProblemKind::Zipmoe,
+        name: "test".into(),
+        tensors_per_expert: 1,
+        shards: 2,
+        compression_ratio: 0.5,
+        sm_read_s: 2.0,
+        decompress_s: 1.0,
+        threads,
+        experts: experts
+            .iter()
+            .enumerate()
+            .map(|(i, &(state, gpu_s))| SelectedExpert {
+                id: i as u32,
+                tokens: 1,
+                gpu_s,
+                state,
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,7 +65,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::problem::ProblemKind;
 
-use crate::error::{read_json, Error, ValidationError};
+use crate::error::{fail, Check};
+use crate::error::{read_json, Error};
 
 /// Allowed |sum_r f_r - k| relative to k.
 pub const SUM_TOLERANCE: f64 = 1e-12;
@@ -263,12 +264,6 @@ pub struct HitPattern {
     pub misses: usize,
     /// Phi_M(k_rem) / Phi_N(k) prod_p Phi_p(h_p) (Sec. 3.4, Alg. 4 line 25).
     pub probability: f64,
-}
-
-type Check = Result<(), ValidationError>;
-
-fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
-    Err(ValidationError::new(field, reason))
 }
 
 fn non_negative_time(field: &str, x: f64) -> Check {

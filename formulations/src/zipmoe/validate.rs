@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use super::model::Instance;
-use crate::error::ValidationError;
+use crate::error::{fail, positive, Check};
 use crate::problem::ProblemKind;
 
 /// Most tensors per expert.
@@ -18,20 +18,6 @@ pub const MAX_SHARDS: u32 = 256;
 pub const MAX_THREADS: u32 = 1024;
 /// Most selected experts in a layer.
 pub const MAX_EXPERTS: usize = 4096;
-
-type Check = Result<(), ValidationError>;
-
-fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
-    Err(ValidationError::new(field, reason))
-}
-
-fn positive(field: &str, x: f64) -> Check {
-    if x.is_finite() && x > 0.0 {
-        Ok(())
-    } else {
-        fail(field, format!("must be positive and finite, got {x}"))
-    }
-}
 
 fn count(field: &str, x: u32, max: u32) -> Check {
     if (1..=max).contains(&x) {
