@@ -2,20 +2,24 @@
 //! pareto, offline and tpot. `generate`, `import`, `solve`, `compare` and `write-lp` dispatch
 //! here from `cli.rs` on the problem or the file's tag.
 
+use std::iter::once;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use formulations::cache::offline::Freedom;
+use serde::Serialize;
+use serde_json::Value;
 
 use super::problems::emit;
 use super::{write_json, CliError};
 use crate::cache::bounds;
-use crate::cache::commands::{self as cc, PolicyChoice};
+use crate::cache::commands::{self as cc, PolicyChoice, TraceInfo};
 use crate::cache::import::{load_any, ImportOptions};
 use crate::cache::pareto::{self, SweepOptions};
 use crate::cache::policies::{PolicySpec, Scope};
 use crate::cache::routers::ReplayOptions;
 use crate::export::{write_csv, Table};
+use crate::registry::to_value;
 use crate::report::VERSION;
 use crate::smoe::commands as sc;
 use crate::smoe::pipeline::{PipelineConfig, PipelineCosts, Predictor, SplitChoice};
@@ -99,30 +103,24 @@ impl ReplayArgs {
             scope,
             self.warm_start.as_deref(),
         )?;
-        if let Some(path) = &self.csv {
-            let mut rows = Vec::new();
-            for r in &report.results {
-                for (l, layer) in r.layers.iter().enumerate() {
-                    let mut row = serde_json::to_value(layer).expect("serialisable");
-                    row["policy"] = r.policy.to_string().into();
-                    row["layer"] = l.to_string().into();
-                    rows.push(row);
-                }
-                let mut row = serde_json::to_value(&r.total).expect("serialisable");
-                row["policy"] = r.policy.to_string().into();
-                row["layer"] = "total".into();
-                rows.push(row);
-            }
-            let context = vec![
-                ("moe_opt_version", VERSION.into()),
-                ("trace_name", report.trace.name.clone().into()),
-                ("trace_sha256", report.trace.sha256.clone().into()),
-                ("scope", self.scope.clone().into()),
-                ("capacity", report.capacity.into()),
-            ];
-            write_csv(path, &Table::new(context, rows))?;
-        }
-        emit(&report, self.json, |r| r.text())
+        emit_csv(
+            &report,
+            self.json,
+            |r| r.text(),
+            self.csv.as_deref(),
+            |report| {
+                let rows = (report.results.iter())
+                    .flat_map(|r| {
+                        let policy = ("policy", r.policy.to_string().into());
+                        layer_rows(&r.layers, &r.total, &[policy])
+                    })
+                    .collect();
+                let mut context = trace_context(&report.trace);
+                context.push(("scope", self.scope.clone().into()));
+                context.push(("capacity", report.capacity.into()));
+                Table::new(context, rows)
+            },
+        )
     }
 }
 
@@ -158,38 +156,33 @@ impl RouteArgs {
             ..ReplayOptions::default()
         };
         let report = pareto::route(&trace, &self.router, self.capacity, &options)?;
-        if let Some(path) = &self.csv {
-            let r = &report.result;
-            let mut rows = Vec::new();
-            for (l, stats) in r.per_layer.iter().enumerate() {
-                let mut row = serde_json::to_value(stats).expect("serialisable");
-                row["layer"] = l.to_string().into();
-                rows.push(row);
-            }
-            let mut row = serde_json::to_value(&r.total).expect("serialisable");
-            row["layer"] = "total".into();
-            rows.push(row);
-            let quality = serde_json::to_value(&r.quality).expect("serialisable");
-            let mut context = vec![
-                ("moe_opt_version", VERSION.into()),
-                ("trace_name", report.trace.name.clone().into()),
-                ("trace_sha256", report.trace.sha256.clone().into()),
-                ("scope", self.scope.clone().into()),
-                ("router", r.router.clone().into()),
-                ("capacity", r.capacity.into()),
-                ("miss_rate", r.miss_rate.into()),
-            ];
-            let names: Vec<String> = quality
-                .as_object()
-                .map(|o| o.keys().map(|k| format!("quality.{k}")).collect())
-                .unwrap_or_default();
-            for name in &names {
-                let key = name.trim_start_matches("quality.");
-                context.push((name.as_str(), quality[key].clone()));
-            }
-            write_csv(path, &Table::new(context, rows))?;
-        }
-        emit(&report, self.json, |r| r.text())
+        emit_csv(
+            &report,
+            self.json,
+            |r| r.text(),
+            self.csv.as_deref(),
+            |report| {
+                let r = &report.result;
+                let rows = layer_rows(&r.per_layer, &r.total, &[]);
+                let quality = to_value(&r.quality);
+                let mut context = trace_context(&report.trace);
+                context.extend([
+                    ("scope", self.scope.clone().into()),
+                    ("router", r.router.clone().into()),
+                    ("capacity", r.capacity.into()),
+                    ("miss_rate", r.miss_rate.into()),
+                ]);
+                let names: Vec<String> = quality
+                    .as_object()
+                    .map(|o| o.keys().map(|k| format!("quality.{k}")).collect())
+                    .unwrap_or_default();
+                for name in &names {
+                    let key = name.trim_start_matches("quality.");
+                    context.push((name.as_str(), quality[key].clone()));
+                }
+                Table::new(context, rows)
+            },
+        )
     }
 }
 
@@ -237,18 +230,10 @@ impl ParetoArgs {
         };
         let report = pareto::sweep_report(&trace, &options)?;
         if let Some(path) = &self.csv {
-            let context = vec![
-                ("moe_opt_version", VERSION.into()),
-                ("trace_name", report.trace.name.clone().into()),
-                ("trace_sha256", report.trace.sha256.clone().into()),
-                ("policy", report.policy.clone().into()),
-                ("scope", self.scope.clone().into()),
-            ];
-            let rows = report
-                .points
-                .iter()
-                .map(|p| serde_json::to_value(p).expect("serialisable"))
-                .collect();
+            let mut context = trace_context(&report.trace);
+            context.push(("policy", report.policy.clone().into()));
+            context.push(("scope", self.scope.clone().into()));
+            let rows = report.points.iter().map(to_value).collect();
             write_csv(path, &Table::new(context.clone(), rows))?;
             let scope: Scope = self.scope.parse().map_err(CliError::input)?;
             let mut rows = Vec::new();
@@ -268,6 +253,48 @@ impl ParetoArgs {
         }
         emit(&report, self.json, |r| r.text())
     }
+}
+
+/// Writes the `--csv` table (made only when asked), then prints the report as JSON or text.
+fn emit_csv<R: Serialize>(
+    report: &R,
+    json: bool,
+    text: impl FnOnce(&R) -> String,
+    csv: Option<&Path>,
+    table: impl FnOnce(&R) -> Table,
+) -> Result<(), CliError> {
+    if let Some(path) = csv {
+        write_csv(path, &table(report))?;
+    }
+    emit(report, json, text)
+}
+
+/// The CSV context columns every trace command starts with.
+fn trace_context<'a>(trace: &TraceInfo) -> Vec<(&'a str, Value)> {
+    vec![
+        ("moe_opt_version", VERSION.into()),
+        ("trace_name", trace.name.clone().into()),
+        ("trace_sha256", trace.sha256.clone().into()),
+    ]
+}
+
+/// A CSV row per layer's statistics, then a `total` row; each has `fields`, then `layer`.
+fn layer_rows<L: Serialize, T: Serialize>(
+    layers: &[L],
+    total: &T,
+    fields: &[(&str, Value)],
+) -> Vec<Value> {
+    let rows = layers.iter().map(to_value).chain(once(to_value(total)));
+    let names = (0..layers.len()).map(|l| l.to_string());
+    rows.zip(names.chain(once("total".to_string())))
+        .map(|(mut row, layer)| {
+            for (k, v) in fields {
+                row[*k] = v.clone();
+            }
+            row["layer"] = layer.into();
+            row
+        })
+        .collect()
 }
 
 /// `PATH` with `suffix` before its extension.
@@ -411,19 +438,20 @@ impl TpotArgs {
             self.degree,
             budget,
         )?;
-        if let Some(path) = &self.csv {
-            let context = vec![
-                ("moe_opt_version", VERSION.into()),
-                ("budget_s", budget.into()),
-            ];
-            let rows = report
-                .samples
-                .iter()
-                .map(|p| serde_json::to_value(p).expect("serialisable"))
-                .collect();
-            write_csv(path, &Table::new(context, rows))?;
-        }
-        emit(&report, self.json, |r| r.text())
+        emit_csv(
+            &report,
+            self.json,
+            |r| r.text(),
+            self.csv.as_deref(),
+            |report| {
+                let context = vec![
+                    ("moe_opt_version", VERSION.into()),
+                    ("budget_s", budget.into()),
+                ];
+                let rows = report.samples.iter().map(to_value).collect();
+                Table::new(context, rows)
+            },
+        )
     }
 }
 
