@@ -65,7 +65,16 @@ impl TraceInfo {
         }
     }
 
-    fn text(&self, out: &mut String) {
+    /// The CSV context columns every table on the trace starts with.
+    pub fn context<'a>(&self) -> Vec<(&'a str, serde_json::Value)> {
+        vec![
+            ("moe_opt_version", VERSION.into()),
+            ("trace_name", self.name.clone().into()),
+            ("trace_sha256", self.sha256.clone().into()),
+        ]
+    }
+
+    pub(crate) fn text(&self, out: &mut String) {
         let _ = writeln!(
             out,
             "trace {} ({}): E = {}{}, K = {}, {} layers, {} tokens, {}{}",
@@ -356,16 +365,8 @@ impl ReplayReport {
         self.trace.text(&mut out);
         let _ = writeln!(
             out,
-            "{} cache{}, C = {}{}",
-            match self.scope {
-                Scope::PerLayer => "per-layer",
-                Scope::Pool => "pooled",
-            },
-            if self.scope == Scope::PerLayer {
-                "s"
-            } else {
-                ""
-            },
+            "{}, C = {}{}",
+            self.scope.caches(),
             self.capacity,
             self.warm_start
                 .as_ref()

@@ -380,20 +380,13 @@ impl SweepReport {
     /// Per capacity: the original routing, then each family's front of miss rate against
     /// router mass kept (or share of top-K kept when the trace has no probabilities).
     pub fn text(&self) -> String {
-        let t = &self.trace;
-        let mut s = format!(
-            "{} ({}): E = {}, K = {}, {} layers, {} tokens; {} {} caches, {} replays\n",
-            t.name,
-            t.model,
-            t.experts,
-            t.top_k,
-            t.layers,
-            t.tokens,
+        let mut s = String::new();
+        self.trace.text(&mut s);
+        let _ = writeln!(
+            s,
+            "{} {}, {} replays",
             self.policy,
-            match self.layout {
-                Scope::PerLayer => "per-layer",
-                Scope::Pool => "pooled",
-            },
+            self.layout.caches(),
             self.points.len()
         );
         let proxy = if self.points.iter().all(|p| p.mass_kept.is_some()) {

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::problems::emit;
 use super::{write_json, CliError};
 use crate::cache::bounds;
-use crate::cache::commands::{self as cc, PolicyChoice, TraceInfo};
+use crate::cache::commands::{self as cc, PolicyChoice};
 use crate::cache::import::{load_any, ImportOptions};
 use crate::cache::pareto::{self, SweepOptions};
 use crate::cache::policies::{PolicySpec, Scope};
@@ -115,7 +115,7 @@ impl ReplayArgs {
                         layer_rows(&r.layers, &r.total, &[policy])
                     })
                     .collect();
-                let mut context = trace_context(&report.trace);
+                let mut context = report.trace.context();
                 context.push(("scope", self.scope.clone().into()));
                 context.push(("capacity", report.capacity.into()));
                 Table::new(context, rows)
@@ -165,7 +165,7 @@ impl RouteArgs {
                 let r = &report.result;
                 let rows = layer_rows(&r.per_layer, &r.total, &[]);
                 let quality = to_value(&r.quality);
-                let mut context = trace_context(&report.trace);
+                let mut context = report.trace.context();
                 context.extend([
                     ("scope", self.scope.clone().into()),
                     ("router", r.router.clone().into()),
@@ -230,7 +230,7 @@ impl ParetoArgs {
         };
         let report = pareto::sweep_report(&trace, &options)?;
         if let Some(path) = &self.csv {
-            let mut context = trace_context(&report.trace);
+            let mut context = report.trace.context();
             context.push(("policy", report.policy.clone().into()));
             context.push(("scope", self.scope.clone().into()));
             let rows = report.points.iter().map(to_value).collect();
@@ -267,15 +267,6 @@ fn emit_csv<R: Serialize>(
         write_csv(path, &table(report))?;
     }
     emit(report, json, text)
-}
-
-/// The CSV context columns every trace command starts with.
-fn trace_context<'a>(trace: &TraceInfo) -> Vec<(&'a str, Value)> {
-    vec![
-        ("moe_opt_version", VERSION.into()),
-        ("trace_name", trace.name.clone().into()),
-        ("trace_sha256", trace.sha256.clone().into()),
-    ]
 }
 
 /// A CSV row per layer's statistics, then a `total` row; each has `fields`, then `layer`.
