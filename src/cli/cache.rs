@@ -10,8 +10,7 @@ use formulations::cache::offline::Freedom;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::problems::emit;
-use super::{write_json, CliError};
+use super::{problems, write_json, CliError, Output};
 use crate::cache::bounds;
 use crate::cache::commands::{self as cc, PolicyChoice};
 use crate::cache::import::{load_any, ImportOptions};
@@ -19,7 +18,7 @@ use crate::cache::pareto::{self, SweepOptions};
 use crate::cache::policies::{PolicySpec, Scope};
 use crate::cache::routers::ReplayOptions;
 use crate::export::{write_csv, Table};
-use crate::registry::to_value;
+use crate::registry::{to_value, Rendered};
 use crate::report::VERSION;
 use crate::smoe::commands as sc;
 use crate::smoe::pipeline::{PipelineConfig, PipelineCosts, Predictor, SplitChoice};
@@ -69,12 +68,8 @@ pub(super) struct ReplayArgs {
     /// An activation-count file whose per-expert totals seed LFU's counts.
     #[arg(long)]
     warm_start: Option<PathBuf>,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Also write a tidy table (CSV: a row per policy and layer, plus a `total` row per policy).
-    #[arg(long)]
-    csv: Option<PathBuf>,
+    #[command(flatten)]
+    output: Output,
 }
 
 impl ReplayArgs {
@@ -103,24 +98,18 @@ impl ReplayArgs {
             scope,
             self.warm_start.as_deref(),
         )?;
-        emit_csv(
-            &report,
-            self.json,
-            |r| r.text(),
-            self.csv.as_deref(),
-            |report| {
-                let rows = (report.results.iter())
-                    .flat_map(|r| {
-                        let policy = ("policy", r.policy.to_string().into());
-                        layer_rows(&r.layers, &r.total, &[policy])
-                    })
-                    .collect();
-                let mut context = report.trace.context();
-                context.push(("scope", self.scope.clone().into()));
-                context.push(("capacity", report.capacity.into()));
-                Table::new(context, rows)
-            },
-        )
+        let rows = (report.results.iter())
+            .flat_map(|r| {
+                let policy = ("policy", r.policy.to_string().into());
+                layer_rows(&r.layers, &r.total, &[policy])
+            })
+            .collect();
+        let mut context = report.trace.context();
+        context.push(("scope", self.scope.clone().into()));
+        context.push(("capacity", report.capacity.into()));
+        let table = Table::new(context, rows);
+        let rendered = Rendered::new(&report, report.text()).with_table(table);
+        self.output.emit(rendered)
     }
 }
 
@@ -139,13 +128,8 @@ pub(super) struct RouteArgs {
     /// per-layer or pool.
     #[arg(long, default_value = "per-layer")]
     scope: String,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Also write a tidy table (CSV: a row per layer's cache, plus a `total` row, with the
-    /// router's quality proxies on every row).
-    #[arg(long)]
-    csv: Option<PathBuf>,
+    #[command(flatten)]
+    output: Output,
 }
 
 impl RouteArgs {
@@ -156,33 +140,27 @@ impl RouteArgs {
             ..ReplayOptions::default()
         };
         let report = pareto::route(&trace, &self.router, self.capacity, &options)?;
-        emit_csv(
-            &report,
-            self.json,
-            |r| r.text(),
-            self.csv.as_deref(),
-            |report| {
-                let r = &report.result;
-                let rows = layer_rows(&r.per_layer, &r.total, &[]);
-                let quality = to_value(&r.quality);
-                let mut context = report.trace.context();
-                context.extend([
-                    ("scope", self.scope.clone().into()),
-                    ("router", r.router.clone().into()),
-                    ("capacity", r.capacity.into()),
-                    ("miss_rate", r.miss_rate.into()),
-                ]);
-                let names: Vec<String> = quality
-                    .as_object()
-                    .map(|o| o.keys().map(|k| format!("quality.{k}")).collect())
-                    .unwrap_or_default();
-                for name in &names {
-                    let key = name.trim_start_matches("quality.");
-                    context.push((name.as_str(), quality[key].clone()));
-                }
-                Table::new(context, rows)
-            },
-        )
+        let r = &report.result;
+        let rows = layer_rows(&r.per_layer, &r.total, &[]);
+        let quality = to_value(&r.quality);
+        let mut context = report.trace.context();
+        context.extend([
+            ("scope", self.scope.clone().into()),
+            ("router", r.router.clone().into()),
+            ("capacity", r.capacity.into()),
+            ("miss_rate", r.miss_rate.into()),
+        ]);
+        let names: Vec<String> = quality
+            .as_object()
+            .map(|o| o.keys().map(|k| format!("quality.{k}")).collect())
+            .unwrap_or_default();
+        for name in &names {
+            let key = name.trim_start_matches("quality.");
+            context.push((name.as_str(), quality[key].clone()));
+        }
+        let table = Table::new(context, rows);
+        let rendered = Rendered::new(&report, report.text()).with_table(table);
+        self.output.emit(rendered)
     }
 }
 
@@ -251,22 +229,8 @@ impl ParetoArgs {
                 .collect();
             write_csv(&sibling(path, "-baselines"), &Table::new(context, rows))?;
         }
-        emit(&report, self.json, |r| r.text())
+        problems::emit(&report, self.json, |r| r.text())
     }
-}
-
-/// Writes the `--csv` table (made only when asked), then prints the report as JSON or text.
-fn emit_csv<R: Serialize>(
-    report: &R,
-    json: bool,
-    text: impl FnOnce(&R) -> String,
-    csv: Option<&Path>,
-    table: impl FnOnce(&R) -> Table,
-) -> Result<(), CliError> {
-    if let Some(path) = csv {
-        write_csv(path, &table(report))?;
-    }
-    emit(report, json, text)
 }
 
 /// A CSV row per layer's statistics, then a `total` row; each has `fields`, then `layer`.
@@ -388,12 +352,8 @@ pub(super) struct TpotArgs {
     /// Common parameters of a layer on the GPU, seconds.
     #[arg(long, default_value_t = 5e-4)]
     common_s: f64,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Also write T(alpha) (CSV: a row per alpha) when --alphas is given.
-    #[arg(long)]
-    csv: Option<PathBuf>,
+    #[command(flatten)]
+    output: Output,
 }
 
 impl TpotArgs {
@@ -414,7 +374,7 @@ impl TpotArgs {
         };
         if self.alphas.is_empty() {
             let report = sc::tpot(&trace, self.capacity, &config)?;
-            return emit(&report, self.json, |r| r.text());
+            return problems::emit(&report, self.output.json, |r| r.text());
         }
         let Some(budget) = self.budget_s else {
             return Err(CliError::input(
@@ -429,20 +389,14 @@ impl TpotArgs {
             self.degree,
             budget,
         )?;
-        emit_csv(
-            &report,
-            self.json,
-            |r| r.text(),
-            self.csv.as_deref(),
-            |report| {
-                let context = vec![
-                    ("moe_opt_version", VERSION.into()),
-                    ("budget_s", budget.into()),
-                ];
-                let rows = report.samples.iter().map(to_value).collect();
-                Table::new(context, rows)
-            },
-        )
+        let context = vec![
+            ("moe_opt_version", VERSION.into()),
+            ("budget_s", budget.into()),
+        ];
+        let rows = report.samples.iter().map(to_value).collect();
+        let table = Table::new(context, rows);
+        let rendered = Rendered::new(&report, report.text()).with_table(table);
+        self.output.emit(rendered)
     }
 }
 
