@@ -74,6 +74,7 @@ impl TraceInfo {
         ]
     }
 
+    /// The two lines a report's text opens with: the trace's shape, then its hash.
     pub(crate) fn text(&self, out: &mut String) {
         let _ = writeln!(
             out,

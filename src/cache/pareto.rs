@@ -377,7 +377,7 @@ fn opt(x: Option<f64>) -> String {
 }
 
 impl SweepReport {
-    /// Per capacity: the original routing, then each family's front of miss rate against
+    /// The trace, then one table: per capacity, each family's front of miss rate against
     /// router mass kept (or share of top-K kept when the trace has no probabilities).
     pub fn text(&self) -> String {
         let mut s = String::new();
