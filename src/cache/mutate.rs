@@ -159,10 +159,7 @@ pub fn shrink_candidates(instance: &CacheInstance) -> Vec<CacheInstance> {
         c.capacity -= 1;
         out.push(c);
     }
-    let before = size(instance);
-    out.retain(|c| validate(c).is_ok() && size(c) < before);
-    out.sort_by_key(size);
-    out
+    crate::shrink::smaller_valid(out, instance, size, |c| validate(c).is_ok())
 }
 
 // Instances of this problem in `moe-opt verify`.
