@@ -393,15 +393,6 @@ pub struct OfflineInfo {
 }
 
 impl OfflineInfo {
-    /// The CSV context columns every table on the instance starts with.
-    pub fn context<'a>(&self) -> Vec<(&'a str, serde_json::Value)> {
-        vec![
-            ("moe_opt_version", VERSION.into()),
-            ("instance_name", self.name.clone().into()),
-            ("instance_sha256", self.sha256.clone().into()),
-        ]
-    }
-
     /// Describes an instance.
     pub fn new(instance: &CacheInstance) -> Self {
         OfflineInfo {

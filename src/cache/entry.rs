@@ -123,9 +123,7 @@ impl Entry for CacheOfflineEntry {
                 serde_json::json!({"step": step, "chosen": s.chosen, "resident": s.resident})
             })
             .collect();
-        let mut context = report.instance.context();
-        context.push(("method", report.result.method.name().into()));
-        let table = Table::new(context, rows);
+        let table = registry::solve_table(&report, rows);
         Ok(Rendered::new(&report, report.text()).with_table(table))
     }
 
@@ -156,7 +154,8 @@ impl Entry for CacheOfflineEntry {
             other => other?,
         };
         let rows = report.methods.iter().map(registry::to_value).collect();
-        let table = Table::new(report.instance.context(), rows);
+        let context = registry::report_context(&registry::to_value(&report));
+        let table = Table::new(context, rows);
         Ok(Rendered::new(&report, report.text()).with_table(table))
     }
 
