@@ -339,8 +339,13 @@ enum Command {
     },
     /// Replay a token stream through expert caches under its original routing (papers 002,
     /// 004): miss rate, loads and lifetimes per policy.
+    ///
+    /// `--csv`: a row per policy and layer, plus a `total` row per policy.
     Replay(cache::ReplayArgs),
     /// Replay a token stream with one cache-aware router (paper 002) and LRU caches.
+    ///
+    /// `--csv`: a row per layer's cache, plus a `total` row, with the router's quality proxies
+    /// on every row.
     Route(cache::RouteArgs),
     /// Sweep every cache-aware router's knob at several capacities: Pareto fronts of miss rate
     /// against the quality proxies.
@@ -350,6 +355,8 @@ enum Command {
     Offline(cache::OfflineArgs),
     /// SMoE's decode pipeline over a trace (paper 004, Fig. 9): the TPOT proxy, or with
     /// --alphas the alpha selection of eq. (5).
+    ///
+    /// `--csv`: T(alpha), a row per alpha, when --alphas is given.
     Tpot(cache::TpotArgs),
     /// Every problem on small generated instances: the exact optimum against every method, then
     /// the claims' verdicts on a short run.

@@ -351,7 +351,7 @@ pub fn to_value<T: Serialize>(value: &T) -> Value {
 
 /// The columns every row of a report's table carries: the version and the instance (the
 /// report's JSON `instance`, or `layer`).
-fn report_context(report: &Value) -> Vec<(&'static str, Value)> {
+pub fn report_context(report: &Value) -> Vec<(&'static str, Value)> {
     let instance = report.get("instance").or_else(|| report.get("layer"));
     vec![
         ("moe_opt_version", Value::from(crate::report::VERSION)),

@@ -105,7 +105,7 @@ pub fn registry() -> Vec<CacheClaim> {
                 family: SMALL,
             },
             family: family_small,
-            check: check_belady_optimal,
+            check: |i, o| settle(check_belady_optimal(i, o)),
         },
         CacheClaim {
             info: ClaimInfo {
@@ -119,7 +119,7 @@ pub fn registry() -> Vec<CacheClaim> {
                 family: SMALL,
             },
             family: family_small,
-            check: check_flexible_below_belady,
+            check: |i, o| settle(check_flexible_below_belady(i, o)),
         },
         CacheClaim {
             info: ClaimInfo {
@@ -133,7 +133,7 @@ pub fn registry() -> Vec<CacheClaim> {
                 family: HALF,
             },
             family: family_half,
-            check: check_halves_lru,
+            check: |i, o| settle(check_halves_lru(i, o)),
         },
         CacheClaim {
             info: ClaimInfo {
@@ -148,19 +148,19 @@ pub fn registry() -> Vec<CacheClaim> {
                 family: PRIOR,
             },
             family: family_prior,
-            check: check_cache_prior_below_belady,
+            check: |i, o| settle(check_cache_prior_below_belady(i, o)),
         },
     ];
     type CheckFn = fn(&CacheInstance, &CheckOptions) -> Check;
     let gaps: [(&'static str, CheckFn); 3] = [
         ("cache/router-gap-max-rank", |i, o| {
-            check_router_gap(i, o, &GAP_ROUTERS[0])
+            settle(check_router_gap(i, o, &GAP_ROUTERS[0]))
         }),
         ("cache/router-gap-cumsum", |i, o| {
-            check_router_gap(i, o, &GAP_ROUTERS[1])
+            settle(check_router_gap(i, o, &GAP_ROUTERS[1]))
         }),
         ("cache/router-gap-cache-prior", |i, o| {
-            check_router_gap(i, o, &GAP_ROUTERS[2])
+            settle(check_router_gap(i, o, &GAP_ROUTERS[2]))
         }),
     ];
     for (id, check) in gaps {
@@ -220,40 +220,26 @@ pub fn family_small(seed: u64) -> CacheInstance {
     offline(format!("small-{seed}"), capacity, freedom, trace)
 }
 
-/// A preset's configuration cut to one layer and about `tokens` tokens (its sequences kept).
-fn preset_layer(preset: Preset, tokens: usize) -> GeneratorConfig {
+/// A preset's first layer, about `tokens` tokens of it (its sequences kept), cached at C = E/2
+/// with fixed routing: the instance of the `half` and `prior` families.
+fn preset_half(family: &str, preset: Preset, tokens: usize, seed: u64) -> CacheInstance {
     let mut config = GeneratorConfig::preset(preset);
     config.layers = 1;
     config.tokens_per_sequence = tokens.div_ceil(config.sequences);
-    config
+    let (e, k) = (config.experts, config.top_k);
+    let name = format!("{family}-{preset}-{seed}");
+    offline(name, e / 2, Freedom::fixed(k), one_layer(config, seed))
 }
 
 /// The `half` family at `seed`.
 pub fn family_half(seed: u64) -> CacheInstance {
     let preset = Preset::ALL[(seed % Preset::ALL.len() as u64) as usize];
-    let config = preset_layer(preset, 2000);
-    let (e, k) = (config.experts, config.top_k);
-    let trace = one_layer(config, seed);
-    offline(
-        format!("half-{preset}-{seed}"),
-        e / 2,
-        Freedom::fixed(k),
-        trace,
-    )
+    preset_half("half", preset, 2000, seed)
 }
 
 /// The `prior` family at `seed`.
 pub fn family_prior(seed: u64) -> CacheInstance {
-    let preset = Preset::ALL[(seed % 4) as usize];
-    let config = preset_layer(preset, 500);
-    let (e, k) = (config.experts, config.top_k);
-    let trace = one_layer(config, seed);
-    offline(
-        format!("prior-{preset}-{seed}"),
-        e / 2,
-        Freedom::fixed(k),
-        trace,
-    )
+    preset_half("prior", Preset::ALL[(seed % 4) as usize], 500, seed)
 }
 
 /// The `gap` family at `seed`.
@@ -272,6 +258,18 @@ pub fn family_gap(seed: u64) -> CacheInstance {
         min_mass: None,
     };
     offline(format!("gap-{seed}"), experts / 2, freedom, trace)
+}
+
+/// A check's outcome, or the inconclusive check that ended it early (what `?` returns).
+type Checked = Result<Check, Box<Check>>;
+
+fn inconclusive(note: impl Into<String>) -> Box<Check> {
+    Box::new(Check::inconclusive(note))
+}
+
+/// The check of a [`Checked`] body, ended early or not.
+fn settle(checked: Checked) -> Check {
+    checked.unwrap_or_else(|early| *early)
 }
 
 /// A proved optimum: (loads, how). Exhaustive where it fits, else the MILP.
@@ -294,10 +292,7 @@ fn optimum(
                 ..Check::inconclusive(format!("{} proved no optimum", method.name()))
             })),
         },
-        Err(e) => Err(Box::new(Check::inconclusive(format!(
-            "{}: {e}",
-            method.name()
-        )))),
+        Err(e) => Err(inconclusive(format!("{}: {e}", method.name()))),
     }
 }
 
@@ -305,34 +300,29 @@ fn belady_loads(instance: &CacheInstance) -> Result<u64, Box<Check>> {
     run(instance, OfflineMethod::Belady, &Default::default())
         .ok()
         .and_then(|r| r.report.loads)
-        .ok_or_else(|| Box::new(Check::inconclusive("Belady failed")))
+        .ok_or_else(|| inconclusive("Belady failed"))
 }
 
 /// Inconclusive when the stream is too short for a miss rate, a long-run figure: with fewer
 /// than 20 E requests the E compulsory loads alone exceed 5% of them.
-fn too_short(instance: &CacheInstance) -> Option<Box<Check>> {
+fn too_short(instance: &CacheInstance) -> Result<(), Box<Check>> {
     let requests = instance.steps() * instance.top_k();
-    (requests < 20 * instance.experts()).then(|| {
-        Box::new(Check::inconclusive(format!(
+    if requests < 20 * instance.experts() {
+        return Err(inconclusive(format!(
             "{requests} requests, fewer than 20 E = {}: too short for a miss rate",
             20 * instance.experts()
-        )))
-    })
+        )));
+    }
+    Ok(())
 }
 
 fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
 
-fn check_belady_optimal(instance: &CacheInstance, options: &CheckOptions) -> Check {
-    let (opt, status) = match optimum(instance, false, options) {
-        Ok(o) => o,
-        Err(c) => return *c,
-    };
-    let belady = match belady_loads(instance) {
-        Ok(b) => b,
-        Err(c) => return *c,
-    };
+fn check_belady_optimal(instance: &CacheInstance, options: &CheckOptions) -> Checked {
+    let (opt, status) = optimum(instance, false, options)?;
+    let belady = belady_loads(instance)?;
     let outcome = Outcome::fail_if(belady != opt);
     let note = format!(
         "Belady {belady} loads, optimum {opt} (T = {}, E = {}, K = {}, C = {})",
@@ -341,31 +331,25 @@ fn check_belady_optimal(instance: &CacheInstance, options: &CheckOptions) -> Che
         instance.top_k(),
         instance.capacity
     );
-    Check {
+    Ok(Check {
         ratio: ratio(belady, opt),
         bound: Some(1.0),
         witness: (outcome == Outcome::Fail).then(|| json!({ "requests": instance.requests() })),
         margin: Some(-(belady.abs_diff(opt) as f64)),
         ..Check::against_optimum(outcome, belady as f64, opt as f64, status, note)
-    }
+    })
 }
 
-fn check_flexible_below_belady(instance: &CacheInstance, options: &CheckOptions) -> Check {
-    let (opt, status) = match optimum(instance, true, options) {
-        Ok(o) => o,
-        Err(c) => return *c,
-    };
-    let belady = match belady_loads(instance) {
-        Ok(b) => b,
-        Err(c) => return *c,
-    };
+fn check_flexible_below_belady(instance: &CacheInstance, options: &CheckOptions) -> Checked {
+    let (opt, status) = optimum(instance, true, options)?;
+    let belady = belady_loads(instance)?;
     let note = format!(
         "flexible optimum {opt} loads vs Belady {belady} (J = {}, M = {:?}): {:.1}% fewer",
         instance.freedom.top_j,
         instance.freedom.max_rank,
         100.0 * (1.0 - ratio(opt, belady).unwrap_or(1.0))
     );
-    Check {
+    Ok(Check {
         ratio: ratio(opt, belady),
         bound: Some(1.0),
         margin: Some(belady as f64 - opt as f64),
@@ -376,10 +360,10 @@ fn check_flexible_below_belady(instance: &CacheInstance, options: &CheckOptions)
             status,
             note,
         )
-    }
+    })
 }
 
-fn check_halves_lru(instance: &CacheInstance, _options: &CheckOptions) -> Check {
+fn check_halves_lru(instance: &CacheInstance, _options: &CheckOptions) -> Checked {
     // The claim is about C = E/2 (at least K), whatever capacity a search move gave.
     let half = (instance.experts() / 2).max(instance.top_k());
     let at_half;
@@ -392,27 +376,21 @@ fn check_halves_lru(instance: &CacheInstance, _options: &CheckOptions) -> Check 
         };
         &at_half
     };
-    if let Some(c) = too_short(instance) {
-        return *c;
-    }
-    let belady = match belady_loads(instance) {
-        Ok(b) => b,
-        Err(c) => return *c,
-    };
-    let lru = match run(instance, OfflineMethod::Lru, &Default::default()) {
-        Ok(r) => r.report.loads.unwrap_or(0),
-        Err(e) => return Check::inconclusive(format!("LRU: {e}")),
-    };
-    let Some(r) = ratio(belady, lru) else {
-        return Check::inconclusive("LRU has no loads");
-    };
+    too_short(instance)?;
+    let belady = belady_loads(instance)?;
+    let lru = run(instance, OfflineMethod::Lru, &Default::default())
+        .map_err(|e| inconclusive(format!("LRU: {e}")))?
+        .report
+        .loads
+        .unwrap_or(0);
+    let r = ratio(belady, lru).ok_or_else(|| inconclusive("LRU has no loads"))?;
     let margin = 0.1 - (r - 0.5).abs();
     let note = format!(
         "Belady {belady} loads, LRU {lru} at C = {} of E = {}: ratio {r:.3}",
         instance.capacity,
         instance.experts()
     );
-    Check {
+    Ok(Check {
         ratio: Some(r),
         bound: Some(0.5),
         margin: Some(margin),
@@ -423,17 +401,12 @@ fn check_halves_lru(instance: &CacheInstance, _options: &CheckOptions) -> Check 
             "belady",
             note,
         )
-    }
+    })
 }
 
-fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOptions) -> Check {
-    if let Some(c) = too_short(instance) {
-        return *c;
-    }
-    let belady = match belady_loads(instance) {
-        Ok(b) => b,
-        Err(c) => return *c,
-    };
+fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOptions) -> Checked {
+    too_short(instance)?;
+    let belady = belady_loads(instance)?;
     let j = default_j(instance.top_k());
     let table = RankTable::new(&layer_trace(instance));
     let options = ReplayOptions {
@@ -447,12 +420,10 @@ fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOpti
             j,
             delta: DeltaEstimate::Running,
         };
-        let replay = match replay_routed(&table, &spec, instance.capacity, &options, Lru::new) {
-            Ok(r) => r,
-            Err(e) => return Check::inconclusive(format!("{spec}: {e}")),
-        };
+        let replay = replay_routed(&table, &spec, instance.capacity, &options, Lru::new)
+            .map_err(|e| inconclusive(format!("{spec}: {e}")))?;
         let (loads, Some(kept)) = (replay.loads, replay.quality.mass_kept) else {
-            return Check::inconclusive(format!("{spec}: no router mass (no logits?)"));
+            return Err(inconclusive(format!("{spec}: no router mass (no logits?)")));
         };
         if loads < belady {
             let loss = 1.0 - kept;
@@ -463,7 +434,7 @@ fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOpti
                 instance.capacity,
                 instance.experts()
             );
-            return Check {
+            return Ok(Check {
                 // The quantity the bound limits is the mass loss (loads are in the note).
                 ratio: Some(loss),
                 bound: Some(SMALL_MASS_LOSS),
@@ -475,7 +446,7 @@ fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOpti
                     "belady",
                     note,
                 )
-            };
+            });
         }
         if best.is_none_or(|(l, _)| loads < l) {
             best = Some((loads, lambda));
@@ -488,23 +459,26 @@ fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOpti
         instance.capacity,
         instance.experts()
     );
-    Check {
+    Ok(Check {
         reference: Some(belady as f64),
         reference_kind: ReferenceKind::Optimum,
         solver_status: Some("belady".into()),
         bound: Some(SMALL_MASS_LOSS),
         margin: Some(-((loads + 1 - belady) as f64) / belady.max(1) as f64),
         ..Check::new(Outcome::Fail, note)
-    }
+    })
 }
 
-fn check_router_gap(instance: &CacheInstance, options: &CheckOptions, spec: &RouterSpec) -> Check {
-    let report = match run(instance, OfflineMethod::Routed(*spec), &options.solve) {
-        Ok(r) => r.report,
-        Err(e) => return Check::inconclusive(format!("{spec}: {e}")),
-    };
+fn check_router_gap(
+    instance: &CacheInstance,
+    options: &CheckOptions,
+    spec: &RouterSpec,
+) -> Checked {
+    let report = run(instance, OfflineMethod::Routed(*spec), &options.solve)
+        .map_err(|e| inconclusive(format!("{spec}: {e}")))?
+        .report;
     let (Some(loads), Some(top_j)) = (report.loads, report.used_top_j) else {
-        return Check::inconclusive(format!("{spec} produced no schedule"));
+        return Err(inconclusive(format!("{spec} produced no schedule")));
     };
     // The bound of every router with the freedom this one used (module doc).
     let used = CacheInstance {
@@ -515,10 +489,7 @@ fn check_router_gap(instance: &CacheInstance, options: &CheckOptions, spec: &Rou
         },
         ..instance.clone()
     };
-    let (opt, status) = match optimum(&used, true, options) {
-        Ok(o) => o,
-        Err(c) => return *c,
-    };
+    let (opt, status) = optimum(&used, true, options)?;
     let outcome = Outcome::fail_if(loads < opt);
     let note = format!(
         "{spec} + LRU: {loads} loads (mass kept {}); flexible optimum {opt} at its used \
@@ -531,13 +502,13 @@ fn check_router_gap(instance: &CacheInstance, options: &CheckOptions, spec: &Rou
         instance.experts(),
         instance.capacity
     );
-    Check {
+    Ok(Check {
         ratio: ratio(loads, opt),
         bound: Some(1.0),
         witness: (outcome == Outcome::Fail).then(|| json!({ "router": spec.to_string() })),
         margin: Some(loads as f64 - opt as f64),
         ..Check::against_optimum(outcome, loads as f64, opt as f64, status, note)
-    }
+    })
 }
 
 #[cfg(test)]

@@ -13,9 +13,11 @@ use serde::Serialize;
 use super::generate::{generate as generate_trace, GeneratorConfig, Locality, Preset};
 use super::import::{self, FrequencyWarmStart, ImportOptions};
 use super::policies::{replay_trace, PolicySpec, Scope, TraceReplay};
+use super::policy::CacheStats;
 use super::stats::{
     calibrate as calibrate_knobs, trace_stats, CalibrationGrid, CalibrationPoint, TraceStats,
 };
+use crate::render::table;
 use crate::report::{canonical_sha256, VERSION};
 
 /// Identity and shape of a trace (every report on a trace carries one).
@@ -63,7 +65,17 @@ impl TraceInfo {
         }
     }
 
-    fn text(&self, out: &mut String) {
+    /// The CSV context columns every table on the trace starts with.
+    pub fn context<'a>(&self) -> Vec<(&'a str, serde_json::Value)> {
+        vec![
+            ("moe_opt_version", VERSION.into()),
+            ("trace_name", self.name.clone().into()),
+            ("trace_sha256", self.sha256.clone().into()),
+        ]
+    }
+
+    /// The two lines a report's text opens with: the trace's shape, then its hash.
+    pub(crate) fn text(&self, out: &mut String) {
         let _ = writeln!(
             out,
             "trace {} ({}): E = {}{}, K = {}, {} layers, {} tokens, {}{}",
@@ -354,57 +366,67 @@ impl ReplayReport {
         self.trace.text(&mut out);
         let _ = writeln!(
             out,
-            "{} cache{}, C = {}{}",
-            match self.scope {
-                Scope::PerLayer => "per-layer",
-                Scope::Pool => "pooled",
-            },
-            if self.scope == Scope::PerLayer {
-                "s"
-            } else {
-                ""
-            },
+            "{}, C = {}{}",
+            self.scope.caches(),
             self.capacity,
             self.warm_start
                 .as_ref()
                 .map_or(String::new(), |m| format!(", LFU warm start from {m}"))
         );
-        let _ = writeln!(
-            out,
-            "{:<18} {:>10} {:>10} {:>10} {:>16}",
-            "policy", "miss rate", "loads", "requests", "lifetime (steps)"
-        );
-        for r in &self.results {
-            let _ = writeln!(
-                out,
-                "{:<18} {:>10.4} {:>10} {:>10} {:>9.1} ± {:<5.1}",
-                r.policy.to_string(),
-                r.total.miss_rate,
-                r.total.loads,
-                r.total.requests,
-                r.total.lifetime_mean_steps,
-                r.total.lifetime_std_steps
-            );
-        }
+        let totals: Vec<Vec<String>> = self
+            .results
+            .iter()
+            .map(|r| {
+                vec![
+                    r.policy.to_string(),
+                    format!("{:.4}", r.total.miss_rate),
+                    r.total.loads.to_string(),
+                    r.total.requests.to_string(),
+                    lifetime(&r.total),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &[
+                "policy",
+                "miss rate",
+                "loads",
+                "requests",
+                "lifetime (steps)",
+            ],
+            &totals,
+            1,
+        ));
+        // Layers as rows, policies as columns: a model has tens of layers, a replay few policies.
         if let Some(first) = self.results.first() {
-            let _ = write!(out, "per-layer miss rate:\n{:<18}", "layer");
-            for l in &first.layers {
-                let _ = write!(out, " {:>5}", l.layer);
-            }
-            out.push('\n');
-            for r in &self.results {
-                let _ = write!(out, "{:<18}", r.policy.to_string());
-                for l in &r.layers {
-                    let _ = write!(out, " {:>5.3}", l.miss_rate);
-                }
-                out.push('\n');
-            }
+            let names: Vec<String> = self.results.iter().map(|r| r.policy.to_string()).collect();
+            let headers: Vec<&str> = std::iter::once("layer")
+                .chain(names.iter().map(String::as_str))
+                .collect();
+            let rows: Vec<Vec<String>> = (0..first.layers.len())
+                .map(|i| {
+                    std::iter::once(first.layers[i].layer.to_string())
+                        .chain(
+                            self.results
+                                .iter()
+                                .map(|r| format!("{:.3}", r.layers[i].miss_rate)),
+                        )
+                        .collect()
+                })
+                .collect();
+            out.push_str("per-layer miss rate:\n");
+            out.push_str(&table(&headers, &rows, 1));
         }
         for s in &self.skipped {
             let _ = writeln!(out, "skipped {}: {}", s.policy, s.reason);
         }
         out
     }
+}
+
+/// A cache's mean residency and its standard deviation, in steps.
+pub(crate) fn lifetime(s: &CacheStats) -> String {
+    format!("{:.1} ± {:.1}", s.lifetime_mean_steps, s.lifetime_std_steps)
 }
 
 /// Which policies to replay.

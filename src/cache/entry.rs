@@ -15,7 +15,7 @@ use super::generate::{GeneratorConfig, Preset};
 use super::import::ImportOptions;
 use crate::export::Table;
 use crate::registry::{self, Entry, GeneratorEntry, ImportArgs, Made, MethodInfo, Rendered};
-use crate::report::{RunOptions, VERSION};
+use crate::report::RunOptions;
 use crate::verify::ClaimGroup;
 
 /// A stream of router decisions (papers 002 and 004).
@@ -123,13 +123,7 @@ impl Entry for CacheOfflineEntry {
                 serde_json::json!({"step": step, "chosen": s.chosen, "resident": s.resident})
             })
             .collect();
-        let context = vec![
-            ("moe_opt_version", VERSION.into()),
-            ("instance_name", report.instance.name.clone().into()),
-            ("instance_sha256", report.instance.sha256.clone().into()),
-            ("method", report.result.method.name().into()),
-        ];
-        let table = Table::new(context, rows);
+        let table = registry::solve_table(&report, rows);
         Ok(Rendered::new(&report, report.text()).with_table(table))
     }
 
@@ -159,13 +153,10 @@ impl Entry for CacheOfflineEntry {
             }
             other => other?,
         };
-        let context = vec![
-            ("moe_opt_version", VERSION.into()),
-            ("instance_name", instance.name.clone().into()),
-            ("instance_sha256", report.instance.sha256.clone().into()),
-        ];
         let rows = report.methods.iter().map(registry::to_value).collect();
-        Ok(Rendered::new(&report, report.text()).with_table(Table::new(context, rows)))
+        let context = registry::report_context(&registry::to_value(&report));
+        let table = Table::new(context, rows);
+        Ok(Rendered::new(&report, report.text()).with_table(table))
     }
 
     /// The flexible-routing model (the fixed one is the same with every step's set fixed).

@@ -159,10 +159,7 @@ pub fn shrink_candidates(instance: &CacheInstance) -> Vec<CacheInstance> {
         c.capacity -= 1;
         out.push(c);
     }
-    let before = size(instance);
-    out.retain(|c| validate(c).is_ok() && size(c) < before);
-    out.sort_by_key(size);
-    out
+    crate::shrink::smaller_valid(out, instance, size, |c| validate(c).is_ok())
 }
 
 // Instances of this problem in `moe-opt verify`.
@@ -176,22 +173,15 @@ crate::searchable_from_mutate!(
 mod tests {
     use super::*;
     use crate::cache::claims::family_small;
+    use crate::verify::{assert_perturbations, assert_shrinks};
     use rand::SeedableRng;
 
     #[test]
     fn perturbation_stays_valid_and_exhaustive_sized() {
+        let fits = |i: &CacheInstance| validate(i).is_ok() && fits_exhaustive(i);
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         for seed in 0..5 {
-            let mut i = family_small(seed);
-            assert!(fits_exhaustive(&i));
-            let mut changed = 0;
-            for _ in 0..100 {
-                let next = perturb(&i, &mut rng);
-                changed += usize::from(next != i);
-                i = next;
-                validate(&i).unwrap();
-                assert!(fits_exhaustive(&i));
-            }
+            let (_, changed) = assert_perturbations(family_small(seed), 100, &mut rng, fits);
             assert!(changed > 50, "only {changed} moves changed the instance");
         }
     }
@@ -199,15 +189,7 @@ mod tests {
     #[test]
     fn candidates_are_valid_and_strictly_smaller() {
         for seed in 0..8 {
-            let i = family_small(seed);
-            let before = size(&i);
-            let cands = shrink_candidates(&i);
-            assert!(!cands.is_empty());
-            for c in &cands {
-                validate(c).unwrap();
-                assert!(size(c) < before);
-            }
-            assert!(cands.windows(2).all(|w| size(&w[0]) <= size(&w[1])));
+            assert!(assert_shrinks(&family_small(seed), |c| validate(c).is_ok()) > 0);
         }
     }
 

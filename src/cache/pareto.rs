@@ -19,12 +19,13 @@ use formulations::Error;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::commands::TraceInfo;
+use super::commands::{lifetime, TraceInfo};
 use super::policies::Scope;
-use super::policy::{Lru, Policy};
+use super::policy::{CacheStats, Lru, Policy};
 use super::routers::{
     replay_routed, DeltaEstimate, RankTable, ReplayOptions, RoutedReplay, RouterSpec,
 };
+use crate::render::table;
 use crate::report::VERSION;
 
 /// Which Max-Rank values the grid takes.
@@ -376,23 +377,16 @@ fn opt(x: Option<f64>) -> String {
 }
 
 impl SweepReport {
-    /// Per capacity: the original routing, then each family's front of miss rate against
+    /// The trace, then one table: per capacity, each family's front of miss rate against
     /// router mass kept (or share of top-K kept when the trace has no probabilities).
     pub fn text(&self) -> String {
-        let t = &self.trace;
-        let mut s = format!(
-            "{} ({}): E = {}, K = {}, {} layers, {} tokens; {} {} caches, {} replays\n",
-            t.name,
-            t.model,
-            t.experts,
-            t.top_k,
-            t.layers,
-            t.tokens,
+        let mut s = String::new();
+        self.trace.text(&mut s);
+        let _ = writeln!(
+            s,
+            "{} {}, {} replays",
             self.policy,
-            match self.layout {
-                Scope::PerLayer => "per-layer",
-                Scope::Pool => "pooled",
-            },
+            self.layout.caches(),
             self.points.len()
         );
         let proxy = if self.points.iter().all(|p| p.mass_kept.is_some()) {
@@ -400,32 +394,43 @@ impl SweepReport {
         } else {
             Proxy::ShareTopkKept
         };
+        let _ = writeln!(
+            s,
+            "per capacity, each family's front of miss rate vs {}:",
+            proxy.name()
+        );
+        let mut rows = Vec::new();
         for &c in &self.capacities {
-            let _ = writeln!(s, "\ncapacity {c}: front of miss rate vs {}", proxy.name());
-            let _ = writeln!(
-                s,
-                "  {:<44} {:>9} {:>9} {:>9} {:>9}",
-                "router", "miss", "top-K", "mass", "rank"
-            );
             for f in self
                 .fronts
                 .iter()
                 .filter(|f| f.capacity == c && f.proxy == proxy && f.family != "all")
             {
-                for &i in &f.points {
+                rows.extend(f.points.iter().map(|&i| {
                     let p = &self.points[i];
-                    let _ = writeln!(
-                        s,
-                        "  {:<44} {:>9.4} {:>9.4} {:>9} {:>9}",
-                        p.router,
-                        p.miss_rate,
-                        p.share_topk_kept,
+                    vec![
+                        p.router.clone(),
+                        c.to_string(),
+                        format!("{:.4}", p.miss_rate),
+                        format!("{:.4}", p.share_topk_kept),
                         opt(p.mass_kept),
-                        opt(p.mean_rank)
-                    );
-                }
+                        opt(p.mean_rank),
+                    ]
+                }));
             }
         }
+        s.push_str(&table(
+            &[
+                "router",
+                "capacity",
+                "miss rate",
+                "top-K kept",
+                "mass kept",
+                "mean rank",
+            ],
+            &rows,
+            1,
+        ));
         s
     }
 }
@@ -470,34 +475,42 @@ pub fn route(
 }
 
 impl RouteReport {
-    /// Totals, proxies and one line per layer.
+    /// Per layer and in total: steps, loads, miss rate and lifetime; then the quality proxies.
     pub fn text(&self) -> String {
         let r = &self.result;
         let q = &r.quality;
         let mut s = format!(
-            "{} on {} ({} caches of {}): miss rate {:.4} ({} loads over {} steps x K), \
-             lifetime {:.1} (+-{:.1}) steps\nquality: top-K kept {:.4}, mass kept {}, mean rank {}, {:.2} experts per step\n",
-            r.router,
-            self.trace.name,
-            self.policy,
-            r.capacity,
-            r.miss_rate,
-            r.loads,
-            r.steps,
-            r.total.lifetime_mean_steps,
-            r.total.lifetime_std_steps,
-            q.share_topk_kept,
-            opt(q.mass_kept),
-            opt(q.mean_rank),
-            q.chosen_per_step
+            "{} on {} ({} caches of {}; the total's miss rate is loads / (K x steps))\n",
+            r.router, self.trace.name, self.policy, r.capacity
         );
-        for (l, st) in r.per_layer.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                "  layer {l:>3}: miss rate {:.4}, {} loads, lifetime {:.1} (+-{:.1})",
-                st.miss_rate, st.loads, st.lifetime_mean_steps, st.lifetime_std_steps
-            );
-        }
+        let row = |name: String, steps: u64, loads: u64, miss_rate: f64, st: &CacheStats| {
+            vec![
+                name,
+                steps.to_string(),
+                loads.to_string(),
+                format!("{miss_rate:.4}"),
+                lifetime(st),
+            ]
+        };
+        let mut rows: Vec<Vec<String>> = (r.per_layer.iter().enumerate())
+            .map(|(l, st)| row(l.to_string(), st.steps, st.loads, st.miss_rate, st))
+            .collect();
+        rows.push(row("total".into(), r.steps, r.loads, r.miss_rate, &r.total));
+        s.push_str(&table(
+            &["layer", "steps", "loads", "miss rate", "lifetime (steps)"],
+            &rows,
+            1,
+        ));
+        s.push_str(&table(
+            &["top-K kept", "mass kept", "mean rank", "experts per step"],
+            &[vec![
+                format!("{:.4}", q.share_topk_kept),
+                opt(q.mass_kept),
+                opt(q.mean_rank),
+                format!("{:.2}", q.chosen_per_step),
+            ]],
+            0,
+        ));
         s
     }
 }

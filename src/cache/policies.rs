@@ -495,6 +495,16 @@ pub enum Scope {
     Pool,
 }
 
+impl Scope {
+    /// The caches in words: `per-layer caches` or `pooled cache`.
+    pub fn caches(self) -> &'static str {
+        match self {
+            Scope::PerLayer => "per-layer caches",
+            Scope::Pool => "pooled cache",
+        }
+    }
+}
+
 impl FromStr for Scope {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

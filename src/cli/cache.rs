@@ -2,13 +2,15 @@
 //! pareto, offline and tpot. `generate`, `import`, `solve`, `compare` and `write-lp` dispatch
 //! here from `cli.rs` on the problem or the file's tag.
 
+use std::iter::once;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use formulations::cache::offline::Freedom;
+use serde::Serialize;
+use serde_json::Value;
 
-use super::problems::emit;
-use super::{write_json, CliError};
+use super::{problems, write_json, CliError, Output};
 use crate::cache::bounds;
 use crate::cache::commands::{self as cc, PolicyChoice};
 use crate::cache::import::{load_any, ImportOptions};
@@ -16,6 +18,7 @@ use crate::cache::pareto::{self, SweepOptions};
 use crate::cache::policies::{PolicySpec, Scope};
 use crate::cache::routers::ReplayOptions;
 use crate::export::{write_csv, Table};
+use crate::registry::{to_value, Rendered};
 use crate::report::VERSION;
 use crate::smoe::commands as sc;
 use crate::smoe::pipeline::{PipelineConfig, PipelineCosts, Predictor, SplitChoice};
@@ -65,12 +68,8 @@ pub(super) struct ReplayArgs {
     /// An activation-count file whose per-expert totals seed LFU's counts.
     #[arg(long)]
     warm_start: Option<PathBuf>,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Also write a tidy table (CSV: a row per policy and layer, plus a `total` row per policy).
-    #[arg(long)]
-    csv: Option<PathBuf>,
+    #[command(flatten)]
+    output: Output,
 }
 
 impl ReplayArgs {
@@ -99,30 +98,18 @@ impl ReplayArgs {
             scope,
             self.warm_start.as_deref(),
         )?;
-        if let Some(path) = &self.csv {
-            let mut rows = Vec::new();
-            for r in &report.results {
-                for (l, layer) in r.layers.iter().enumerate() {
-                    let mut row = serde_json::to_value(layer).expect("serialisable");
-                    row["policy"] = r.policy.to_string().into();
-                    row["layer"] = l.to_string().into();
-                    rows.push(row);
-                }
-                let mut row = serde_json::to_value(&r.total).expect("serialisable");
-                row["policy"] = r.policy.to_string().into();
-                row["layer"] = "total".into();
-                rows.push(row);
-            }
-            let context = vec![
-                ("moe_opt_version", VERSION.into()),
-                ("trace_name", report.trace.name.clone().into()),
-                ("trace_sha256", report.trace.sha256.clone().into()),
-                ("scope", self.scope.clone().into()),
-                ("capacity", report.capacity.into()),
-            ];
-            write_csv(path, &Table::new(context, rows))?;
-        }
-        emit(&report, self.json, |r| r.text())
+        let rows = (report.results.iter())
+            .flat_map(|r| {
+                let policy = ("policy", r.policy.to_string().into());
+                layer_rows(&r.layers, &r.total, &[policy])
+            })
+            .collect();
+        let mut context = report.trace.context();
+        context.push(("scope", self.scope.clone().into()));
+        context.push(("capacity", report.capacity.into()));
+        let table = Table::new(context, rows);
+        let rendered = Rendered::new(&report, report.text()).with_table(table);
+        self.output.emit(rendered)
     }
 }
 
@@ -141,13 +128,8 @@ pub(super) struct RouteArgs {
     /// per-layer or pool.
     #[arg(long, default_value = "per-layer")]
     scope: String,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Also write a tidy table (CSV: a row per layer's cache, plus a `total` row, with the
-    /// router's quality proxies on every row).
-    #[arg(long)]
-    csv: Option<PathBuf>,
+    #[command(flatten)]
+    output: Output,
 }
 
 impl RouteArgs {
@@ -158,38 +140,27 @@ impl RouteArgs {
             ..ReplayOptions::default()
         };
         let report = pareto::route(&trace, &self.router, self.capacity, &options)?;
-        if let Some(path) = &self.csv {
-            let r = &report.result;
-            let mut rows = Vec::new();
-            for (l, stats) in r.per_layer.iter().enumerate() {
-                let mut row = serde_json::to_value(stats).expect("serialisable");
-                row["layer"] = l.to_string().into();
-                rows.push(row);
-            }
-            let mut row = serde_json::to_value(&r.total).expect("serialisable");
-            row["layer"] = "total".into();
-            rows.push(row);
-            let quality = serde_json::to_value(&r.quality).expect("serialisable");
-            let mut context = vec![
-                ("moe_opt_version", VERSION.into()),
-                ("trace_name", report.trace.name.clone().into()),
-                ("trace_sha256", report.trace.sha256.clone().into()),
-                ("scope", self.scope.clone().into()),
-                ("router", r.router.clone().into()),
-                ("capacity", r.capacity.into()),
-                ("miss_rate", r.miss_rate.into()),
-            ];
-            let names: Vec<String> = quality
-                .as_object()
-                .map(|o| o.keys().map(|k| format!("quality.{k}")).collect())
-                .unwrap_or_default();
-            for name in &names {
-                let key = name.trim_start_matches("quality.");
-                context.push((name.as_str(), quality[key].clone()));
-            }
-            write_csv(path, &Table::new(context, rows))?;
+        let r = &report.result;
+        let rows = layer_rows(&r.per_layer, &r.total, &[]);
+        let quality = to_value(&r.quality);
+        let mut context = report.trace.context();
+        context.extend([
+            ("scope", self.scope.clone().into()),
+            ("router", r.router.clone().into()),
+            ("capacity", r.capacity.into()),
+            ("miss_rate", r.miss_rate.into()),
+        ]);
+        let names: Vec<String> = quality
+            .as_object()
+            .map(|o| o.keys().map(|k| format!("quality.{k}")).collect())
+            .unwrap_or_default();
+        for name in &names {
+            let key = name.trim_start_matches("quality.");
+            context.push((name.as_str(), quality[key].clone()));
         }
-        emit(&report, self.json, |r| r.text())
+        let table = Table::new(context, rows);
+        let rendered = Rendered::new(&report, report.text()).with_table(table);
+        self.output.emit(rendered)
     }
 }
 
@@ -237,18 +208,10 @@ impl ParetoArgs {
         };
         let report = pareto::sweep_report(&trace, &options)?;
         if let Some(path) = &self.csv {
-            let context = vec![
-                ("moe_opt_version", VERSION.into()),
-                ("trace_name", report.trace.name.clone().into()),
-                ("trace_sha256", report.trace.sha256.clone().into()),
-                ("policy", report.policy.clone().into()),
-                ("scope", self.scope.clone().into()),
-            ];
-            let rows = report
-                .points
-                .iter()
-                .map(|p| serde_json::to_value(p).expect("serialisable"))
-                .collect();
+            let mut context = report.trace.context();
+            context.push(("policy", report.policy.clone().into()));
+            context.push(("scope", self.scope.clone().into()));
+            let rows = report.points.iter().map(to_value).collect();
             write_csv(path, &Table::new(context.clone(), rows))?;
             let scope: Scope = self.scope.parse().map_err(CliError::input)?;
             let mut rows = Vec::new();
@@ -266,8 +229,27 @@ impl ParetoArgs {
                 .collect();
             write_csv(&sibling(path, "-baselines"), &Table::new(context, rows))?;
         }
-        emit(&report, self.json, |r| r.text())
+        problems::emit(&report, self.json, |r| r.text())
     }
+}
+
+/// A CSV row per layer's statistics, then a `total` row; each has `fields`, then `layer`.
+fn layer_rows<L: Serialize, T: Serialize>(
+    layers: &[L],
+    total: &T,
+    fields: &[(&str, Value)],
+) -> Vec<Value> {
+    let rows = layers.iter().map(to_value).chain(once(to_value(total)));
+    let names = (0..layers.len()).map(|l| l.to_string());
+    rows.zip(names.chain(once("total".to_string())))
+        .map(|(mut row, layer)| {
+            for (k, v) in fields {
+                row[*k] = v.clone();
+            }
+            row["layer"] = layer.into();
+            row
+        })
+        .collect()
 }
 
 /// `PATH` with `suffix` before its extension.
@@ -370,12 +352,8 @@ pub(super) struct TpotArgs {
     /// Common parameters of a layer on the GPU, seconds.
     #[arg(long, default_value_t = 5e-4)]
     common_s: f64,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Also write T(alpha) (CSV: a row per alpha) when --alphas is given.
-    #[arg(long)]
-    csv: Option<PathBuf>,
+    #[command(flatten)]
+    output: Output,
 }
 
 impl TpotArgs {
@@ -396,7 +374,7 @@ impl TpotArgs {
         };
         if self.alphas.is_empty() {
             let report = sc::tpot(&trace, self.capacity, &config)?;
-            return emit(&report, self.json, |r| r.text());
+            return problems::emit(&report, self.output.json, |r| r.text());
         }
         let Some(budget) = self.budget_s else {
             return Err(CliError::input(
@@ -411,19 +389,14 @@ impl TpotArgs {
             self.degree,
             budget,
         )?;
-        if let Some(path) = &self.csv {
-            let context = vec![
-                ("moe_opt_version", VERSION.into()),
-                ("budget_s", budget.into()),
-            ];
-            let rows = report
-                .samples
-                .iter()
-                .map(|p| serde_json::to_value(p).expect("serialisable"))
-                .collect();
-            write_csv(path, &Table::new(context, rows))?;
-        }
-        emit(&report, self.json, |r| r.text())
+        let context = vec![
+            ("moe_opt_version", VERSION.into()),
+            ("budget_s", budget.into()),
+        ];
+        let rows = report.samples.iter().map(to_value).collect();
+        let table = Table::new(context, rows);
+        let rendered = Rendered::new(&report, report.text()).with_table(table);
+        self.output.emit(rendered)
     }
 }
 
