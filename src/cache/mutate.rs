@@ -159,7 +159,7 @@ pub fn shrink_candidates(instance: &CacheInstance) -> Vec<CacheInstance> {
         c.capacity -= 1;
         out.push(c);
     }
-    crate::shrink::smaller_valid(out, instance, size, |c| validate(c).is_ok())
+    crate::mutate::smaller_valid(out, instance, size, |c| validate(c).is_ok())
 }
 
 // Instances of this problem in `moe-opt verify`.

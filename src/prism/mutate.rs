@@ -35,11 +35,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::generate::cap_to_k;
-use crate::shrink;
-
-fn factor(rng: &mut ChaCha8Rng) -> f64 {
-    2f64.powf(rng.random_range(-1.0..=1.0))
-}
+use crate::mutate::{factor, smaller_valid};
 
 fn scale_u64(x: u64, f: f64) -> u64 {
     ((x as f64 * f).round() as u64).clamp(1, 1 << 53)
@@ -253,7 +249,7 @@ pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
             }
         }
     }
-    shrink::smaller_valid(out, instance, size, |c| validate(c).is_ok())
+    smaller_valid(out, instance, size, |c| validate(c).is_ok())
 }
 
 // Instances of this problem in `moe-opt verify`.

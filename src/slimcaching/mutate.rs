@@ -102,6 +102,7 @@
 
 use std::cmp::Ordering;
 
+use crate::mutate::factor;
 use formulations::slimcaching::validate::validate;
 use formulations::slimcaching::{ActivationSet, Instance, LayerActivation, Link, ServerId, User};
 use rand::Rng;
@@ -282,10 +283,6 @@ fn has_every_layer(instance: &Instance, user: &User, m: usize) -> bool {
 }
 
 /// The factor of a scaling move: 2^t, t uniform in [-1, 1].
-fn factor(rng: &mut ChaCha8Rng) -> f64 {
-    2f64.powf(rng.random_range(-1.0..=1.0))
-}
-
 /// `x * f` rounded to an integer in [1, 2^53].
 fn scale_integer(x: u64, f: f64) -> u64 {
     let y = (x as f64 * f).round();

@@ -18,7 +18,7 @@
 //! (its score column, its G entry and costs; ids above it shift down), lower k, drop an expert
 //! from G, round one number, round every number.
 
-use crate::shrink::{self, is_round};
+use crate::mutate::{factor, is_round, rounded, smaller_valid};
 use formulations::smoe::evaluate::{exhaustive_subsets, LayerSets};
 use formulations::smoe::validate::validate;
 use formulations::smoe::{Costs, Instance};
@@ -88,10 +88,6 @@ pub fn dims(instance: &Instance) -> Vec<(&'static str, u64)> {
         ("tokens", instance.tokens() as u64),
         ("cached", instance.gpu_cache.len() as u64),
     ]
-}
-
-fn factor(rng: &mut ChaCha8Rng) -> f64 {
-    2f64.powf(rng.random_range(-1.0..=1.0))
 }
 
 /// One random valid neighbour (module doc).
@@ -238,8 +234,8 @@ pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
         out.push(c);
     }
     let n = reals_mut(&mut instance.clone()).len();
-    out.extend(shrink::rounded(instance, n, real_mut));
-    shrink::smaller_valid(out, instance, size, |c| validate(c).is_ok())
+    out.extend(rounded(instance, n, real_mut));
+    smaller_valid(out, instance, size, |c| validate(c).is_ok())
 }
 
 // Instances of this problem in `moe-opt verify`.

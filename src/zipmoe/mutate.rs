@@ -24,7 +24,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::algorithms;
-use crate::shrink::{self, is_round};
+use crate::mutate::{factor, is_round, rounded, smaller_valid};
 
 /// Whether the exhaustive search accepts the layer.
 pub fn fits_exact(instance: &Instance) -> bool {
@@ -77,10 +77,6 @@ pub fn dims(instance: &Instance) -> Vec<(&'static str, u64)> {
         ("shards", u64::from(instance.shards)),
         ("threads", u64::from(instance.threads)),
     ]
-}
-
-fn factor(rng: &mut ChaCha8Rng) -> f64 {
-    2f64.powf(rng.random_range(-1.0..=1.0))
 }
 
 /// One random valid neighbour (module doc).
@@ -157,8 +153,8 @@ pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
             }
         }
     }
-    out.extend(shrink::rounded(instance, 3 + n, real_mut));
-    shrink::smaller_valid(out, instance, size, |c| validate(c).is_ok())
+    out.extend(rounded(instance, 3 + n, real_mut));
+    smaller_valid(out, instance, size, |c| validate(c).is_ok())
 }
 
 // Instances of this problem in `moe-opt verify`.

@@ -356,19 +356,7 @@ pub fn latency(
                 let idx = instance.expert_index(expert);
                 let inv = replicas
                     .route(instance, network, choice, r.server, idx, r.tokens)
-                    .ok_or_else(|| {
-                        if replicas.of(idx).is_empty() {
-                            ValidationError::new(
-                                "placement",
-                                format!("expert {expert} is held by no GPU (coverage)"),
-                            )
-                        } else {
-                            ValidationError::new(
-                                "network",
-                                format!("needed for the remote invocation of {expert}"),
-                            )
-                        }
-                    })?;
+                    .ok_or_else(|| super::simulate::missing(instance, &replicas, idx))?;
                 out.invocations += 1;
                 if inv.server == r.server {
                     out.local_invocations += 1;

@@ -348,7 +348,9 @@ pub fn simulate_requests(
     Ok(report(instance, requests, &state))
 }
 
-fn missing(instance: &Instance, replicas: &Replicas, idx: usize) -> ValidationError {
+/// Why an expert cannot be routed: no GPU holds it, or its replicas are remote and no network
+/// is given.
+pub(crate) fn missing(instance: &Instance, replicas: &Replicas, idx: usize) -> ValidationError {
     let expert = instance.expert_ref(idx);
     if replicas.of(idx).is_empty() {
         ValidationError::new(

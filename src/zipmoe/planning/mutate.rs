@@ -27,13 +27,10 @@
 //! least k ranks remain, in every layer); k - 1 with f scaled by (k - 1) / k; drop a pool;
 //! M - 1; L, K or n minus 1.
 
+use crate::mutate::{factor, smaller_valid};
 use formulations::zipmoe::pool::{validate, Pool, PoolInstance};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-
-fn factor(rng: &mut ChaCha8Rng) -> f64 {
-    2f64.powf(rng.random_range(-1.0..=1.0))
-}
 
 fn sort_descending(f: &mut [f64]) {
     f.sort_by(|a, b| b.total_cmp(a));
@@ -207,7 +204,7 @@ pub fn shrink_candidates(instance: &PoolInstance) -> Vec<PoolInstance> {
             out.push(c);
         }
     }
-    crate::shrink::smaller_valid(out, instance, size, |c| validate(c).is_ok())
+    smaller_valid(out, instance, size, |c| validate(c).is_ok())
 }
 
 // Instances of this problem in `moe-opt verify`.

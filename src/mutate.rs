@@ -1,6 +1,14 @@
-//! Pieces shared by the problems' shrinkers (`<problem>/mutate.rs`), which turn a counterexample
-//! into the smallest one the worst-case search can reach: round the real numbers, keep the
-//! candidates that are valid and strictly smaller.
+//! Pieces shared by the problems' `mutate` modules: the perturbation's scale factor, and the
+//! shrinker's steps, which turn a counterexample into the smallest one the worst-case search can
+//! reach (round the real numbers, keep the candidates that are valid and strictly smaller).
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// A scale factor 2^s with s uniform in [-1, 1]: halves to doubles a perturbed quantity.
+pub fn factor(rng: &mut ChaCha8Rng) -> f64 {
+    2f64.powf(rng.random_range(-1.0..=1.0))
+}
 
 /// `x` rounded to two significant digits (0 and non-finite values unchanged).
 pub fn round_real(x: f64) -> f64 {
