@@ -5,7 +5,7 @@ use std::path::Path;
 
 mod common;
 
-use common::{csv_records, moe_opt, ok, refused, scratch, trace};
+use common::{csv_records, moe_opt, ok, refused, scratch, trace, EPLB_EXAMPLE};
 
 /// The single stderr line of a command that must be refused (exit code 2).
 fn refused_line(args: &[&str]) -> String {
@@ -192,17 +192,12 @@ fn eplb_takes_a_bare_matrix_and_csv_weights() {
         .collect();
     std::fs::write(&csv, lines.join("\n") + "\n").unwrap();
     let plan = |weights: &Path| -> serde_json::Value {
-        let out = ok(moe_opt().arg("eplb").arg("--weights").arg(weights).args([
-            "--replicas",
-            "16",
-            "--groups",
-            "4",
-            "--nodes",
-            "2",
-            "--gpus",
-            "8",
-            "--json",
-        ]));
+        let out = ok(moe_opt()
+            .arg("eplb")
+            .arg("--weights")
+            .arg(weights)
+            .args(EPLB_EXAMPLE)
+            .arg("--json"));
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         v["plan"].clone()
     };

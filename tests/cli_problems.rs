@@ -8,7 +8,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{moe_opt, ok, refused, scratch};
+use common::{moe_opt, ok, refused, scratch, EPLB_EXAMPLE};
 
 fn generate(dir: &Path, problem: &str, preset: Option<&str>, seed: u64) -> PathBuf {
     let file = dir.join(format!("{problem}-{seed}.json"));
@@ -31,17 +31,11 @@ fn csv_rows(path: &Path) -> (Vec<String>, Vec<csv::StringRecord>) {
 #[test]
 fn eplb_reproduces_the_published_example() {
     let weights = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/eplb-readme-example.json");
-    let text = ok(moe_opt().args(["eplb", "--weights"]).arg(&weights).args([
-        "--replicas",
-        "16",
-        "--groups",
-        "4",
-        "--nodes",
-        "2",
-        "--gpus",
-        "8",
-        "--json",
-    ]));
+    let text = ok(moe_opt()
+        .args(["eplb", "--weights"])
+        .arg(&weights)
+        .args(EPLB_EXAMPLE)
+        .arg("--json"));
     let report: Value = serde_json::from_str(&text).unwrap();
     // The `phy2log` printed in the README of https://github.com/deepseek-ai/EPLB (section
     // "Interface and Example") for these weights and arguments.

@@ -40,7 +40,7 @@ use sha2::{Digest, Sha256};
 
 mod common;
 
-use common::{moe_opt, ok, scratch};
+use common::{moe_opt, ok, scratch, EPLB_EXAMPLE};
 
 /// The repository root: commands run there, with instance paths relative to it.
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -546,22 +546,9 @@ fn prism() {
 fn eplb() {
     let dir = scratch("golden-eplb");
     let table = dir.join("eplb.csv");
-    let report = run_json(&[
-        "eplb",
-        "--weights",
-        "instances/eplb-readme-example.json",
-        "--replicas",
-        "16",
-        "--groups",
-        "4",
-        "--nodes",
-        "2",
-        "--gpus",
-        "8",
-        "--json",
-        "--csv",
-        arg(&table),
-    ]);
+    let weights = ["eplb", "--weights", "instances/eplb-readme-example.json"];
+    let output = ["--json", "--csv", arg(&table)];
+    let report = run_json(&[&weights[..], &EPLB_EXAMPLE, &output].concat());
     insta::assert_json_snapshot!("eplb_readme_example", report);
     insta::assert_snapshot!("eplb_readme_example_csv", clean_csv(&table));
 }

@@ -9,6 +9,18 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+/// The arguments of the EPLB README's example (with instances/eplb-readme-example.json).
+pub const EPLB_EXAMPLE: [&str; 8] = [
+    "--replicas",
+    "16",
+    "--groups",
+    "4",
+    "--nodes",
+    "2",
+    "--gpus",
+    "8",
+];
+
 /// The path of the `moe-opt` binary of this build (for a `std::process::Command` a test spawns
 /// and kills, or pipes).
 pub fn bin() -> PathBuf {
