@@ -57,11 +57,15 @@ pub trait Problem: Sized + Sync + 'static {
     fn load(path: &Path) -> Result<Self::Instance, Error>;
     /// Compiles an instance.
     fn model(instance: &Self::Instance) -> Self::Model;
-    /// True for methods whose solution is a proved optimum when they finish.
-    fn is_exact(method: Self::Method) -> bool;
+    /// The methods whose solution is a proved optimum when they finish.
+    const EXACT: &'static [Self::Method];
     /// The methods `compare` runs when none are named: all, exact searches only where their
     /// size limits allow.
     fn default_methods(instance: &Self::Instance) -> Vec<Self::Method>;
+    /// True for the methods of [`Problem::EXACT`].
+    fn is_exact(method: Self::Method) -> bool {
+        Self::EXACT.contains(&method)
+    }
     /// Runs one method (without evaluating its solution).
     fn solve(
         model: &Self::Model,

@@ -128,9 +128,7 @@ impl Problem for KnapsackProblem {
         instance.clone()
     }
 
-    fn is_exact(method: Method) -> bool {
-        matches!(method, Method::Milp | Method::Exhaustive)
-    }
+    const EXACT: &'static [Method] = &[Method::Milp, Method::Exhaustive];
 
     fn default_methods(k: &Knapsack) -> Vec<Method> {
         Method::ALL

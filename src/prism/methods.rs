@@ -53,11 +53,6 @@ impl Method {
         Method::Smartmoe,
         Method::Eplb,
     ];
-
-    /// True for methods whose answer is a proved optimum when they finish.
-    pub fn is_exact(self) -> bool {
-        matches!(self, Method::Milp | Method::Exhaustive)
-    }
 }
 
 /// Largest L E for exhaustive search.
@@ -217,9 +212,7 @@ impl Problem for Prism {
         instance.clone()
     }
 
-    fn is_exact(method: Method) -> bool {
-        method.is_exact()
-    }
+    const EXACT: &'static [Method] = &[Method::Milp, Method::Exhaustive];
 
     fn default_methods(instance: &Instance) -> Vec<Method> {
         let experts = instance.expert_count();

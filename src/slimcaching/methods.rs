@@ -39,13 +39,6 @@ crate::named! {
     }
 }
 
-impl Method {
-    /// True for methods whose answer is a proved optimum when they finish.
-    pub fn is_exact(self) -> bool {
-        matches!(self, Method::Milp | Method::Exhaustive)
-    }
-}
-
 pub use crate::problem::{ExactReport, Reference, RunOptions};
 
 /// SlimCaching: expert caching on cooperating edge servers (paper 000).
@@ -75,9 +68,7 @@ impl Problem for SlimCaching {
         LatencyModel::new(instance)
     }
 
-    fn is_exact(method: Method) -> bool {
-        method.is_exact()
-    }
+    const EXACT: &'static [Method] = &[Method::Milp, Method::Exhaustive];
 
     fn default_methods(instance: &Instance) -> Vec<Method> {
         let experts: usize = instance

@@ -34,13 +34,6 @@ crate::named! {
     }
 }
 
-impl Method {
-    /// True for methods whose answer is a proved optimum when they finish.
-    pub fn is_exact(self) -> bool {
-        matches!(self, Method::Milp | Method::Exhaustive)
-    }
-}
-
 /// ZipMoE: makespan scheduling of a layer's expert reconstruction on a device (paper 003).
 pub struct ZipMoe;
 
@@ -69,9 +62,7 @@ impl Problem for ZipMoe {
         instance.clone()
     }
 
-    fn is_exact(method: Method) -> bool {
-        method.is_exact()
-    }
+    const EXACT: &'static [Method] = &[Method::Milp, Method::Exhaustive];
 
     /// Every method: the exact ones that refuse the size are skipped by `compare`.
     fn default_methods(_: &Instance) -> Vec<Method> {
