@@ -5,7 +5,7 @@ use std::path::Path;
 
 mod common;
 
-use common::{csv_records, moe_opt, ok, refused, scratch, trace};
+use common::{csv_records, moe_opt, ok, refused, scratch, trace, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS};
 
 /// The single stderr line of a command that must be refused (exit code 2).
 fn refused_line(args: &[&str]) -> String {
@@ -169,10 +169,8 @@ fn route_and_claims_write_tables_and_verify_instance_prints_text() {
 #[test]
 fn eplb_takes_a_bare_matrix_and_csv_weights() {
     let dir = scratch("consistency-eplb");
-    let json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string("instances/eplb-readme-example.json").unwrap(),
-    )
-    .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(EPLB_EXAMPLE).unwrap()).unwrap();
     let matrix = dir.join("w.json");
     std::fs::write(&matrix, json["weight"].to_string()).unwrap();
     let csv = dir.join("w.csv");
@@ -192,21 +190,16 @@ fn eplb_takes_a_bare_matrix_and_csv_weights() {
         .collect();
     std::fs::write(&csv, lines.join("\n") + "\n").unwrap();
     let plan = |weights: &Path| -> serde_json::Value {
-        let out = ok(moe_opt().arg("eplb").arg("--weights").arg(weights).args([
-            "--replicas",
-            "16",
-            "--groups",
-            "4",
-            "--nodes",
-            "2",
-            "--gpus",
-            "8",
-            "--json",
-        ]));
+        let out = ok(moe_opt()
+            .arg("eplb")
+            .arg("--weights")
+            .arg(weights)
+            .args(EPLB_EXAMPLE_FLAGS)
+            .arg("--json"));
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         v["plan"].clone()
     };
-    let reference = plan(Path::new("instances/eplb-readme-example.json"));
+    let reference = plan(Path::new(EPLB_EXAMPLE));
     assert_eq!(plan(&matrix), reference);
     assert_eq!(plan(&csv), reference);
 }

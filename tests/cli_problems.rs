@@ -8,7 +8,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{moe_opt, ok, refused, scratch};
+use common::{moe_opt, ok, refused, scratch, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS};
 
 fn generate(dir: &Path, problem: &str, preset: Option<&str>, seed: u64) -> PathBuf {
     let file = dir.join(format!("{problem}-{seed}.json"));
@@ -30,18 +30,12 @@ fn csv_rows(path: &Path) -> (Vec<String>, Vec<csv::StringRecord>) {
 
 #[test]
 fn eplb_reproduces_the_published_example() {
-    let weights = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/eplb-readme-example.json");
-    let text = ok(moe_opt().args(["eplb", "--weights"]).arg(&weights).args([
-        "--replicas",
-        "16",
-        "--groups",
-        "4",
-        "--nodes",
-        "2",
-        "--gpus",
-        "8",
-        "--json",
-    ]));
+    let weights = Path::new(env!("CARGO_MANIFEST_DIR")).join(EPLB_EXAMPLE);
+    let text = ok(moe_opt()
+        .args(["eplb", "--weights"])
+        .arg(&weights)
+        .args(EPLB_EXAMPLE_FLAGS)
+        .arg("--json"));
     let report: Value = serde_json::from_str(&text).unwrap();
     // The `phy2log` printed in the README of https://github.com/deepseek-ai/EPLB (section
     // "Interface and Example") for these weights and arguments.
@@ -292,21 +286,12 @@ fn numbers(values: &[String]) -> Vec<f64> {
 #[test]
 fn eplb_csv_has_a_row_per_slot_with_the_published_plan_and_split_loads() {
     let dir = scratch("eplb-csv");
-    let weights = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/eplb-readme-example.json");
+    let weights = Path::new(env!("CARGO_MANIFEST_DIR")).join(EPLB_EXAMPLE);
     let table = dir.join("eplb.csv");
     ok(moe_opt()
         .args(["eplb", "--weights"])
         .arg(&weights)
-        .args([
-            "--replicas",
-            "16",
-            "--groups",
-            "4",
-            "--nodes",
-            "2",
-            "--gpus",
-            "8",
-        ])
+        .args(EPLB_EXAMPLE_FLAGS)
         .arg("--csv")
         .arg(&table));
     let (header, rows) = csv_rows(&table);

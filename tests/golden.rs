@@ -40,7 +40,7 @@ use sha2::{Digest, Sha256};
 
 mod common;
 
-use common::{moe_opt, ok, scratch};
+use common::{moe_opt, ok, scratch, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS, SLIMCACHING_METHODS};
 
 /// The repository root: commands run there, with instance paths relative to it.
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -510,17 +510,7 @@ fn slimcaching() {
         "slimcaching",
         &["tiny", "small", "paper"],
         [("tiny", 1), ("small", 1), ("tiny", 2)],
-        &[
-            "milp",
-            "exhaustive",
-            "greedy",
-            "lazy-greedy",
-            "successive-dp",
-            "successive-maxconv",
-            "lfu",
-            "random",
-            "u-shaped",
-        ],
+        &SLIMCACHING_METHODS,
     );
 }
 
@@ -549,23 +539,9 @@ fn prism() {
 #[test]
 fn eplb() {
     let dir = scratch("golden-eplb");
-    let (report, table) = run_json_csv(
-        &dir,
-        "eplb",
-        &[
-            "eplb",
-            "--weights",
-            "instances/eplb-readme-example.json",
-            "--replicas",
-            "16",
-            "--groups",
-            "4",
-            "--nodes",
-            "2",
-            "--gpus",
-            "8",
-        ],
-    );
+    let mut args = vec!["eplb", "--weights", EPLB_EXAMPLE];
+    args.extend(EPLB_EXAMPLE_FLAGS);
+    let (report, table) = run_json_csv(&dir, "eplb", &args);
     assert_json_and_csv("eplb_readme_example", &report, &clean_csv(&table));
 }
 

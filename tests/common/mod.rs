@@ -28,6 +28,34 @@ pub fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+/// The weights of DeepSeek's published EPLB example (the README's `eplb` example).
+pub const EPLB_EXAMPLE: &str = "instances/eplb-readme-example.json";
+
+/// The flags of that example: 16 replicas, 4 groups, 2 nodes, 8 GPUs.
+pub const EPLB_EXAMPLE_FLAGS: [&str; 8] = [
+    "--replicas",
+    "16",
+    "--groups",
+    "4",
+    "--nodes",
+    "2",
+    "--gpus",
+    "8",
+];
+
+/// Slimcaching's methods in the order `compare` runs them.
+pub const SLIMCACHING_METHODS: [&str; 9] = [
+    "milp",
+    "exhaustive",
+    "greedy",
+    "lazy-greedy",
+    "successive-dp",
+    "successive-maxconv",
+    "lfu",
+    "random",
+    "u-shaped",
+];
+
 /// Runs a command that must succeed and returns its stdout.
 pub fn ok(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap();
