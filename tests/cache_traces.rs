@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use formulations::cache::model::Trace;
 use moe_opt::cache::commands::{self, PolicyChoice};
 use moe_opt::cache::generate::{generate, GeneratorConfig, Preset};
 use moe_opt::cache::import::{self, ImportOptions};
@@ -26,6 +27,17 @@ fn data(rel: &str) -> Option<PathBuf> {
         println!("skipped: {rel} not found (../shared/data is absent)");
         None
     }
+}
+
+/// A generated trace of a preset cut to `layers` layers of `tokens_per_sequence`-token
+/// sequences (a fast test).
+fn shortened(preset: Preset, layers: usize, tokens_per_sequence: usize, seed: u64) -> Trace {
+    let config = GeneratorConfig {
+        layers,
+        tokens_per_sequence,
+        ..GeneratorConfig::preset(preset)
+    };
+    generate(&config, seed).unwrap()
 }
 
 const LOGS: [(&str, Preset); 3] = [
@@ -66,15 +78,7 @@ fn real_log_statistics_are_the_readme_figures() {
 
 #[test]
 fn smoe_window_runs_on_generated_logits_in_a_pool() {
-    let t = generate(
-        &GeneratorConfig {
-            layers: 3,
-            tokens_per_sequence: 60,
-            ..GeneratorConfig::preset(Preset::DeepseekV2Lite)
-        },
-        2,
-    )
-    .unwrap();
+    let t = shortened(Preset::DeepseekV2Lite, 3, 60, 2);
     let report = commands::replay(&t, 96, &PolicyChoice::All, Scope::Pool, None).unwrap();
     assert!(report.skipped.is_empty());
     assert_eq!(report.results.len(), 6);
@@ -144,15 +148,7 @@ fn real_logs_import_with_their_shapes_and_replay_under_every_weight_free_policy(
 
 #[test]
 fn capacity_below_k_is_refused() {
-    let t = generate(
-        &GeneratorConfig {
-            layers: 2,
-            tokens_per_sequence: 4,
-            ..GeneratorConfig::preset(Preset::Qwen15Moe)
-        },
-        0,
-    )
-    .unwrap();
+    let t = shortened(Preset::Qwen15Moe, 2, 4, 0);
     let err = replay_trace(&t, PolicySpec::Lru, 3, Scope::PerLayer, None)
         .unwrap_err()
         .to_string();
@@ -188,15 +184,7 @@ fn activation_counts_are_a_warm_start_and_not_replayable() {
 #[test]
 fn pool_and_per_layer_agree_on_one_layer() {
     // With one layer, a pool of C is the per-layer cache of C: identical statistics.
-    let t = generate(
-        &GeneratorConfig {
-            layers: 1,
-            tokens_per_sequence: 200,
-            ..GeneratorConfig::preset(Preset::Olmoe)
-        },
-        5,
-    )
-    .unwrap();
+    let t = shortened(Preset::Olmoe, 1, 200, 5);
     for p in PolicySpec::all() {
         let a = replay_trace(&t, p, 32, Scope::PerLayer, None).unwrap();
         let b = replay_trace(&t, p, 32, Scope::Pool, None).unwrap();
