@@ -3,8 +3,6 @@
 //! calibrated generator presets against the real logs' statistics. Tests that read the real
 //! data skip with a printed reason where the folder is absent.
 
-use std::path::{Path, PathBuf};
-
 use formulations::cache::model::Trace;
 use moe_opt::cache::commands::{self, PolicyChoice};
 use moe_opt::cache::generate::{generate, GeneratorConfig, Preset};
@@ -12,22 +10,9 @@ use moe_opt::cache::import::{self, ImportOptions};
 use moe_opt::cache::policies::{replay_trace, PolicySpec, Scope};
 use moe_opt::cache::stats::{trace_stats, CalibrationGrid};
 
-fn data(rel: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data")
-        .join(rel);
-    let p = if p.exists() {
-        p
-    } else {
-        Path::new("/work/shared/data").join(rel)
-    };
-    if p.exists() {
-        Some(p)
-    } else {
-        println!("skipped: {rel} not found (../shared/data is absent)");
-        None
-    }
-}
+mod common;
+
+use common::shared_data as data;
 
 /// A generated trace of a preset cut to `layers` layers of `tokens_per_sequence`-token
 /// sequences (a fast test).

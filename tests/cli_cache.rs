@@ -2,11 +2,9 @@
 //! bounds beside the routers (`offline`, `compare --methods` with routers), the Pareto sweep's
 //! tables (`pareto --csv`) and eq. (5)'s alpha selection (`tpot --alphas --csv`), end to end.
 
-use std::path::{Path, PathBuf};
-
 mod common;
 
-use common::{csv_records, moe_opt, ok, refused, scratch, trace};
+use common::{csv_records, moe_opt, ok, refused, scratch, shared_data, trace};
 
 #[test]
 fn compare_puts_the_routers_beside_belady_and_both_exact_bounds() {
@@ -153,22 +151,9 @@ fn tpot_fits_t_alpha_and_names_a_bad_predictor() {
     );
 }
 
-/// A real token log of ../shared/data (README there), or None when the folder is absent.
-fn token_log(name: &str) -> Option<PathBuf> {
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/token-traces");
-    [beside, PathBuf::from("/work/shared/data/token-traces")]
-        .into_iter()
-        .map(|d| d.join(name))
-        .find(|p| p.exists())
-        .or_else(|| {
-            eprintln!("skipped: {name} is absent");
-            None
-        })
-}
-
 #[test]
 fn a_real_log_replays_under_every_weight_free_policy() {
-    let Some(log) = token_log("olmoe_1b7b_0924_warp_decode.jsonl.gz") else {
+    let Some(log) = shared_data("token-traces/olmoe_1b7b_0924_warp_decode.jsonl.gz") else {
         return;
     };
     let dir = scratch("replay");

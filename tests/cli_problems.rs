@@ -8,7 +8,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{moe_opt, ok, refused, scratch, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS};
+use common::{moe_opt, ok, refused, scratch, shared_data, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS};
 
 fn generate(dir: &Path, problem: &str, preset: Option<&str>, seed: u64) -> PathBuf {
     let file = dir.join(format!("{problem}-{seed}.json"));
@@ -203,28 +203,9 @@ fn verify_covers_both_papers_with_each_problem_s_size_columns() {
     }
 }
 
-/// ../shared/data/activation-counts, beside the repository (README there).
-fn counts(name: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/activation-counts")
-        .join(name);
-    // A clone elsewhere than beside shared/ reads the machine's copy, as tests/cache_traces.rs.
-    let path = if path.exists() {
-        path
-    } else {
-        Path::new("/work/shared/data/activation-counts").join(name)
-    };
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} is absent", path.display());
-        None
-    }
-}
-
 #[test]
 fn real_counts_import_compare_and_recheck() {
-    let Some(file) = counts("deepseek.json.gz") else {
+    let Some(file) = shared_data("activation-counts/deepseek.json.gz") else {
         return;
     };
     let dir = scratch("real");

@@ -40,7 +40,9 @@ use sha2::{Digest, Sha256};
 
 mod common;
 
-use common::{moe_opt, ok, scratch, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS, SLIMCACHING_METHODS};
+use common::{
+    moe_opt, ok, scratch, shared_data, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS, SLIMCACHING_METHODS,
+};
 
 /// The repository root: commands run there, with instance paths relative to it.
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -1069,18 +1071,6 @@ fn sweep_and_merge() {
 // ---------------------------------------------------------------------------------------------
 // Imports from the real data (optional).
 
-/// The real data folder beside the repository (../shared/data), or the machine's copy, as the
-/// other tests find it (tests/cli_problems.rs, tests/cli_cache.rs).
-fn shared_data(relative: &str) -> Option<PathBuf> {
-    [
-        Path::new(ROOT).join("../shared/data"),
-        PathBuf::from("/work/shared/data"),
-    ]
-    .into_iter()
-    .map(|d| d.join(relative))
-    .find(|p| p.exists())
-}
-
 /// `import` of every problem from the smallest real files, `plan --counts` and `replay` of the
 /// imported log. The data are not part of the repository: without them the test returns
 /// early (and says so on stderr), as the other tests that read them do, so that a clone
@@ -1091,7 +1081,6 @@ fn import_real_data() {
         shared_data("activation-counts/switch.json.gz"),
         shared_data("token-traces/switch_base8_encoder_top1.jsonl.gz"),
     ) else {
-        eprintln!("skipped: ../shared/data is absent");
         return;
     };
     let dir = scratch("golden-import");

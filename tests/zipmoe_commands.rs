@@ -1,6 +1,6 @@
 //! ZipMoE's command functions: reports, CSV charts, size limits, the counts importer.
 
-use std::path::Path;
+mod common;
 
 use formulations::zipmoe::Instance;
 use moe_opt::report::RunOptions;
@@ -83,16 +83,9 @@ fn device_presets_are_too_large_for_the_exact_methods() {
 
 #[test]
 fn importer_reads_real_counts() {
-    let path = Path::new("../shared/data/activation-counts/qwen.json.gz");
-    let path = if path.exists() {
-        path.to_path_buf()
-    } else {
-        Path::new("/work/shared/data/activation-counts/qwen.json.gz").to_path_buf()
-    };
-    if !path.exists() {
-        eprintln!("skipped: {} is absent", path.display());
+    let Some(path) = common::shared_data("activation-counts/qwen.json.gz") else {
         return;
-    }
+    };
     let (model, counts) = moe_opt::zipmoe::generate::read_counts(&path).unwrap();
     let config = ImportConfig {
         prompts: vec![0, 1],

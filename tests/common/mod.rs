@@ -28,6 +28,25 @@ pub fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+/// A file of the real data (not part of the repository): in ../shared/data beside the
+/// repository, two levels up for a worktree, or the machine's copy. None, said on stderr, where
+/// it is absent: the tests that read it then skip.
+pub fn shared_data(relative: &str) -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let found = [
+        root.join("../shared/data"),
+        root.join("../../shared/data"),
+        PathBuf::from("/work/shared/data"),
+    ]
+    .into_iter()
+    .map(|d| d.join(relative))
+    .find(|p| p.exists());
+    if found.is_none() {
+        eprintln!("skipped: {relative} is absent from ../shared/data");
+    }
+    found
+}
+
 /// The weights of DeepSeek's published EPLB example (the README's `eplb` example).
 pub const EPLB_EXAMPLE: &str = "instances/eplb-readme-example.json";
 
