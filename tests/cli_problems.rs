@@ -8,7 +8,9 @@ use serde_json::Value;
 
 mod common;
 
-use common::{moe_opt, ok, refused, scratch, shared_data, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS};
+use common::{
+    json_with_csv, moe_opt, ok, refused, scratch, shared_data, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS,
+};
 
 fn generate(dir: &Path, problem: &str, preset: Option<&str>, seed: u64) -> PathBuf {
     let file = dir.join(format!("{problem}-{seed}.json"));
@@ -69,13 +71,7 @@ fn prism_compare_puts_the_proved_optimum_beside_every_method() {
     let dir = scratch("prism");
     let file = generate(&dir, "prism", Some("tiny"), 3);
     let table = dir.join("compare.csv");
-    let text = ok(moe_opt()
-        .arg("compare")
-        .arg(&file)
-        .arg("--json")
-        .arg("--csv")
-        .arg(&table));
-    let report: Value = serde_json::from_str(&text).unwrap();
+    let report = json_with_csv(moe_opt().arg("compare").arg(&file), &table);
     assert_eq!(report["reference"]["kind"], "optimum");
     let optimum = report["reference"]["value"].as_f64().unwrap();
     let methods = report["methods"].as_array().unwrap();
@@ -96,12 +92,13 @@ fn prism_compare_puts_the_proved_optimum_beside_every_method() {
 
     // solve --csv: a row per (server, GPU, expert) of the JSON placement.
     let placement = dir.join("placement.csv");
-    let text = ok(moe_opt()
-        .arg("solve")
-        .arg(&file)
-        .args(["--method", "prism", "--json", "--csv"])
-        .arg(&placement));
-    let report: Value = serde_json::from_str(&text).unwrap();
+    let report = json_with_csv(
+        moe_opt()
+            .arg("solve")
+            .arg(&file)
+            .args(["--method", "prism"]),
+        &placement,
+    );
     let held: usize = report["placement"]["gpus"]
         .as_array()
         .unwrap()
@@ -127,12 +124,10 @@ fn zipmoe_compare_and_gantt_rows() {
     }
 
     let gantt = dir.join("gantt.csv");
-    let text = ok(moe_opt()
-        .arg("solve")
-        .arg(&file)
-        .args(["--method", "fifo", "--json", "--csv"])
-        .arg(&gantt));
-    let report: Value = serde_json::from_str(&text).unwrap();
+    let report = json_with_csv(
+        moe_opt().arg("solve").arg(&file).args(["--method", "fifo"]),
+        &gantt,
+    );
     let makespan = report["result"]["makespan_s"].as_f64().unwrap();
     let (header, rows) = csv_rows(&gantt);
     let at = |c: &str| header.iter().position(|h| h == c).unwrap();
@@ -342,21 +337,17 @@ fn migrate_csv_has_a_row_per_window_in_the_report_s_units() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/prism-small-1.json");
     let table = dir.join("migrate.csv");
     // 100 tokens per window at 0.01 s per remote invocation: served_cost_s = served (2) x 1 s.
-    let text = ok(moe_opt()
-        .arg("migrate")
-        .arg(&file)
-        .args([
+    let report = json_with_csv(
+        moe_opt().arg("migrate").arg(&file).args([
             "--windows",
             "6",
             "--tokens-per-window",
             "100",
             "--remote-invocation-s",
             "0.01",
-            "--json",
-            "--csv",
-        ])
-        .arg(&table));
-    let report: Value = serde_json::from_str(&text).unwrap();
+        ]),
+        &table,
+    );
     let (header, rows) = csv_rows(&table);
     for c in [
         "instance_sha256",
@@ -428,12 +419,7 @@ fn plan_csv_has_a_row_per_pool_and_the_miss_pool() {
     let dir = scratch("plan-csv");
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/zipmoe-pool-1.json");
     let table = dir.join("plan.csv");
-    let text = ok(moe_opt()
-        .arg("plan")
-        .arg(&file)
-        .args(["--json", "--csv"])
-        .arg(&table));
-    let report: Value = serde_json::from_str(&text).unwrap();
+    let report = json_with_csv(moe_opt().arg("plan").arg(&file), &table);
     let instance: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let (header, rows) = csv_rows(&table);
     assert_eq!(

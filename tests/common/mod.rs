@@ -86,6 +86,17 @@ pub fn ok(cmd: &mut Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Runs a command that must succeed with `--csv TABLE` appended; the table's rows.
+pub fn csv_table(cmd: &mut Command, table: &Path) -> Vec<BTreeMap<String, String>> {
+    ok(cmd.arg("--csv").arg(table));
+    csv_records(table)
+}
+
+/// Runs a command that must succeed with `--json --csv TABLE` appended; its JSON report.
+pub fn json_with_csv(cmd: &mut Command, table: &Path) -> serde_json::Value {
+    serde_json::from_str(&ok(cmd.args(["--json", "--csv"]).arg(table))).unwrap()
+}
+
 /// A generated cache-trace of a preset (e.g. `mixtral-8x7b`: E = 8, K = 2, 32 layers, 256
 /// tokens; `switch`: 6 layers, short sequences) at seed 1, written in `dir`.
 pub fn trace(dir: &Path, preset: &str) -> PathBuf {
