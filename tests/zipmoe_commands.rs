@@ -2,6 +2,8 @@
 
 mod common;
 
+use common::ok;
+
 use formulations::zipmoe::Instance;
 use moe_opt::report::RunOptions;
 use moe_opt::zipmoe::commands::{compare, gantt_csv, solve, write_lp};
@@ -190,19 +192,12 @@ fn import_on_the_command_line_without_and_with_a_configuration() {
     let dir = path.parent().unwrap();
     let run = |extra: &[&str], out: &str| -> serde_json::Value {
         let out = dir.join(out);
-        let status = std::process::Command::new(env!("CARGO_BIN_EXE_moe-opt"))
+        ok(common::moe_opt()
             .args(["import", "zipmoe", "--counts"])
             .arg(&path)
             .args(extra)
             .arg("-o")
-            .arg(&out)
-            .output()
-            .unwrap();
-        assert!(
-            status.status.success(),
-            "{}",
-            String::from_utf8_lossy(&status.stderr)
-        );
+            .arg(&out));
         serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
     };
     let library = |c: &ImportConfig| {
