@@ -40,6 +40,11 @@ const LOGS: [(&str, Preset); 3] = [
     ),
 ];
 
+/// A real token log imported with the default options (None where the data are absent).
+fn real_log(rel: &str) -> Option<Trace> {
+    data(rel).map(|path| import::import_token_log(&path, &ImportOptions::default()).unwrap())
+}
+
 /// The real logs' statistics as measured by `trace_stats` (the README's figures), in the
 /// order of `LOGS`: (next-token overlap, per-layer LRU miss rate at C = E/2).
 const MEASURED: [(f64, f64); 3] = [(0.4352, 0.2058), (0.3356, 0.1335), (0.1756, 0.4775)];
@@ -50,8 +55,7 @@ fn real_log_statistics_are_the_readme_figures() {
     // independent routing would give overlap 1/8 = 0.125 and an LRU miss rate near 1/2 at
     // C = 4; the real encoder trace has slightly more locality than that.
     for ((rel, _), (overlap, miss)) in LOGS.iter().zip(MEASURED) {
-        let Some(path) = data(rel) else { return };
-        let t = import::import_token_log(&path, &ImportOptions::default()).unwrap();
+        let Some(t) = real_log(rel) else { return };
         let s = trace_stats(&t);
         assert!(
             (s.next_token_overlap - overlap).abs() < 5e-5,
@@ -237,8 +241,7 @@ fn calibration_finds_a_generated_target_exactly() {
 #[ignore = "prints the calibration figures for the README; minutes in a debug build"]
 fn print_calibration() {
     for (rel, preset) in LOGS {
-        let Some(path) = data(rel) else { return };
-        let t = import::import_token_log(&path, &ImportOptions::default()).unwrap();
+        let Some(t) = real_log(rel) else { return };
         let c = commands::calibrate(&t, preset, &CalibrationGrid::default()).unwrap();
         print!("{}", c.text());
         for seed in 0..3 {
@@ -255,8 +258,7 @@ fn print_calibration() {
 #[ignore = "prints every weight-free policy on the real logs at C = E/2 for the report"]
 fn print_real_replays() {
     for (rel, _) in LOGS {
-        let Some(path) = data(rel) else { return };
-        let t = import::import_token_log(&path, &ImportOptions::default()).unwrap();
+        let Some(t) = real_log(rel) else { return };
         for scope in [Scope::PerLayer, Scope::Pool] {
             let c = match scope {
                 Scope::PerLayer => t.experts / 2,
