@@ -1,5 +1,6 @@
 //! Helpers of the command-line tests: the binary, a scratch folder, a run that must succeed or
-//! be refused, a CSV table read back.
+//! be refused, a CSV table or JSON report read back, the real data, and the inputs several tests
+//! share.
 
 // Every test binary that includes this module uses only some of the helpers.
 #![allow(dead_code)]
