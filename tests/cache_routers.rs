@@ -3,7 +3,7 @@
 //! ranking against the fast selection, and the sweep's fronts.
 
 use formulations::cache::model::{Phase, Routing, Token, Trace};
-use formulations::ProblemKind;
+use formulations::{Error, ProblemKind};
 use moe_opt::cache::generate::{generate, GeneratorConfig, Locality};
 use moe_opt::cache::pareto::{self, SweepOptions};
 use moe_opt::cache::policies::Scope;
@@ -11,7 +11,7 @@ use moe_opt::cache::policy::{replay, Lru, Simulation};
 use moe_opt::cache::router::{CacheView, Router};
 use moe_opt::cache::routers::{
     max_rank_ranking, max_rank_select, replay_routed, PolicyView, RankTable, ReplayOptions,
-    RouterSpec, SpecRouter,
+    RoutedReplay, RouterSpec, SpecRouter,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -44,6 +44,44 @@ fn trace_of(logits: &[[f32; 4]], top_k: usize) -> Trace {
     }
 }
 
+/// E = 4, K = 2, one layer, three steps ranked t0 [0,1,2,3], t1 [2,3,1,0], t2 [3,0,2,1]
+/// (logits a permutation of 3, 2, 1, 0 each).
+fn three_steps() -> Trace {
+    trace_of(
+        &[
+            [3.0, 2.0, 1.0, 0.0],
+            [0.0, 1.0, 3.0, 2.0],
+            [2.0, 0.0, 1.0, 3.0],
+        ],
+        2,
+    )
+}
+
+/// A generated synthetic trace: E experts, top K, L layers, T tokens, drifting locality.
+fn synthetic(
+    experts: usize,
+    top_k: usize,
+    layers: usize,
+    tokens: usize,
+    drift: f64,
+    seed: u64,
+) -> Trace {
+    generate(
+        &GeneratorConfig::synthetic(experts, top_k, layers, tokens, Locality::drift(drift)),
+        seed,
+    )
+    .unwrap()
+}
+
+/// `spec`'s routing replayed through LRU caches of `capacity`, default options.
+fn lru_replay(
+    table: &RankTable,
+    spec: &RouterSpec,
+    capacity: usize,
+) -> Result<RoutedReplay, Error> {
+    replay_routed(table, spec, capacity, &ReplayOptions::default(), Lru::new)
+}
+
 fn spec(s: &str) -> RouterSpec {
     s.parse().unwrap()
 }
@@ -60,17 +98,9 @@ fn max_rank_replay_by_hand() {
     //     1 (stamp 4): 1 load. Loads 4 of K x steps = 6.
     // The original routing: t0 2 loads; t1 [2, 3] 2 loads (evicting 0 then 1); t2 [3, 0]: 3
     //     hits, 0 loads evicting 2: 1 load. 5 of 6.
-    let trace = trace_of(
-        &[
-            [3.0, 2.0, 1.0, 0.0],
-            [0.0, 1.0, 3.0, 2.0],
-            [2.0, 0.0, 1.0, 3.0],
-        ],
-        2,
-    );
+    let trace = three_steps();
     let table = RankTable::new(&trace);
-    let opts = ReplayOptions::default();
-    let run = replay_routed(&table, &spec("max-rank:m=4,j=1"), 2, &opts, Lru::new).unwrap();
+    let run = lru_replay(&table, &spec("max-rank:m=4,j=1"), 2).unwrap();
     assert_eq!(run.loads, 4);
     assert!((run.miss_rate - 4.0 / 6.0).abs() < 1e-12);
     // Quality: kept 2 + 1 + 1 of 6; 1-based ranks (1 + 2) + (1 + 3) + (1 + 3) = 11 over 6;
@@ -82,7 +112,7 @@ fn max_rank_replay_by_hand() {
     let e = std::f64::consts::E;
     let swapped = (e.powi(3) + e) / (e.powi(3) + e.powi(2));
     assert!((q.mass_kept.unwrap() - (1.0 + 2.0 * swapped) / 3.0).abs() < 1e-6);
-    let original = replay_routed(&table, &RouterSpec::TopK, 2, &opts, Lru::new).unwrap();
+    let original = lru_replay(&table, &RouterSpec::TopK, 2).unwrap();
     assert_eq!(original.loads, 5);
     assert_eq!(original.quality.share_topk_kept, 1.0);
     assert_eq!(original.quality.mean_rank, Some(1.5));
@@ -93,23 +123,9 @@ fn pruning_is_normalised_by_k() {
     // Same trace, pruning h = 1, C = 2: t0 loads 0; t1 loads 2; t2 loads 3 (evicting 0, the
     // older): 3 loads. Miss rate 3 / (K x steps) = 3 / 6 = 0.5 (Sec. 4.2), while eq. (4) over
     // the 3 experts requested would be 1.
-    let trace = trace_of(
-        &[
-            [3.0, 2.0, 1.0, 0.0],
-            [0.0, 1.0, 3.0, 2.0],
-            [2.0, 0.0, 1.0, 3.0],
-        ],
-        2,
-    );
+    let trace = three_steps();
     let table = RankTable::new(&trace);
-    let run = replay_routed(
-        &table,
-        &spec("pruning:h=1"),
-        2,
-        &ReplayOptions::default(),
-        Lru::new,
-    )
-    .unwrap();
+    let run = lru_replay(&table, &spec("pruning:h=1"), 2).unwrap();
     assert_eq!(run.loads, 3);
     assert_eq!(run.miss_rate, 0.5);
     assert_eq!(run.total.miss_rate, 1.0);
@@ -122,11 +138,7 @@ fn neutral_knobs_reproduce_the_plain_lru_replay() {
     // lambda = 0, p = 0, M = K and h = K all choose the original top-K; their loads must equal
     // the policy module's replay of the trace's own request streams (an independent path),
     // per layer and in one pool.
-    let trace = generate(
-        &GeneratorConfig::synthetic(8, 2, 3, 400, Locality::drift(0.8)),
-        11,
-    )
-    .unwrap();
+    let trace = synthetic(8, 2, 3, 400, 0.8, 11);
     let table = RankTable::new(&trace);
     for c in [2, 4, 6] {
         let per_layer: u64 = (0..3)
@@ -183,11 +195,7 @@ fn fast_max_rank_matches_the_literal_eq7_ranking() {
 fn trait_router_agrees_with_the_table_replay() {
     // SpecRouter ranks each routing from its logits on the fly; replaying with it by hand
     // (route through a PolicyView, then access) must give the same loads as replay_routed.
-    let trace = generate(
-        &GeneratorConfig::synthetic(16, 4, 2, 300, Locality::drift(0.7)),
-        3,
-    )
-    .unwrap();
+    let trace = synthetic(16, 4, 2, 300, 0.7, 3);
     let table = RankTable::new(&trace);
     for s in [
         "max-rank:m=7,j=2",
@@ -214,7 +222,7 @@ fn trait_router_agrees_with_the_table_replay() {
             }
         }
         let loads: u64 = sims.iter().map(|s| s.stats().loads).sum();
-        let run = replay_routed(&table, &spec(s), 8, &ReplayOptions::default(), Lru::new).unwrap();
+        let run = lru_replay(&table, &spec(s), 8).unwrap();
         assert_eq!(run.loads, loads, "{s}");
     }
 }
@@ -224,11 +232,7 @@ fn a_strong_cache_prior_misses_only_the_top_j() {
     // With lambda * delta above every token's logit range, a cached expert outscores every
     // uncached one, so after the first step (the cache then holds >= K experts) each step
     // loads at most the J forced experts: loads <= K + J (steps - 1) per layer.
-    let trace = generate(
-        &GeneratorConfig::synthetic(16, 4, 2, 500, Locality::drift(0.5)),
-        9,
-    )
-    .unwrap();
+    let trace = synthetic(16, 4, 2, 500, 0.5, 9);
     let table = RankTable::new(&trace);
     let max_range = (0..500)
         .flat_map(|t| (0..2).map(move |l| (t, l)))
@@ -236,36 +240,19 @@ fn a_strong_cache_prior_misses_only_the_top_j() {
         .fold(0.0, f64::max);
     let lambda = 2.0 * max_range / table.mean_range(0).min(table.mean_range(1));
     let s = format!("cache-prior:lambda={lambda},j=1,delta=trace");
-    let run = replay_routed(&table, &spec(&s), 6, &ReplayOptions::default(), Lru::new).unwrap();
+    let run = lru_replay(&table, &spec(&s), 6).unwrap();
     assert!(run.loads <= 2 * (4 + 499), "{} loads", run.loads);
-    let original = replay_routed(
-        &table,
-        &RouterSpec::TopK,
-        6,
-        &ReplayOptions::default(),
-        Lru::new,
-    )
-    .unwrap();
+    let original = lru_replay(&table, &RouterSpec::TopK, 6).unwrap();
     assert!(run.loads < original.loads);
 }
 
 #[test]
 fn bad_requests_are_refused_with_the_reason() {
-    let trace = generate(
-        &GeneratorConfig::synthetic(8, 2, 1, 10, Locality::drift(0.5)),
-        1,
-    )
-    .unwrap();
+    let trace = synthetic(8, 2, 1, 10, 0.5, 1);
     let table = RankTable::new(&trace);
-    let err = replay_routed(
-        &table,
-        &RouterSpec::TopK,
-        1,
-        &ReplayOptions::default(),
-        Lru::new,
-    )
-    .unwrap_err()
-    .to_string();
+    let err = lru_replay(&table, &RouterSpec::TopK, 1)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("capacity") && err.contains("top_k = 2"),
         "{err}"
@@ -274,15 +261,9 @@ fn bad_requests_are_refused_with_the_reason() {
     for t in &mut bare.tokens {
         t.layers[0].logits = None;
     }
-    let err = replay_routed(
-        &RankTable::new(&bare),
-        &spec("max-rank:m=3,j=1"),
-        4,
-        &ReplayOptions::default(),
-        Lru::new,
-    )
-    .unwrap_err()
-    .to_string();
+    let err = lru_replay(&RankTable::new(&bare), &spec("max-rank:m=3,j=1"), 4)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("logits"), "{err}");
     let err = pareto::route(&trace, "max-rank:m=3,j=5", 4, &ReplayOptions::default())
         .unwrap_err()
@@ -292,11 +273,7 @@ fn bad_requests_are_refused_with_the_reason() {
 
 #[test]
 fn sweep_fronts_are_pareto_optimal_and_include_the_original_routing_extremes() {
-    let trace = generate(
-        &GeneratorConfig::synthetic(8, 2, 2, 300, Locality::drift(0.8)),
-        21,
-    )
-    .unwrap();
+    let trace = synthetic(8, 2, 2, 300, 0.8, 21);
     let options = SweepOptions {
         grid: pareto::GridOptions {
             points: 6,

@@ -3,29 +3,26 @@
 //! calibrated generator presets against the real logs' statistics. Tests that read the real
 //! data skip with a printed reason where the folder is absent.
 
-use std::path::{Path, PathBuf};
-
+use formulations::cache::model::Trace;
 use moe_opt::cache::commands::{self, PolicyChoice};
 use moe_opt::cache::generate::{generate, GeneratorConfig, Preset};
 use moe_opt::cache::import::{self, ImportOptions};
 use moe_opt::cache::policies::{replay_trace, PolicySpec, Scope};
 use moe_opt::cache::stats::{trace_stats, CalibrationGrid};
 
-fn data(rel: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data")
-        .join(rel);
-    let p = if p.exists() {
-        p
-    } else {
-        Path::new("/work/shared/data").join(rel)
+mod common;
+
+use common::shared_data as data;
+
+/// A generated trace of a preset cut to `layers` layers of `tokens_per_sequence`-token
+/// sequences (a fast test).
+fn shortened(preset: Preset, layers: usize, tokens_per_sequence: usize, seed: u64) -> Trace {
+    let config = GeneratorConfig {
+        layers,
+        tokens_per_sequence,
+        ..GeneratorConfig::preset(preset)
     };
-    if p.exists() {
-        Some(p)
-    } else {
-        println!("skipped: {rel} not found (../shared/data is absent)");
-        None
-    }
+    generate(&config, seed).unwrap()
 }
 
 const LOGS: [(&str, Preset); 3] = [
@@ -43,6 +40,11 @@ const LOGS: [(&str, Preset); 3] = [
     ),
 ];
 
+/// A real token log imported with the default options (None where the data are absent).
+fn real_log(rel: &str) -> Option<Trace> {
+    data(rel).map(|path| import::import_token_log(&path, &ImportOptions::default()).unwrap())
+}
+
 /// The real logs' statistics as measured by `trace_stats` (the README's figures), in the
 /// order of `LOGS`: (next-token overlap, per-layer LRU miss rate at C = E/2).
 const MEASURED: [(f64, f64); 3] = [(0.4352, 0.2058), (0.3356, 0.1335), (0.1756, 0.4775)];
@@ -53,8 +55,7 @@ fn real_log_statistics_are_the_readme_figures() {
     // independent routing would give overlap 1/8 = 0.125 and an LRU miss rate near 1/2 at
     // C = 4; the real encoder trace has slightly more locality than that.
     for ((rel, _), (overlap, miss)) in LOGS.iter().zip(MEASURED) {
-        let Some(path) = data(rel) else { return };
-        let t = import::import_token_log(&path, &ImportOptions::default()).unwrap();
+        let Some(t) = real_log(rel) else { return };
         let s = trace_stats(&t);
         assert!(
             (s.next_token_overlap - overlap).abs() < 5e-5,
@@ -66,15 +67,7 @@ fn real_log_statistics_are_the_readme_figures() {
 
 #[test]
 fn smoe_window_runs_on_generated_logits_in_a_pool() {
-    let t = generate(
-        &GeneratorConfig {
-            layers: 3,
-            tokens_per_sequence: 60,
-            ..GeneratorConfig::preset(Preset::DeepseekV2Lite)
-        },
-        2,
-    )
-    .unwrap();
+    let t = shortened(Preset::DeepseekV2Lite, 3, 60, 2);
     let report = commands::replay(&t, 96, &PolicyChoice::All, Scope::Pool, None).unwrap();
     assert!(report.skipped.is_empty());
     assert_eq!(report.results.len(), 6);
@@ -144,15 +137,7 @@ fn real_logs_import_with_their_shapes_and_replay_under_every_weight_free_policy(
 
 #[test]
 fn capacity_below_k_is_refused() {
-    let t = generate(
-        &GeneratorConfig {
-            layers: 2,
-            tokens_per_sequence: 4,
-            ..GeneratorConfig::preset(Preset::Qwen15Moe)
-        },
-        0,
-    )
-    .unwrap();
+    let t = shortened(Preset::Qwen15Moe, 2, 4, 0);
     let err = replay_trace(&t, PolicySpec::Lru, 3, Scope::PerLayer, None)
         .unwrap_err()
         .to_string();
@@ -188,15 +173,7 @@ fn activation_counts_are_a_warm_start_and_not_replayable() {
 #[test]
 fn pool_and_per_layer_agree_on_one_layer() {
     // With one layer, a pool of C is the per-layer cache of C: identical statistics.
-    let t = generate(
-        &GeneratorConfig {
-            layers: 1,
-            tokens_per_sequence: 200,
-            ..GeneratorConfig::preset(Preset::Olmoe)
-        },
-        5,
-    )
-    .unwrap();
+    let t = shortened(Preset::Olmoe, 1, 200, 5);
     for p in PolicySpec::all() {
         let a = replay_trace(&t, p, 32, Scope::PerLayer, None).unwrap();
         let b = replay_trace(&t, p, 32, Scope::Pool, None).unwrap();
@@ -264,8 +241,7 @@ fn calibration_finds_a_generated_target_exactly() {
 #[ignore = "prints the calibration figures for the README; minutes in a debug build"]
 fn print_calibration() {
     for (rel, preset) in LOGS {
-        let Some(path) = data(rel) else { return };
-        let t = import::import_token_log(&path, &ImportOptions::default()).unwrap();
+        let Some(t) = real_log(rel) else { return };
         let c = commands::calibrate(&t, preset, &CalibrationGrid::default()).unwrap();
         print!("{}", c.text());
         for seed in 0..3 {
@@ -282,8 +258,7 @@ fn print_calibration() {
 #[ignore = "prints every weight-free policy on the real logs at C = E/2 for the report"]
 fn print_real_replays() {
     for (rel, _) in LOGS {
-        let Some(path) = data(rel) else { return };
-        let t = import::import_token_log(&path, &ImportOptions::default()).unwrap();
+        let Some(t) = real_log(rel) else { return };
         for scope in [Scope::PerLayer, Scope::Pool] {
             let c = match scope {
                 Scope::PerLayer => t.experts / 2,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use assert_cmd::Command;
 
 mod common;
-use common::{bin, moe_opt, refused, scratch};
+use common::{bin, json_with_csv, moe_opt, ok, refused, scratch, SLIMCACHING_METHODS};
 
 fn generate(dir: &std::path::Path, preset: &str, seed: u64) -> PathBuf {
     let file = dir.join(format!("{preset}-{seed}.json"));
@@ -74,14 +74,8 @@ fn generate_is_deterministic_per_seed() {
 fn compare_json_rates_every_method_against_the_proved_optimum() {
     let dir = scratch("compare");
     let file = generate(&dir, "tiny", 1);
-    let out = moe_opt()
-        .arg("compare")
-        .arg(&file)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = ok(moe_opt().arg("compare").arg(&file).arg("--json"));
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(report["reference"]["kind"], "optimum");
     let names: Vec<&str> = report["methods"]
         .as_array()
@@ -89,20 +83,7 @@ fn compare_json_rates_every_method_against_the_proved_optimum() {
         .iter()
         .map(|m| m["method"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "milp",
-            "exhaustive",
-            "greedy",
-            "lazy-greedy",
-            "successive-dp",
-            "successive-maxconv",
-            "lfu",
-            "random",
-            "u-shaped"
-        ]
-    );
+    assert_eq!(names, SLIMCACHING_METHODS);
     for m in report["methods"].as_array().unwrap() {
         let ratio = m["ratio"].as_f64().unwrap();
         assert!(ratio <= 1.0 + 1e-6, "{}: ratio {ratio}", m["method"]);
@@ -117,14 +98,11 @@ fn compare_json_rates_every_method_against_the_proved_optimum() {
 fn solve_json_reports_placement_and_users() {
     let dir = scratch("solve");
     let file = generate(&dir, "tiny", 2);
-    let out = moe_opt()
+    let text = ok(moe_opt()
         .arg("solve")
         .arg(&file)
-        .args(["--method", "successive-dp", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .args(["--method", "successive-dp", "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap();
     insta::assert_json_snapshot!("solve_tiny_2_successive_dp", rounded(report), {
         ".result.runtime_s" => "[runtime]",
     });
@@ -134,9 +112,7 @@ fn solve_json_reports_placement_and_users() {
 fn text_compare_names_every_method_and_the_reference() {
     let dir = scratch("text");
     let file = generate(&dir, "small", 1);
-    let out = moe_opt().arg("compare").arg(&file).output().unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = ok(moe_opt().arg("compare").arg(&file));
     assert!(text.contains("proved optimum F* ="), "{text}");
     for name in ["milp", "greedy", "successive-maxconv", "lfu", "u-shaped"] {
         assert!(text.contains(name), "{name} missing from:\n{text}");
@@ -224,14 +200,7 @@ fn compare_and_solve_write_tidy_tables() {
     let dir = scratch("csv");
     let file = generate(&dir, "tiny", 2);
     let table = dir.join("compare.csv");
-    let out = moe_opt()
-        .arg("compare")
-        .arg(&file)
-        .arg("--csv")
-        .arg(&table)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    ok(moe_opt().arg("compare").arg(&file).arg("--csv").arg(&table));
     let mut reader = csv::Reader::from_path(&table).unwrap();
     let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
     for column in [
@@ -261,15 +230,7 @@ fn compare_and_solve_write_tidy_tables() {
     }
 
     let placement = dir.join("placement.csv");
-    let out = moe_opt()
-        .arg("solve")
-        .arg(&file)
-        .args(["--json", "--csv"])
-        .arg(&placement)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = json_with_csv(moe_opt().arg("solve").arg(&file), &placement);
     let cached: usize = report["placement"]
         .as_array()
         .unwrap()
@@ -318,17 +279,7 @@ fn a_closed_standard_output_ends_quietly() {
 #[test]
 fn the_demo_walks_every_problem_and_every_claim() {
     let dir = scratch("demo");
-    let out = moe_opt()
-        .args(["demo", "--out"])
-        .arg(dir.join("out"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = ok(moe_opt().args(["demo", "--out"]).arg(dir.join("out")));
     for problem in ["slimcaching", "prism", "cache-offline", "zipmoe", "smoe"] {
         assert!(
             text.contains(&format!("== {problem} (")),

@@ -2,11 +2,9 @@
 //! bounds beside the routers (`offline`, `compare --methods` with routers), the Pareto sweep's
 //! tables (`pareto --csv`) and eq. (5)'s alpha selection (`tpot --alphas --csv`), end to end.
 
-use std::path::{Path, PathBuf};
-
 mod common;
 
-use common::{csv_records, moe_opt, ok, refused, scratch, trace};
+use common::{csv_records, csv_table, moe_opt, ok, refused, scratch, shared_data, trace};
 
 #[test]
 fn compare_puts_the_routers_beside_belady_and_both_exact_bounds() {
@@ -21,16 +19,13 @@ fn compare_puts_the_routers_beside_belady_and_both_exact_bounds() {
         .arg(&instance));
     let csv = dir.join("compare.csv");
     // Routers with two knobs keep their commas inside the comma-separated list.
-    ok(moe_opt()
-        .arg("compare")
-        .arg(&instance)
-        .args([
+    let rows = csv_table(
+        moe_opt().arg("compare").arg(&instance).args([
             "--methods",
             "milp-fixed,milp-flexible,belady,lru,max-rank:m=4,j=1,cache-prior:lambda=1,j=1",
-            "--csv",
-        ])
-        .arg(&csv));
-    let rows = csv_records(&csv);
+        ]),
+        &csv,
+    );
     let names: Vec<&str> = rows.iter().map(|r| r["method"].as_str()).collect();
     assert_eq!(
         names,
@@ -79,18 +74,15 @@ fn pareto_tables_name_each_router_whole_and_carry_the_baselines() {
     let dir = scratch("pareto");
     let trace = trace(&dir, "mixtral-8x7b");
     let csv = dir.join("points.csv");
-    ok(moe_opt()
-        .arg("pareto")
-        .arg(&trace)
-        .args([
+    let points = csv_table(
+        moe_opt().arg("pareto").arg(&trace).args([
             "--capacities",
             "2,4",
             "--routers",
             "max-rank:m=4,j=1,cumsum:p=0.5,j=1",
-        ])
-        .args(["--csv"])
-        .arg(&csv));
-    let points = csv_records(&csv);
+        ]),
+        &csv,
+    );
     let routers: Vec<(&str, &str)> = points
         .iter()
         .map(|r| (r["router"].as_str(), r["capacity"].as_str()))
@@ -123,20 +115,21 @@ fn tpot_fits_t_alpha_and_names_a_bad_predictor() {
     let dir = scratch("tpot");
     let trace = trace(&dir, "mixtral-8x7b");
     let csv = dir.join("tpot.csv");
-    ok(moe_opt()
-        .arg("tpot")
-        .arg(&trace)
-        .args([
-            "--capacity",
-            "64",
-            "--alphas",
-            "0,0.2,0.4",
-            "--budget-s",
-            "1",
-        ])
-        .args(["--predictor", "previous-token", "--csv"])
-        .arg(&csv));
-    let rows = csv_records(&csv);
+    let rows = csv_table(
+        moe_opt()
+            .arg("tpot")
+            .arg(&trace)
+            .args([
+                "--capacity",
+                "64",
+                "--alphas",
+                "0,0.2,0.4",
+                "--budget-s",
+                "1",
+            ])
+            .args(["--predictor", "previous-token"]),
+        &csv,
+    );
     assert_eq!(rows.len(), 3);
     // alpha = 0 is the original top-k: all the router mass is kept.
     assert_eq!(rows[0]["alpha"], "0.0");
@@ -153,35 +146,20 @@ fn tpot_fits_t_alpha_and_names_a_bad_predictor() {
     );
 }
 
-/// A real token log of ../shared/data (README there), or None when the folder is absent.
-fn token_log(name: &str) -> Option<PathBuf> {
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/token-traces");
-    [beside, PathBuf::from("/work/shared/data/token-traces")]
-        .into_iter()
-        .map(|d| d.join(name))
-        .find(|p| p.exists())
-        .or_else(|| {
-            eprintln!("skipped: {name} is absent");
-            None
-        })
-}
-
 #[test]
 fn a_real_log_replays_under_every_weight_free_policy() {
-    let Some(log) = token_log("olmoe_1b7b_0924_warp_decode.jsonl.gz") else {
+    let Some(log) = shared_data("token-traces/olmoe_1b7b_0924_warp_decode.jsonl.gz") else {
         return;
     };
     let dir = scratch("replay");
     let csv = dir.join("replay.csv");
-    ok(moe_opt()
-        .arg("replay")
-        .arg(&log)
-        .args(["--capacity", "32", "--csv"])
-        .arg(&csv));
-    let totals: Vec<_> = csv_records(&csv)
-        .into_iter()
-        .filter(|r| r["layer"] == "total")
-        .collect();
+    let totals: Vec<_> = csv_table(
+        moe_opt().arg("replay").arg(&log).args(["--capacity", "32"]),
+        &csv,
+    )
+    .into_iter()
+    .filter(|r| r["layer"] == "total")
+    .collect();
     let loads = |policy: &str| -> u64 {
         let r = totals.iter().find(|r| r["policy"] == policy).unwrap();
         // 299 decode tokens x K = 8 x 16 layers (the log's README).

@@ -5,7 +5,7 @@ use std::path::Path;
 
 mod common;
 
-use common::{csv_records, moe_opt, ok, refused, scratch, trace, EPLB_EXAMPLE};
+use common::{csv_table, moe_opt, ok, refused, scratch, trace, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS};
 
 /// The single stderr line of a command that must be refused (exit code 2).
 fn refused_line(args: &[&str]) -> String {
@@ -131,12 +131,15 @@ fn route_and_claims_write_tables_and_verify_instance_prints_text() {
     let dir = scratch("consistency-tables");
     let trace = trace(&dir, "switch");
     let route_csv = dir.join("route.csv");
-    ok(moe_opt()
-        .arg("route")
-        .arg(&trace)
-        .args(["--capacity", "4", "--method", "max-rank:m=4,j=1", "--csv"])
-        .arg(&route_csv));
-    let rows = csv_records(&route_csv);
+    let rows = csv_table(
+        moe_opt().arg("route").arg(&trace).args([
+            "--capacity",
+            "4",
+            "--method",
+            "max-rank:m=4,j=1",
+        ]),
+        &route_csv,
+    );
     // switch: 6 MoE layers, then the total.
     assert_eq!(rows.len(), 7);
     assert_eq!(rows[6]["layer"], "total");
@@ -147,10 +150,9 @@ fn route_and_claims_write_tables_and_verify_instance_prints_text() {
         rows[0].keys()
     );
     let claims_csv = dir.join("claims.csv");
-    ok(moe_opt().args(["claims", "--csv"]).arg(&claims_csv));
+    let rows = csv_table(moe_opt().arg("claims"), &claims_csv);
     let claims: serde_json::Value =
         serde_json::from_str(&ok(moe_opt().args(["claims", "--json"]))).unwrap();
-    let rows = csv_records(&claims_csv);
     assert_eq!(rows.len(), claims.as_array().unwrap().len());
     assert_eq!(rows[0]["id"], claims[0]["id"].as_str().unwrap());
     let text = ok(moe_opt().args([
@@ -169,10 +171,8 @@ fn route_and_claims_write_tables_and_verify_instance_prints_text() {
 #[test]
 fn eplb_takes_a_bare_matrix_and_csv_weights() {
     let dir = scratch("consistency-eplb");
-    let json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string("instances/eplb-readme-example.json").unwrap(),
-    )
-    .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(EPLB_EXAMPLE).unwrap()).unwrap();
     let matrix = dir.join("w.json");
     std::fs::write(&matrix, json["weight"].to_string()).unwrap();
     let csv = dir.join("w.csv");
@@ -196,12 +196,12 @@ fn eplb_takes_a_bare_matrix_and_csv_weights() {
             .arg("eplb")
             .arg("--weights")
             .arg(weights)
-            .args(EPLB_EXAMPLE)
+            .args(EPLB_EXAMPLE_FLAGS)
             .arg("--json"));
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         v["plan"].clone()
     };
-    let reference = plan(Path::new("instances/eplb-readme-example.json"));
+    let reference = plan(Path::new(EPLB_EXAMPLE));
     assert_eq!(plan(&matrix), reference);
     assert_eq!(plan(&csv), reference);
 }

@@ -8,7 +8,9 @@ use serde_json::Value;
 
 mod common;
 
-use common::{moe_opt, ok, refused, scratch, EPLB_EXAMPLE};
+use common::{
+    json_with_csv, moe_opt, ok, refused, scratch, shared_data, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS,
+};
 
 fn generate(dir: &Path, problem: &str, preset: Option<&str>, seed: u64) -> PathBuf {
     let file = dir.join(format!("{problem}-{seed}.json"));
@@ -30,11 +32,11 @@ fn csv_rows(path: &Path) -> (Vec<String>, Vec<csv::StringRecord>) {
 
 #[test]
 fn eplb_reproduces_the_published_example() {
-    let weights = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/eplb-readme-example.json");
+    let weights = Path::new(env!("CARGO_MANIFEST_DIR")).join(EPLB_EXAMPLE);
     let text = ok(moe_opt()
         .args(["eplb", "--weights"])
         .arg(&weights)
-        .args(EPLB_EXAMPLE)
+        .args(EPLB_EXAMPLE_FLAGS)
         .arg("--json"));
     let report: Value = serde_json::from_str(&text).unwrap();
     // The `phy2log` printed in the README of https://github.com/deepseek-ai/EPLB (section
@@ -69,13 +71,7 @@ fn prism_compare_puts_the_proved_optimum_beside_every_method() {
     let dir = scratch("prism");
     let file = generate(&dir, "prism", Some("tiny"), 3);
     let table = dir.join("compare.csv");
-    let text = ok(moe_opt()
-        .arg("compare")
-        .arg(&file)
-        .arg("--json")
-        .arg("--csv")
-        .arg(&table));
-    let report: Value = serde_json::from_str(&text).unwrap();
+    let report = json_with_csv(moe_opt().arg("compare").arg(&file), &table);
     assert_eq!(report["reference"]["kind"], "optimum");
     let optimum = report["reference"]["value"].as_f64().unwrap();
     let methods = report["methods"].as_array().unwrap();
@@ -96,12 +92,13 @@ fn prism_compare_puts_the_proved_optimum_beside_every_method() {
 
     // solve --csv: a row per (server, GPU, expert) of the JSON placement.
     let placement = dir.join("placement.csv");
-    let text = ok(moe_opt()
-        .arg("solve")
-        .arg(&file)
-        .args(["--method", "prism", "--json", "--csv"])
-        .arg(&placement));
-    let report: Value = serde_json::from_str(&text).unwrap();
+    let report = json_with_csv(
+        moe_opt()
+            .arg("solve")
+            .arg(&file)
+            .args(["--method", "prism"]),
+        &placement,
+    );
     let held: usize = report["placement"]["gpus"]
         .as_array()
         .unwrap()
@@ -127,12 +124,10 @@ fn zipmoe_compare_and_gantt_rows() {
     }
 
     let gantt = dir.join("gantt.csv");
-    let text = ok(moe_opt()
-        .arg("solve")
-        .arg(&file)
-        .args(["--method", "fifo", "--json", "--csv"])
-        .arg(&gantt));
-    let report: Value = serde_json::from_str(&text).unwrap();
+    let report = json_with_csv(
+        moe_opt().arg("solve").arg(&file).args(["--method", "fifo"]),
+        &gantt,
+    );
     let makespan = report["result"]["makespan_s"].as_f64().unwrap();
     let (header, rows) = csv_rows(&gantt);
     let at = |c: &str| header.iter().position(|h| h == c).unwrap();
@@ -203,28 +198,9 @@ fn verify_covers_both_papers_with_each_problem_s_size_columns() {
     }
 }
 
-/// ../shared/data/activation-counts, beside the repository (README there).
-fn counts(name: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/activation-counts")
-        .join(name);
-    // A clone elsewhere than beside shared/ reads the machine's copy, as tests/cache_traces.rs.
-    let path = if path.exists() {
-        path
-    } else {
-        Path::new("/work/shared/data/activation-counts").join(name)
-    };
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} is absent", path.display());
-        None
-    }
-}
-
 #[test]
 fn real_counts_import_compare_and_recheck() {
-    let Some(file) = counts("deepseek.json.gz") else {
+    let Some(file) = shared_data("activation-counts/deepseek.json.gz") else {
         return;
     };
     let dir = scratch("real");
@@ -286,21 +262,12 @@ fn numbers(values: &[String]) -> Vec<f64> {
 #[test]
 fn eplb_csv_has_a_row_per_slot_with_the_published_plan_and_split_loads() {
     let dir = scratch("eplb-csv");
-    let weights = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/eplb-readme-example.json");
+    let weights = Path::new(env!("CARGO_MANIFEST_DIR")).join(EPLB_EXAMPLE);
     let table = dir.join("eplb.csv");
     ok(moe_opt()
         .args(["eplb", "--weights"])
         .arg(&weights)
-        .args([
-            "--replicas",
-            "16",
-            "--groups",
-            "4",
-            "--nodes",
-            "2",
-            "--gpus",
-            "8",
-        ])
+        .args(EPLB_EXAMPLE_FLAGS)
         .arg("--csv")
         .arg(&table));
     let (header, rows) = csv_rows(&table);
@@ -370,21 +337,17 @@ fn migrate_csv_has_a_row_per_window_in_the_report_s_units() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/prism-small-1.json");
     let table = dir.join("migrate.csv");
     // 100 tokens per window at 0.01 s per remote invocation: served_cost_s = served (2) x 1 s.
-    let text = ok(moe_opt()
-        .arg("migrate")
-        .arg(&file)
-        .args([
+    let report = json_with_csv(
+        moe_opt().arg("migrate").arg(&file).args([
             "--windows",
             "6",
             "--tokens-per-window",
             "100",
             "--remote-invocation-s",
             "0.01",
-            "--json",
-            "--csv",
-        ])
-        .arg(&table));
-    let report: Value = serde_json::from_str(&text).unwrap();
+        ]),
+        &table,
+    );
     let (header, rows) = csv_rows(&table);
     for c in [
         "instance_sha256",
@@ -456,12 +419,7 @@ fn plan_csv_has_a_row_per_pool_and_the_miss_pool() {
     let dir = scratch("plan-csv");
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/zipmoe-pool-1.json");
     let table = dir.join("plan.csv");
-    let text = ok(moe_opt()
-        .arg("plan")
-        .arg(&file)
-        .args(["--json", "--csv"])
-        .arg(&table));
-    let report: Value = serde_json::from_str(&text).unwrap();
+    let report = json_with_csv(moe_opt().arg("plan").arg(&file), &table);
     let instance: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let (header, rows) = csv_rows(&table);
     assert_eq!(

@@ -40,7 +40,9 @@ use sha2::{Digest, Sha256};
 
 mod common;
 
-use common::{moe_opt, ok, scratch, EPLB_EXAMPLE};
+use common::{
+    moe_opt, ok, scratch, shared_data, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS, SLIMCACHING_METHODS,
+};
 
 /// The repository root: commands run there, with instance paths relative to it.
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -92,6 +94,21 @@ fn run_failing(args: &[&str]) -> Value {
 /// A path as a command-line argument.
 fn arg(path: &Path) -> &str {
     path.to_str().expect("UTF-8 path")
+}
+
+/// Runs `moe-opt ARGS --json --csv DIR/TABLE.csv`: the cleaned JSON and the table's path (some
+/// commands write no table, or a second one beside it).
+fn run_json_csv(dir: &Path, table: &str, args: &[&str]) -> (Value, PathBuf) {
+    let table = dir.join(format!("{table}.csv"));
+    let mut args = args.to_vec();
+    args.extend(["--json", "--csv", arg(&table)]);
+    (run_json(&args), table)
+}
+
+/// Pins a command's JSON as NAME and its cleaned CSV table as NAME_csv.
+fn assert_json_and_csv(name: &str, report: &Value, table: &str) {
+    insta::assert_json_snapshot!(name, report);
+    insta::assert_snapshot!(format!("{name}_csv"), table);
 }
 
 /// The scratch folders' common prefix (temp dir, `moe-opt-`, the process id).
@@ -288,18 +305,18 @@ fn solve_all(dir: &Path, file: &str, methods: &[&str]) -> (Value, String) {
     let mut reports = Map::new();
     let mut tables = String::new();
     for (i, method) in methods.iter().enumerate() {
-        let table = dir.join(format!("solve-{i}.csv"));
-        let report = run_json(&[
-            "solve",
-            file,
-            "--method",
-            method,
-            "--time-limit",
-            TIME_LIMIT,
-            "--json",
-            "--csv",
-            arg(&table),
-        ]);
+        let (report, table) = run_json_csv(
+            dir,
+            &format!("solve-{i}"),
+            &[
+                "solve",
+                file,
+                "--method",
+                method,
+                "--time-limit",
+                TIME_LIMIT,
+            ],
+        );
         assert_proved(&report);
         reports.insert(method.to_string(), report);
         tables.push_str(&format!("# {method}\n"));
@@ -314,20 +331,11 @@ fn solve_all(dir: &Path, file: &str, methods: &[&str]) -> (Value, String) {
 
 /// `compare FILE [--methods ...] --json --csv T`: the JSON and the cleaned CSV.
 fn compare(dir: &Path, file: &str, methods: Option<&str>) -> (Value, String) {
-    let table = dir.join("compare.csv");
-    let mut args = vec![
-        "compare",
-        file,
-        "--time-limit",
-        TIME_LIMIT,
-        "--json",
-        "--csv",
-    ];
-    args.push(arg(&table));
+    let mut args = vec!["compare", file, "--time-limit", TIME_LIMIT];
     if let Some(m) = methods {
         args.extend(["--methods", m]);
     }
-    let report = run_json(&args);
+    let (report, table) = run_json_csv(dir, "compare", &args);
     assert_proved(&report);
     (report, clean_csv(&table))
 }
@@ -487,14 +495,12 @@ fn problem_goldens(problem: &str, presets: &[&str], generated: [(&str, u64); 3],
     insta::assert_json_snapshot!(format!("generate_{problem}"), Value::Object(made));
 
     let (reports, tables) = solve_all(&dir, &tiny, methods);
-    insta::assert_json_snapshot!(format!("solve_{problem}_tiny"), reports);
-    insta::assert_snapshot!(format!("solve_{problem}_tiny_csv"), tables);
+    assert_json_and_csv(&format!("solve_{problem}_tiny"), &reports, &tables);
 
     for (name, file) in [("tiny", &tiny), ("small", &small)] {
         let (report, table) = compare(&dir, file, None);
         assert_eq!(report["reference"]["kind"], "optimum", "{file}");
-        insta::assert_json_snapshot!(format!("compare_{problem}_{name}"), report);
-        insta::assert_snapshot!(format!("compare_{problem}_{name}_csv"), table);
+        assert_json_and_csv(&format!("compare_{problem}_{name}"), &report, &table);
     }
 
     insta::assert_snapshot!(format!("write_lp_{problem}_tiny"), write_lp(&dir, &tiny));
@@ -506,17 +512,7 @@ fn slimcaching() {
         "slimcaching",
         &["tiny", "small", "paper"],
         [("tiny", 1), ("small", 1), ("tiny", 2)],
-        &[
-            "milp",
-            "exhaustive",
-            "greedy",
-            "lazy-greedy",
-            "successive-dp",
-            "successive-maxconv",
-            "lfu",
-            "random",
-            "u-shaped",
-        ],
+        &SLIMCACHING_METHODS,
     );
 }
 
@@ -545,12 +541,10 @@ fn prism() {
 #[test]
 fn eplb() {
     let dir = scratch("golden-eplb");
-    let table = dir.join("eplb.csv");
-    let weights = ["eplb", "--weights", "instances/eplb-readme-example.json"];
-    let output = ["--json", "--csv", arg(&table)];
-    let report = run_json(&[&weights[..], &EPLB_EXAMPLE, &output].concat());
-    insta::assert_json_snapshot!("eplb_readme_example", report);
-    insta::assert_snapshot!("eplb_readme_example_csv", clean_csv(&table));
+    let mut args = vec!["eplb", "--weights", EPLB_EXAMPLE];
+    args.extend(EPLB_EXAMPLE_FLAGS);
+    let (report, table) = run_json_csv(&dir, "eplb", &args);
+    assert_json_and_csv("eplb_readme_example", &report, &clean_csv(&table));
 }
 
 /// `migrate` on prism-tiny-1 (its default planner, Prism's Alg. 1, finds no feasible count
@@ -564,21 +558,20 @@ fn migrate() {
         ("prism_tiny_milp", "instances/prism-tiny-1.json", "milp"),
         ("prism_small_prism", "instances/prism-small-1.json", "prism"),
     ] {
-        let table = dir.join(format!("{name}.csv"));
-        let report = run_json(&[
-            "migrate",
-            file,
-            "--method",
-            method,
-            "--time-limit",
-            TIME_LIMIT,
-            "--json",
-            "--csv",
-            arg(&table),
-        ]);
+        let (report, table) = run_json_csv(
+            &dir,
+            name,
+            &[
+                "migrate",
+                file,
+                "--method",
+                method,
+                "--time-limit",
+                TIME_LIMIT,
+            ],
+        );
         assert_proved(&report);
-        insta::assert_json_snapshot!(format!("migrate_{name}"), report);
-        insta::assert_snapshot!(format!("migrate_{name}_csv"), clean_csv(&table));
+        assert_json_and_csv(&format!("migrate_{name}"), &report, &clean_csv(&table));
     }
 }
 
@@ -627,13 +620,10 @@ fn zipmoe_pool() {
         ("pool_small", vec![arg(&small_instance)]),
         ("generate_3", vec!["--generate", "3"]),
     ] {
-        let table = dir.join(format!("{name}.csv"));
         let mut args = vec!["plan"];
         args.extend(source);
-        args.extend(["--json", "--csv", arg(&table)]);
-        let report = run_json(&args);
-        insta::assert_json_snapshot!(format!("plan_{name}"), report);
-        insta::assert_snapshot!(format!("plan_{name}_csv"), clean_csv(&table));
+        let (report, table) = run_json_csv(&dir, name, &args);
+        assert_json_and_csv(&format!("plan_{name}"), &report, &clean_csv(&table));
     }
 }
 
@@ -679,22 +669,21 @@ fn cache_trace() {
 
     // replay: every policy per layer, and one pool over both layers.
     for (name, capacity, scope) in [("per_layer_c4", "4", "per-layer"), ("pool_c6", "6", "pool")] {
-        let table = dir.join(format!("replay-{name}.csv"));
-        let report = run_json(&[
-            "replay",
-            trace,
-            "--capacity",
-            capacity,
-            "--scope",
-            scope,
-            "--policies",
-            "all",
-            "--json",
-            "--csv",
-            arg(&table),
-        ]);
-        insta::assert_json_snapshot!(format!("replay_{name}"), report);
-        insta::assert_snapshot!(format!("replay_{name}_csv"), clean_csv(&table));
+        let (report, table) = run_json_csv(
+            &dir,
+            &format!("replay-{name}"),
+            &[
+                "replay",
+                trace,
+                "--capacity",
+                capacity,
+                "--scope",
+                scope,
+                "--policies",
+                "all",
+            ],
+        );
+        assert_json_and_csv(&format!("replay_{name}"), &report, &clean_csv(&table));
     }
     let some = run_json(&[
         "replay",
@@ -734,20 +723,19 @@ fn cache_trace() {
 
     // pareto: a few routers at two capacities (JSON, points and baselines CSV); the default
     // knob grid at one capacity (points CSV only: 106 points).
-    let points = dir.join("points.csv");
-    let report = run_json(&[
-        "pareto",
-        trace,
-        "--capacities",
-        "2,4",
-        "--routers",
-        "top-k,pruning:h=1,max-rank:m=4,j=1,cumsum:p=0.9,j=1,cache-prior:lambda=0.5,j=1",
-        "--json",
-        "--csv",
-        arg(&points),
-    ]);
-    insta::assert_json_snapshot!("pareto_routers", report);
-    insta::assert_snapshot!("pareto_routers_csv", clean_csv(&points));
+    let (report, points) = run_json_csv(
+        &dir,
+        "points",
+        &[
+            "pareto",
+            trace,
+            "--capacities",
+            "2,4",
+            "--routers",
+            "top-k,pruning:h=1,max-rank:m=4,j=1,cumsum:p=0.9,j=1,cache-prior:lambda=0.5,j=1",
+        ],
+    );
+    assert_json_and_csv("pareto_routers", &report, &clean_csv(&points));
     insta::assert_snapshot!(
         "pareto_routers_baselines_csv",
         clean_csv(&dir.join("points-baselines.csv"))
@@ -803,22 +791,21 @@ fn cache_trace() {
         runs.insert(name.to_string(), run_json(&args));
     }
     insta::assert_json_snapshot!("tpot", Value::Object(runs));
-    let table = dir.join("alpha.csv");
-    let report = run_json(&[
-        "tpot",
-        trace,
-        "--capacity",
-        "8",
-        "--alphas",
-        "0,0.1,0.2,0.3,0.4",
-        "--budget-s",
-        "0.011",
-        "--json",
-        "--csv",
-        arg(&table),
-    ]);
-    insta::assert_json_snapshot!("tpot_alphas", report);
-    insta::assert_snapshot!("tpot_alphas_csv", clean_csv(&table));
+    let (report, table) = run_json_csv(
+        &dir,
+        "alpha",
+        &[
+            "tpot",
+            trace,
+            "--capacity",
+            "8",
+            "--alphas",
+            "0,0.1,0.2,0.3,0.4",
+            "--budget-s",
+            "0.011",
+        ],
+    );
+    assert_json_and_csv("tpot_alphas", &report, &clean_csv(&table));
 }
 
 /// `solve`, `compare` and `write-lp` of cache-offline instances made with `offline`.
@@ -843,8 +830,7 @@ fn cache_offline() {
     ];
     // `solve --csv` of a cache-offline instance writes no table today (pinned as such).
     let (reports, tables) = solve_all(&dir, rank, &methods);
-    insta::assert_json_snapshot!("solve_cache_offline_rank", reports);
-    insta::assert_snapshot!("solve_cache_offline_rank_csv", tables);
+    assert_json_and_csv("solve_cache_offline_rank", &reports, &tables);
 
     for (name, file, methods) in [
         ("rank_default", rank, None),
@@ -887,8 +873,7 @@ fn smoe() {
     // `solve --csv` of an SMoE layer writes no table today (pinned as such).
     let routings = ["top-k", "smoe", "smoe-literal", "exhaustive", "milp"];
     let (reports, tables) = solve_all(&dir, uniform, &routings);
-    insta::assert_json_snapshot!("solve_smoe_tiny0_routings", reports);
-    insta::assert_snapshot!("solve_smoe_tiny0_routings_csv", tables);
+    assert_json_and_csv("solve_smoe_tiny0_routings", &reports, &tables);
     let combos = [
         "top-k+alg2",
         "smoe-literal+cpu",
@@ -906,8 +891,7 @@ fn smoe() {
 
     for (name, file) in [("tiny0", uniform), ("per_expert4", per_expert)] {
         let (report, table) = compare(&dir, file, None);
-        insta::assert_json_snapshot!(format!("compare_smoe_{name}"), report);
-        insta::assert_snapshot!(format!("compare_smoe_{name}_csv"), table);
+        assert_json_and_csv(&format!("compare_smoe_{name}"), &report, &table);
     }
 
     insta::assert_snapshot!("write_lp_smoe_tiny0", write_lp(&dir, uniform));
@@ -1087,18 +1071,6 @@ fn sweep_and_merge() {
 // ---------------------------------------------------------------------------------------------
 // Imports from the real data (optional).
 
-/// The real data folder beside the repository (../shared/data), or the machine's copy, as the
-/// other tests find it (tests/cli_problems.rs, tests/cli_cache.rs).
-fn shared_data(relative: &str) -> Option<PathBuf> {
-    [
-        Path::new(ROOT).join("../shared/data"),
-        PathBuf::from("/work/shared/data"),
-    ]
-    .into_iter()
-    .map(|d| d.join(relative))
-    .find(|p| p.exists())
-}
-
 /// `import` of every problem from the smallest real files, `plan --counts` and `replay` of the
 /// imported log. The data are not part of the repository: without them the test returns
 /// early (and says so on stderr), as the other tests that read them do, so that a clone
@@ -1109,7 +1081,6 @@ fn import_real_data() {
         shared_data("activation-counts/switch.json.gz"),
         shared_data("token-traces/switch_base8_encoder_top1.jsonl.gz"),
     ) else {
-        eprintln!("skipped: ../shared/data is absent");
         return;
     };
     let dir = scratch("golden-import");

@@ -58,6 +58,13 @@ fn check(id: &str, instance: &Instance) -> Check {
     (claim(id).check)(instance, &CheckOptions::default())
 }
 
+/// `id`'s check on `instance`, which must pass.
+fn passing(id: &str, seed: u64, instance: &Instance) -> Result<Check, TestCaseError> {
+    let c = check(id, instance);
+    prop_assert_eq!(c.outcome, Outcome::Pass, "{} seed {}: {}", id, seed, c.note);
+    Ok(c)
+}
+
 fn counterexample(file: &str) -> Instance {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("instances/counterexamples")
@@ -304,16 +311,14 @@ proptest! {
     /// 2^|V| sets (|V| <= 16 in `tiny-top1`), so it must pass, not merely not fail.
     #[test]
     fn prop1_f_is_monotone_submodular_on_top1_instances(seed in any::<u64>()) {
-        let c = check("slimcaching/prop1-submodular", &family_tiny_top1(seed));
-        prop_assert_eq!(c.outcome, Outcome::Pass, "seed {}: {}", seed, c.note);
+        passing("slimcaching/prop1-submodular", seed, &family_tiny_top1(seed))?;
     }
 
     /// Prop. 2, first part, as stated: with every model Top-2, F is monotone non-decreasing on
     /// V, proved exhaustively by the claim's check on each `tiny-top2` instance.
     #[test]
     fn prop2_f_is_monotone_on_top2_instances(seed in any::<u64>()) {
-        let c = check("slimcaching/prop2-monotone", &family_tiny_top2(seed));
-        prop_assert_eq!(c.outcome, Outcome::Pass, "seed {}: {}", seed, c.note);
+        passing("slimcaching/prop2-monotone", seed, &family_tiny_top2(seed))?;
     }
 
     /// Prop. 3 REPLACED (as stated it is false, see
@@ -347,8 +352,7 @@ proptest! {
     #[test]
     fn prop3_replacement_greedy_plus_best_singletons(seed in any::<u64>()) {
         let i = family_tiny_top1(seed);
-        let premise = check("slimcaching/prop1-submodular", &i);
-        prop_assert_eq!(premise.outcome, Outcome::Pass, "seed {}: {}", seed, premise.note);
+        passing("slimcaching/prop1-submodular", seed, &i)?;
         let model = LatencyModel::new(&i);
         let greedy = model.objective(&algorithms::greedy(&model).placement);
         let (_, opt) = algorithms::exhaustive(&model).expect("tiny-top1 fits exhaustive search");
@@ -372,8 +376,7 @@ proptest! {
     /// over each server's experts by the claim's check on `tiny-mixed` instances.
     #[test]
     fn prop4_structure_holds_on_mixed_instances(seed in any::<u64>()) {
-        let c = check("slimcaching/prop4-structure", &family_tiny_mixed(seed));
-        prop_assert_eq!(c.outcome, Outcome::Pass, "seed {}: {}", seed, c.note);
+        passing("slimcaching/prop4-structure", seed, &family_tiny_mixed(seed))?;
     }
 
     /// Prop. 5 as stated, eq. (24): on every server of Alg. 3's run F~_n(X_n) >= (1 -
@@ -460,8 +463,7 @@ proptest! {
     /// the same P3_n optimum.
     #[test]
     fn alg3_equals_alg2_on_small_instances(seed in any::<u64>()) {
-        let c = check("slimcaching/alg3-equals-alg2", &family_small(seed));
-        prop_assert_eq!(c.outcome, Outcome::Pass, "seed {}: {}", seed, c.note);
+        let c = passing("slimcaching/alg3-equals-alg2", seed, &family_small(seed))?;
         let diff = c.value.expect("largest relative difference");
         prop_assert!(diff <= 1e-9, "seed {}: relative difference {}", seed, diff);
     }

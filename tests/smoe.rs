@@ -248,21 +248,11 @@ fn compare_puts_the_router_and_the_exact_methods_at_the_optimum() {
         assert!(!r.text().is_empty());
     }
     let pe = try_generate(Preset::TinyPerExpert, 3).unwrap();
-    let milp = commands::solve(
-        &pe,
-        RoutingMethod::Smoe,
-        SplitMethod::Milp,
-        &SolveOptions::default(),
-    )
-    .unwrap();
-    let exh = commands::solve(
-        &pe,
-        RoutingMethod::Smoe,
-        SplitMethod::Optimal,
-        &SolveOptions::default(),
-    )
-    .unwrap();
-    assert!((milp.methods[0].split.objective_s - exh.methods[0].split.objective_s).abs() < 1e-9);
+    let [milp, exh] = [SplitMethod::Milp, SplitMethod::Optimal].map(|split| {
+        let r = commands::solve(&pe, RoutingMethod::Smoe, split, &SolveOptions::default());
+        r.unwrap().methods[0].split.objective_s
+    });
+    assert!((milp - exh).abs() < 1e-9);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{bin, moe_opt, refused, scratch};
+use common::{bin, moe_opt, ok, refused, scratch};
 
 fn verify(out: &Path, extra: &[&str]) {
     moe_opt()
@@ -134,6 +134,14 @@ fn a_torn_last_journal_line_is_dropped_and_redone() {
     assert_eq!(files(&dir.join("whole")), files(&torn));
 }
 
+/// `verify --json --claim ID --instance FILE`: the check's JSON.
+fn recheck(id: &str, file: &Path) -> serde_json::Value {
+    let text = ok(moe_opt()
+        .args(["verify", "--json", "--claim", id, "--instance"])
+        .arg(file));
+    serde_json::from_str(&text).unwrap()
+}
+
 #[test]
 fn a_saved_counterexample_rechecks_as_a_failure() {
     let dir = scratch("recheck");
@@ -149,19 +157,7 @@ fn a_saved_counterexample_rechecks_as_a_failure() {
     let claims = std::fs::read_to_string(dir.join("claims.csv")).unwrap();
     assert!(claims.contains(",violated,"), "{claims}");
     let file = dir.join("counterexamples/slimcaching-prop6-single-server.json");
-    let out = moe_opt()
-        .args([
-            "verify",
-            "--json",
-            "--claim",
-            "slimcaching/prop6-single-server",
-            "--instance",
-        ])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let check: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = recheck("slimcaching/prop6-single-server", &file);
     assert_eq!(check["outcome"], "fail");
 }
 
@@ -184,17 +180,7 @@ fn every_saved_counterexample_still_fails_its_claim() {
         }
         let stem = path.file_stem().unwrap().to_string_lossy().to_string();
         let id = stem.replacen('-', "/", 1);
-        let out = moe_opt()
-            .args(["verify", "--json", "--claim", &id, "--instance"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{id}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let check: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let check = recheck(&id, &path);
         assert_eq!(check["outcome"], "fail", "{id}: {}", check["note"]);
         checked += 1;
     }

@@ -1,6 +1,8 @@
 //! ZipMoE's command functions: reports, CSV charts, size limits, the counts importer.
 
-use std::path::Path;
+mod common;
+
+use common::ok;
 
 use formulations::zipmoe::Instance;
 use moe_opt::problem::Problem;
@@ -84,16 +86,9 @@ fn device_presets_are_too_large_for_the_exact_methods() {
 
 #[test]
 fn importer_reads_real_counts() {
-    let path = Path::new("../shared/data/activation-counts/qwen.json.gz");
-    let path = if path.exists() {
-        path.to_path_buf()
-    } else {
-        Path::new("/work/shared/data/activation-counts/qwen.json.gz").to_path_buf()
-    };
-    if !path.exists() {
-        eprintln!("skipped: {} is absent", path.display());
+    let Some(path) = common::shared_data("activation-counts/qwen.json.gz") else {
         return;
-    }
+    };
     let (model, counts) = moe_opt::zipmoe::generate::read_counts(&path).unwrap();
     let config = ImportConfig {
         prompts: vec![0, 1],
@@ -198,19 +193,12 @@ fn import_on_the_command_line_without_and_with_a_configuration() {
     let dir = path.parent().unwrap();
     let run = |extra: &[&str], out: &str| -> serde_json::Value {
         let out = dir.join(out);
-        let status = std::process::Command::new(env!("CARGO_BIN_EXE_moe-opt"))
+        ok(common::moe_opt()
             .args(["import", "zipmoe", "--counts"])
             .arg(&path)
             .args(extra)
             .arg("-o")
-            .arg(&out)
-            .output()
-            .unwrap();
-        assert!(
-            status.status.success(),
-            "{}",
-            String::from_utf8_lossy(&status.stderr)
-        );
+            .arg(&out));
         serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
     };
     let library = |c: &ImportConfig| {

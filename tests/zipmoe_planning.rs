@@ -2,7 +2,9 @@
 //! errors on bad input, and the real activation counts of ../shared/data (skipped with a
 //! printed reason when the folder is absent).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+mod common;
 
 use formulations::zipmoe::pool::{
     pool_sizes, validate, IpfOptions, LayerProfile, MemoryModel, Pool, PoolInstance,
@@ -270,18 +272,9 @@ fn generated_plan_is_reproducible() {
     assert!((ratios - 1.0).abs() < 1e-12);
 }
 
-/// The shared data file, next to the repository (../shared) or, for a worktree under
-/// /work/wt/<name>, two levels up.
+/// An activation-count file of the real data.
 fn data(file: &str) -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let found = ["../shared/data", "../../shared/data"]
-        .iter()
-        .map(|d| root.join(d).join("activation-counts").join(file))
-        .find(|p| p.exists());
-    if found.is_none() {
-        eprintln!("skipped: {file} is absent from ../shared/data and ../../shared/data");
-    }
-    found
+    common::shared_data(&format!("activation-counts/{file}"))
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Helpers of the command-line tests: the binary, a scratch folder, a run that must succeed or
-//! be refused, a CSV table read back.
+//! be refused, a CSV table or JSON report read back, the real data, and the inputs several tests
+//! share.
 
 // Every test binary that includes this module uses only some of the helpers.
 #![allow(dead_code)]
@@ -8,18 +9,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-
-/// The arguments of the EPLB README's example (with instances/eplb-readme-example.json).
-pub const EPLB_EXAMPLE: [&str; 8] = [
-    "--replicas",
-    "16",
-    "--groups",
-    "4",
-    "--nodes",
-    "2",
-    "--gpus",
-    "8",
-];
 
 /// The path of the `moe-opt` binary of this build (for a `std::process::Command` a test spawns
 /// and kills, or pipes).
@@ -40,6 +29,53 @@ pub fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+/// A file of the real data (not part of the repository): in ../shared/data beside the
+/// repository, two levels up for a worktree, or the machine's copy. None, said on stderr, where
+/// it is absent: the tests that read it then skip.
+pub fn shared_data(relative: &str) -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let found = [
+        root.join("../shared/data"),
+        root.join("../../shared/data"),
+        PathBuf::from("/work/shared/data"),
+    ]
+    .into_iter()
+    .map(|d| d.join(relative))
+    .find(|p| p.exists());
+    if found.is_none() {
+        eprintln!("skipped: {relative} is absent from ../shared/data");
+    }
+    found
+}
+
+/// The weights of DeepSeek's published EPLB example (the README's `eplb` example).
+pub const EPLB_EXAMPLE: &str = "instances/eplb-readme-example.json";
+
+/// The flags of that example: 16 replicas, 4 groups, 2 nodes, 8 GPUs.
+pub const EPLB_EXAMPLE_FLAGS: [&str; 8] = [
+    "--replicas",
+    "16",
+    "--groups",
+    "4",
+    "--nodes",
+    "2",
+    "--gpus",
+    "8",
+];
+
+/// Slimcaching's methods in the order `compare` runs them.
+pub const SLIMCACHING_METHODS: [&str; 9] = [
+    "milp",
+    "exhaustive",
+    "greedy",
+    "lazy-greedy",
+    "successive-dp",
+    "successive-maxconv",
+    "lfu",
+    "random",
+    "u-shaped",
+];
+
 /// Runs a command that must succeed and returns its stdout.
 pub fn ok(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap();
@@ -49,6 +85,17 @@ pub fn ok(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a command that must succeed with `--csv TABLE` appended; the table's rows.
+pub fn csv_table(cmd: &mut Command, table: &Path) -> Vec<BTreeMap<String, String>> {
+    ok(cmd.arg("--csv").arg(table));
+    csv_records(table)
+}
+
+/// Runs a command that must succeed with `--json --csv TABLE` appended; its JSON report.
+pub fn json_with_csv(cmd: &mut Command, table: &Path) -> serde_json::Value {
+    serde_json::from_str(&ok(cmd.args(["--json", "--csv"]).arg(table))).unwrap()
 }
 
 /// A generated cache-trace of a preset (e.g. `mixtral-8x7b`: E = 8, K = 2, 32 layers, 256
