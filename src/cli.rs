@@ -23,6 +23,7 @@ macro_rules! outln {
 }
 
 mod cache;
+mod flags;
 mod problems;
 
 use std::path::{Path, PathBuf};
@@ -189,12 +190,12 @@ enum Command {
         /// Base seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Parallel workers (default: the machine's cores).
-        #[arg(long)]
+        /// Parallel workers, at least 1 (default: the machine's cores).
+        #[arg(long, value_parser = flags::at_least_one)]
         jobs: Option<usize>,
         /// MILP time limit per solve, seconds (a solve stopped by it makes the instance
         /// inconclusive, never a pass).
-        #[arg(long, default_value_t = 20.0)]
+        #[arg(long, default_value_t = 20.0, value_parser = flags::positive)]
         time_limit: f64,
         /// Neighbours tried by the worst-case search of each claim (0: none).
         #[arg(long, default_value_t = 1000)]
@@ -254,13 +255,13 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         drift_to: usize,
         /// How far it moves, in [0, 1].
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, default_value_t = 1.0, value_parser = flags::fraction)]
         mix: f64,
         /// Tokens per server per window.
-        #[arg(long, default_value_t = 10000.0)]
+        #[arg(long, default_value_t = 10000.0, value_parser = flags::positive)]
         tokens_per_window: f64,
         /// Seconds per remote invocation (default: the mean hidden-state round trip).
-        #[arg(long)]
+        #[arg(long, value_parser = flags::non_negative)]
         remote_invocation_s: Option<f64>,
         /// Statistics the planner sees: since-last-change or last-window.
         #[arg(long, default_value = "since-last-change")]
@@ -270,7 +271,7 @@ enum Command {
         no_charge_removals: bool,
         /// speed_{n,g} of (3), bit/s, for GPUs whose `io_bps` the instance does not give
         /// (the generated testbeds give none).
-        #[arg(long, default_value_t = 16e9)]
+        #[arg(long, default_value_t = 16e9, value_parser = flags::positive)]
         default_io_bps: f64,
         /// The planner.
         #[arg(long, default_value = "prism")]
@@ -318,8 +319,8 @@ enum Command {
         /// Output folder.
         #[arg(short, long, visible_alias = "output", default_value = "sweep-out")]
         out: PathBuf,
-        /// Parallel workers (default: the machine's cores).
-        #[arg(long)]
+        /// Parallel workers, at least 1 (default: the machine's cores).
+        #[arg(long, value_parser = flags::at_least_one)]
         jobs: Option<usize>,
         /// Continue an interrupted run from OUT/results.jsonl.
         #[arg(long)]
@@ -407,10 +408,10 @@ impl Output {
 #[derive(Debug, Args)]
 struct SolveArgs {
     /// MILP time limit, seconds.
-    #[arg(long)]
+    #[arg(long, value_parser = flags::non_negative)]
     time_limit: Option<f64>,
     /// MILP relative gap at which to stop (0 = prove optimality).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = flags::non_negative)]
     gap: f64,
     /// Seed of randomised methods.
     #[arg(long, default_value_t = 0)]
@@ -418,28 +419,15 @@ struct SolveArgs {
 }
 
 impl SolveArgs {
-    fn run_options(&self) -> Result<RunOptions, CliError> {
-        if let Some(t) = self.time_limit {
-            if !(t.is_finite() && t >= 0.0) {
-                return Err(CliError::input(format!(
-                    "--time-limit must be a non-negative number of seconds, got {t}"
-                )));
-            }
-        }
-        if !(self.gap.is_finite() && self.gap >= 0.0) {
-            return Err(CliError::input(format!(
-                "--gap must be a non-negative number, got {}",
-                self.gap
-            )));
-        }
-        Ok(RunOptions {
+    fn run_options(&self) -> RunOptions {
+        RunOptions {
             solve: SolveOptions {
                 time_limit_s: self.time_limit,
                 mip_rel_gap: self.gap,
                 threads: 1,
             },
             seed: self.seed,
-        })
+        }
     }
 }
 
@@ -562,7 +550,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             options,
             output,
         } => {
-            let run = options.run_options()?;
+            let run = options.run_options();
             output.emit(registry.of_file(&file)?.solve(&file, &method, &run)?)
         }
         Command::Compare {
@@ -571,7 +559,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             options,
             output,
         } => {
-            let run = options.run_options()?;
+            let run = options.run_options();
             let names = names.map(|n| rejoin_knobs(&n));
             output.emit(
                 registry
@@ -663,7 +651,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 default_io_bps: Some(default_io_bps),
                 method: method.parse().map_err(CliError::input)?,
             };
-            let report = crate::prism::commands::migrate(&file, &config, &options.run_options()?)?;
+            let report = crate::prism::commands::migrate(&file, &config, &options.run_options())?;
             let table = problems::migrate_table(&report);
             output.emit(Rendered::new(&report, report.text()).with_table(table))
         }

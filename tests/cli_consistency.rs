@@ -205,3 +205,59 @@ fn eplb_takes_a_bare_matrix_and_csv_weights() {
     assert_eq!(plan(&matrix), reference);
     assert_eq!(plan(&csv), reference);
 }
+
+#[test]
+fn numeric_flags_are_checked_like_instance_fields() {
+    let dir = scratch("consistency-flags");
+    let switch = trace(&dir, "switch");
+    let t = switch.to_str().unwrap();
+    let prism = "instances/prism-tiny-1.json";
+    // (arguments, the flag and value the error must name, the rule it must state)
+    let cases: [(&[&str], &str, &str); 8] = [
+        (
+            &["migrate", prism, "--tokens-per-window", "nan"],
+            "'nan' for '--tokens-per-window",
+            "> 0",
+        ),
+        (
+            &["migrate", prism, "--tokens-per-window=-5"],
+            "'-5' for '--tokens-per-window",
+            "> 0",
+        ),
+        (
+            &["migrate", prism, "--remote-invocation-s=-1"],
+            "'-1' for '--remote-invocation-s",
+            ">= 0",
+        ),
+        (
+            &["migrate", prism, "--mix", "1.5"],
+            "'1.5' for '--mix",
+            "[0, 1]",
+        ),
+        (
+            &["tpot", t, "--capacity", "4", "--alpha", "7"],
+            "'7' for '--alpha",
+            "[0, 1]",
+        ),
+        (
+            &["tpot", t, "--capacity", "4", "--alphas", "0,2"],
+            "'2' for '--alphas",
+            "[0, 1]",
+        ),
+        (&["verify", "--jobs", "0"], "'0' for '--jobs", "at least 1"),
+        (&["solve", prism, "--gap=-0.1"], "'-0.1' for '--gap", ">= 0"),
+    ];
+    for (args, names, rule) in cases {
+        let err = refused(moe_opt().args(args));
+        assert!(err.contains(names) && err.contains(rule), "{args:?}: {err}");
+    }
+    // A capacity above what a cache can choose from (E = 8 per layer for switch).
+    let err = refused_line(&["replay", t, "--capacity", "9"]);
+    assert!(
+        err.contains("capacity") && err.contains("at most 8"),
+        "{err}"
+    );
+    assert!(
+        ok(moe_opt().args(["replay", t, "--capacity", "8", "--json"])).contains("\"capacity\": 8")
+    );
+}

@@ -574,6 +574,16 @@ pub fn replay_trace(
             ),
         ));
     }
+    let (universe, what) = match scope {
+        Scope::PerLayer => (trace.experts, "the experts of a layer"),
+        Scope::Pool => (trace.experts * trace.layers, "the experts of all layers"),
+    };
+    if capacity > universe {
+        return Err(fail(
+            "capacity",
+            format!("must be at most {universe} ({what}), got {capacity}"),
+        ));
+    }
     if policy.needs_scores() && !trace.has_logits() {
         return Err(fail(
             "policy",

@@ -283,7 +283,7 @@ pub(super) struct OfflineArgs {
     #[arg(long)]
     max_rank: Option<usize>,
     /// tau: the chosen experts keep at least tau of the top-K's router mass.
-    #[arg(long)]
+    #[arg(long, value_parser = super::flags::fraction)]
     min_mass: Option<f64>,
     /// Output file (cache-offline JSON).
     #[arg(short, long, visible_alias = "out")]
@@ -319,13 +319,13 @@ pub(super) struct TpotArgs {
     #[arg(long)]
     capacity: usize,
     /// Alg. 1's substitution threshold.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = super::flags::fraction)]
     alpha: f64,
     /// Comma-separated alphas: fit T(alpha) and choose by eq. (5) (needs --budget-s).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::flags::fraction)]
     alphas: Vec<f64>,
     /// The TPOT budget R of eq. (5), seconds.
-    #[arg(long)]
+    #[arg(long, value_parser = super::flags::positive)]
     budget_s: Option<f64>,
     /// Degree of the polynomial fit of T(alpha).
     #[arg(long, default_value_t = 2)]
@@ -341,16 +341,16 @@ pub(super) struct TpotArgs {
     #[arg(long, default_value = "oracle")]
     predictor: Predictor,
     /// C_load: one expert over PCIe, seconds.
-    #[arg(long, default_value_t = 6e-3)]
+    #[arg(long, default_value_t = 6e-3, value_parser = super::flags::non_negative)]
     load_s: f64,
     /// C_CPU: one expert on the CPU, seconds.
-    #[arg(long, default_value_t = 2e-3)]
+    #[arg(long, default_value_t = 2e-3, value_parser = super::flags::non_negative)]
     cpu_s: f64,
     /// One expert on the GPU, seconds.
-    #[arg(long, default_value_t = 1e-4)]
+    #[arg(long, default_value_t = 1e-4, value_parser = super::flags::non_negative)]
     gpu_s: f64,
     /// Common parameters of a layer on the GPU, seconds.
-    #[arg(long, default_value_t = 5e-4)]
+    #[arg(long, default_value_t = 5e-4, value_parser = super::flags::non_negative)]
     common_s: f64,
     #[command(flatten)]
     output: Output,

@@ -1,0 +1,75 @@
+//! Numeric flags checked like instance fields (finite, sign, range) while the command line is
+//! parsed, so no command runs on NaN, a negative cost or zero workers; clap's error names the
+//! flag and the value, and exits with code 2 (bad input).
+
+use std::str::FromStr;
+
+/// A number read from a flag, before its check.
+fn number<T: FromStr>(s: &str) -> Result<T, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))
+}
+
+/// Finite and > 0 (time limits that must allow work, rates, budgets).
+pub fn positive(s: &str) -> Result<f64, String> {
+    let x: f64 = number(s)?;
+    if x.is_finite() && x > 0.0 {
+        Ok(x)
+    } else {
+        Err(format!("must be finite and > 0, got {x}"))
+    }
+}
+
+/// Finite and >= 0 (seconds, costs, gaps).
+pub fn non_negative(s: &str) -> Result<f64, String> {
+    let x: f64 = number(s)?;
+    if x.is_finite() && x >= 0.0 {
+        Ok(x)
+    } else {
+        Err(format!("must be finite and >= 0, got {x}"))
+    }
+}
+
+/// In [0, 1] (a share, SMoE's alpha, a mass).
+pub fn fraction(s: &str) -> Result<f64, String> {
+    let x: f64 = number(s)?;
+    if (0.0..=1.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!("must lie in [0, 1], got {x}"))
+    }
+}
+
+/// At least 1 (`--jobs`: workers; leave the flag out for every core).
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    let n: usize = number(s)?;
+    if n >= 1 {
+        Ok(n)
+    } else {
+        Err("must be at least 1 (leave the flag out for every core)".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_check_takes_its_range_and_refuses_the_rest() {
+        assert_eq!(positive("2.5"), Ok(2.5));
+        for bad in ["0", "-1", "nan", "inf", "x"] {
+            assert!(positive(bad).is_err(), "{bad}");
+        }
+        assert_eq!(non_negative("0"), Ok(0.0));
+        assert!(non_negative("-0.5").is_err() && non_negative("NaN").is_err());
+        assert_eq!(fraction("1"), Ok(1.0));
+        assert!(fraction("7").is_err() && fraction("-0.1").is_err() && fraction("nan").is_err());
+        assert_eq!(at_least_one("3"), Ok(3));
+        assert!(at_least_one("0").is_err() && at_least_one("-2").is_err());
+        assert_eq!(
+            positive("nan").unwrap_err(),
+            "must be finite and > 0, got NaN"
+        );
+    }
+}
