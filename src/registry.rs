@@ -738,7 +738,10 @@ impl<P: Generator> GeneratorEntry for GeneratorOf<P> {
         seed: u64,
     ) -> Result<Made, Error> {
         let config = generator_config(preset, P::DEFAULT_PRESET, file, P::preset_config)?;
-        let instance = P::generate_instance(&config, seed)?;
+        let instance = P::generate_instance(&config, seed).map_err(|e| match file {
+            Some(f) => e.with_file(f),
+            None => e,
+        })?;
         Ok(Made::new(&instance, P::summary(&instance)))
     }
 }

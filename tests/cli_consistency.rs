@@ -261,3 +261,26 @@ fn numeric_flags_are_checked_like_instance_fields() {
         ok(moe_opt().args(["replay", t, "--capacity", "8", "--json"])).contains("\"capacity\": 8")
     );
 }
+
+#[test]
+fn a_generator_configuration_error_names_its_file() {
+    let dir = scratch("consistency-config");
+    let mut config: serde_json::Value = serde_json::from_str(&ok(moe_opt().args([
+        "generate",
+        "slimcaching",
+        "--print-config",
+    ])))
+    .unwrap();
+    config["servers"] = serde_json::json!({"min": 40, "max": 40});
+    let file = dir.join("c.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let err = refused_line(&[
+        "generate",
+        "slimcaching",
+        "--config",
+        file.to_str().unwrap(),
+        "-o",
+        dir.join("i.json").to_str().unwrap(),
+    ]);
+    assert!(err.contains("c.json: servers.max"), "{err}");
+}

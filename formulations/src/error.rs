@@ -55,6 +55,23 @@ impl Error {
             reason: reason.into(),
         }
     }
+
+    /// Names `file` in an error whose path is a placeholder (`<generator config>`, ...): a
+    /// check that ran on a value read from `file`.
+    pub fn with_file(self, file: &std::path::Path) -> Self {
+        match self {
+            Error::Invalid {
+                path,
+                field,
+                reason,
+            } if path.to_string_lossy().starts_with('<') => Error::Invalid {
+                path: file.into(),
+                field,
+                reason,
+            },
+            other => other,
+        }
+    }
 }
 
 /// A validation failure before it is tied to a file.
