@@ -254,9 +254,13 @@ fn numeric_flags_are_checked_like_instance_fields() {
     // A capacity above what a cache can choose from (E = 8 per layer for switch).
     let err = refused_line(&["replay", t, "--capacity", "9"]);
     assert!(
-        err.contains("capacity") && err.contains("at most 8"),
+        err.contains("switch.json: capacity: must be at most 8"),
         "{err}"
     );
+    let out = dir.join("o.json");
+    let out = out.to_str().unwrap();
+    let err = refused_line(&["offline", t, "--layer", "6", "--capacity", "4", "-o", out]);
+    assert!(err.contains("switch.json: layer"), "{err}");
     assert!(
         ok(moe_opt().args(["replay", t, "--capacity", "8", "--json"])).contains("\"capacity\": 8")
     );

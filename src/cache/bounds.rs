@@ -162,7 +162,7 @@ impl FromStr for OfflineMethod {
 const ROUTER_FAMILIES: [&str; 5] = ["top-k", "pruning", "max-rank", "cumsum", "cache-prior"];
 
 /// An offline instance from layer `layer` of a trace, validated (errors name the field, with
-/// `<input>` as the file).
+/// `<input>` as the file: [`Error::with_file`] names the trace's).
 pub fn instance_from_trace(
     trace: &Trace,
     layer: usize,

@@ -492,7 +492,7 @@ pub fn replay_file(
 ) -> Result<ReplayReport, Error> {
     let trace = import::load_any(path, options)?;
     let warm = warm_start.map(import::import_counts).transpose()?;
-    replay(&trace, capacity, policies, scope, warm.as_ref())
+    replay(&trace, capacity, policies, scope, warm.as_ref()).map_err(|e| e.with_file(path))
 }
 
 /// The report of `calibrate`.

@@ -303,7 +303,8 @@ impl OfflineArgs {
             min_mass: self.min_mass,
         };
         let instance =
-            bounds::instance_from_trace(&trace, self.layer, self.capacity, freedom, &name)?;
+            bounds::instance_from_trace(&trace, self.layer, self.capacity, freedom, &name)
+                .map_err(|e| e.with_file(&self.trace.trace))?;
         write_json(&self.output, &instance)?;
         eprintln!("wrote {}", self.output.display());
         Ok(())
