@@ -288,3 +288,18 @@ fn a_generator_configuration_error_names_its_file() {
     ]);
     assert!(err.contains("c.json: servers.max"), "{err}");
 }
+
+#[test]
+fn cache_files_refuse_unknown_fields_like_every_other_format() {
+    let dir = scratch("consistency-unknown");
+    let mut trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(trace(&dir, "switch")).unwrap()).unwrap();
+    trace["tokens"][0]["extra"] = serde_json::json!(1);
+    let file = dir.join("t.json");
+    std::fs::write(&file, trace.to_string()).unwrap();
+    let err = refused_line(&["replay", file.to_str().unwrap(), "--capacity", "4"]);
+    assert!(
+        err.contains("t.json") && err.contains("unknown field `extra`"),
+        "{err}"
+    );
+}

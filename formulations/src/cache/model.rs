@@ -16,6 +16,7 @@ use crate::problem::ProblemKind;
 
 /// A token stream of router decisions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Trace {
     /// Always `cache-trace`.
     pub problem: ProblemKind,
@@ -41,6 +42,7 @@ pub struct Trace {
 
 /// One token: its place in its sequence and the router's decision at every MoE layer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Token {
     /// Sequence id.
     pub seq: u32,
@@ -66,6 +68,7 @@ pub enum Phase {
 
 /// The router's decision for one token at one layer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Routing {
     /// The selected experts, distinct, in rank order when the trace is `ranked`.
     pub experts: Vec<u32>,

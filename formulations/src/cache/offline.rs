@@ -40,6 +40,7 @@ pub const MASS_TOLERANCE: f64 = 1e-9;
 
 /// An offline caching instance: one layer of a trace, a cache capacity and the routing freedom.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CacheInstance {
     /// Always `cache-offline`.
     pub problem: ProblemKind,
@@ -57,6 +58,7 @@ pub struct CacheInstance {
 
 /// What a cache-aware router may change (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Freedom {
     /// J: the first J experts of the original ranking are always chosen, J in 0..=K.
     pub top_j: usize,
