@@ -23,7 +23,7 @@ macro_rules! outln {
 }
 
 mod cache;
-mod flags;
+pub(crate) mod flags;
 mod problems;
 
 use std::path::{Path, PathBuf};
@@ -56,9 +56,34 @@ impl Cli {
             .mut_subcommand("solve", |c| c.after_long_help(methods.clone()))
             .mut_subcommand("compare", |c| c.after_long_help(methods.clone()))
             .mut_subcommand("generate", |c| c.after_long_help(presets.clone()));
-        let matches = command.get_matches();
-        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+        let parsed = command
+            .try_get_matches()
+            .and_then(|matches| Cli::from_arg_matches(&matches));
+        parsed.unwrap_or_else(|e| {
+            if !e.use_stderr() {
+                e.exit() // --help and --version: clap's own text on stdout
+            }
+            eprintln!("{}", one_line(&e));
+            std::process::exit(e.exit_code())
+        })
     }
+}
+
+/// A command-line error as one line, like every other error: clap's message with its tips, without
+/// the usage block (`--help` has it).
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut line = String::new();
+    for part in text.lines().map(str::trim).filter(|l| {
+        !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+    }) {
+        if !line.is_empty() {
+            // A list after "...provided:" continues the sentence; a tip starts a new one.
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    format!("{line} (see --help)")
 }
 
 /// Per problem, its methods or presets, for `--help`.
@@ -185,13 +210,13 @@ enum Command {
         #[arg(long, requires = "instance")]
         json: bool,
         /// Generated instances per claim.
-        #[arg(long, default_value_t = 200)]
+        #[arg(long, default_value_t = 200, value_parser = flags::at_least_one::<u64>)]
         instances: u64,
         /// Base seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Parallel workers, at least 1 (default: the machine's cores).
-        #[arg(long, value_parser = flags::at_least_one)]
+        #[arg(long, value_parser = flags::at_least_one::<usize>)]
         jobs: Option<usize>,
         /// MILP time limit per solve, seconds (a solve stopped by it makes the instance
         /// inconclusive, never a pass).
@@ -221,16 +246,16 @@ enum Command {
         #[arg(long)]
         weights: PathBuf,
         /// Physical expert slots (replicas) per layer.
-        #[arg(long)]
+        #[arg(long, value_parser = flags::at_least_one::<usize>)]
         replicas: usize,
         /// Expert groups.
-        #[arg(long)]
+        #[arg(long, value_parser = flags::at_least_one::<usize>)]
         groups: usize,
         /// Nodes.
-        #[arg(long)]
+        #[arg(long, value_parser = flags::at_least_one::<usize>)]
         nodes: usize,
         /// GPUs.
-        #[arg(long)]
+        #[arg(long, value_parser = flags::at_least_one::<usize>)]
         gpus: usize,
         #[command(flatten)]
         output: Output,
@@ -243,7 +268,7 @@ enum Command {
         /// Prism instance file (JSON).
         file: PathBuf,
         /// Windows.
-        #[arg(long, default_value_t = 6)]
+        #[arg(long, default_value_t = 6, value_parser = flags::at_least_one::<usize>)]
         windows: usize,
         /// First window with the drift.
         #[arg(long, default_value_t = 2)]
@@ -320,7 +345,7 @@ enum Command {
         #[arg(short, long, visible_alias = "output", default_value = "sweep-out")]
         out: PathBuf,
         /// Parallel workers, at least 1 (default: the machine's cores).
-        #[arg(long, value_parser = flags::at_least_one)]
+        #[arg(long, value_parser = flags::at_least_one::<usize>)]
         jobs: Option<usize>,
         /// Continue an interrupted run from OUT/results.jsonl.
         #[arg(long)]
@@ -363,7 +388,7 @@ enum Command {
     /// the claims' verdicts on a short run.
     Demo {
         /// Instances per problem.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = flags::at_least_one::<u64>)]
         instances: u64,
         /// First seed.
         #[arg(long, default_value_t = 1)]
@@ -408,7 +433,7 @@ impl Output {
 #[derive(Debug, Args)]
 struct SolveArgs {
     /// MILP time limit, seconds.
-    #[arg(long, value_parser = flags::non_negative)]
+    #[arg(long, value_parser = flags::positive)]
     time_limit: Option<f64>,
     /// MILP relative gap at which to stop (0 = prove optimality).
     #[arg(long, default_value_t = 0.0, value_parser = flags::non_negative)]
@@ -447,6 +472,11 @@ impl CliError {
             code: 2,
             message: message.into(),
         }
+    }
+
+    /// A bad value of `flag`, named in the message.
+    fn flag(flag: &str, reason: impl std::fmt::Display) -> Self {
+        CliError::input(format!("{flag}: {reason}"))
     }
 
     /// Standard output was closed by its reader (`moe-opt claims --json | head -1`): not a
@@ -642,14 +672,15 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 remote_invocation_s,
                 stats: serde_json::from_value(serde_json::Value::from(stats.clone())).map_err(
                     |_| {
-                        CliError::input(format!(
-                            "--stats must be since-last-change or last-window, got {stats:?}"
-                        ))
+                        CliError::flag(
+                            "--stats",
+                            format!("must be since-last-change or last-window, got {stats:?}"),
+                        )
                     },
                 )?,
                 charge_removals: !no_charge_removals,
                 default_io_bps: Some(default_io_bps),
-                method: method.parse().map_err(CliError::input)?,
+                method: method.parse().map_err(|e| CliError::flag("--method", e))?,
             };
             let report = crate::prism::commands::migrate(&file, &config, &options.run_options())?;
             let table = problems::migrate_table(&report);
@@ -776,10 +807,10 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 .collect();
             if chosen.is_empty() {
                 let ids: Vec<&str> = all_claims(registry).iter().map(|i| i.id).collect();
-                return Err(CliError::input(format!(
-                    "no claim matches; known claims: {}",
-                    ids.join(", ")
-                )));
+                return Err(CliError::flag(
+                    "--claim/--paper",
+                    format!("no claim matches; known claims: {}", ids.join(", ")),
+                ));
             }
             if !(time_limit.is_finite() && time_limit > 0.0) {
                 return Err(CliError::input(format!(

@@ -84,7 +84,7 @@ pub struct ImportArgs {
     #[arg(long, conflicts_with = "counts")]
     pub log: Option<PathBuf>,
     /// cache-trace: E, for a log that is not one of the known files.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::flags::at_least_one::<usize>)]
     pub experts: Option<usize>,
     /// Import configuration (JSON; the problem's ImportConfig, see its module doc).
     /// SlimCaching's default: the paper network (4 servers, 20 users, 5 GB, 200 local
@@ -93,13 +93,13 @@ pub struct ImportArgs {
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Overrides the number of edge servers (slimcaching only).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::flags::at_least_one::<u32>)]
     pub servers: Option<u32>,
     /// Overrides the number of users, groups of prompts (slimcaching only).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::flags::at_least_one::<u32>)]
     pub users: Option<u32>,
     /// Overrides the storage per server, bytes (slimcaching only).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::flags::at_least_one::<u64>)]
     pub storage_bytes: Option<u64>,
     /// Overrides the experts each user holds locally (slimcaching only).
     #[arg(long)]
@@ -137,6 +137,46 @@ impl ImportArgs {
             ));
         }
         Ok(())
+    }
+
+    /// Names where a bad import-configuration value came from, in an error about the
+    /// configuration (a `<import config>` placeholder): the override flag that set the field,
+    /// else the --config file.
+    pub fn name_source(&self, e: Error) -> Error {
+        let flags = [
+            ("servers", self.servers.is_some()),
+            ("users", self.users.is_some()),
+            ("storage_bytes", self.storage_bytes.is_some()),
+            ("local_experts_per_user", self.local_experts.is_some()),
+        ];
+        match e {
+            Error::Invalid {
+                path,
+                field,
+                reason,
+            } if path.to_string_lossy().starts_with('<') => {
+                match flags.iter().find(|(f, given)| *given && field == *f) {
+                    Some(_) if field == "local_experts_per_user" => {
+                        Error::command_line("--local-experts", reason)
+                    }
+                    Some((f, _)) => {
+                        Error::command_line(format!("--{}", f.replace('_', "-")), reason)
+                    }
+                    None => {
+                        let e = Error::Invalid {
+                            path,
+                            field,
+                            reason,
+                        };
+                        match &self.config {
+                            Some(file) => e.with_file(file),
+                            None => e,
+                        }
+                    }
+                }
+            }
+            other => other,
+        }
     }
 
     /// The import configuration: the file's, or the default.
@@ -551,9 +591,11 @@ impl<P: Commands> Entry for ProblemEntry<P> {
     }
 
     fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
+        // The file first: a file of another problem without its tag is refused as that, not
+        // through a method name of the wrong problem.
+        let instance = P::load(file)?;
         let method =
             P::Method::parse_name(method).map_err(|e| Error::command_line("--method", e))?;
-        let instance = P::load(file)?;
         let model = P::model(&instance);
         let run = problem::run::<P>(&model, method, options)?;
         P::solve_report(&instance, &model, &run, options)

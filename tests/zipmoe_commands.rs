@@ -89,7 +89,8 @@ fn importer_reads_real_counts() {
     let Some(path) = common::shared_data("activation-counts/qwen.json.gz") else {
         return;
     };
-    let (model, counts) = moe_opt::zipmoe::generate::read_counts(&path).unwrap();
+    let moe_opt::counts::ActivationCounts { model, counts, .. } =
+        moe_opt::counts::read(&path).unwrap();
     let config = ImportConfig {
         prompts: vec![0, 1],
         layer: Some(3),
@@ -100,7 +101,7 @@ fn importer_reads_real_counts() {
     let r = import(&path, &config).unwrap();
     // Token counts are the two prompts' sums at layer 3; selected = the positive ones.
     let sums: Vec<u32> = (0..counts[0][3].len())
-        .map(|e| counts[0][3][e] + counts[1][3][e])
+        .map(|e| (counts[0][3][e] + counts[1][3][e]) as u32)
         .collect();
     let selected: Vec<(u32, u32)> = sums
         .iter()
@@ -129,6 +130,10 @@ fn tiny_counts(test: &str, model: &str) -> std::path::PathBuf {
     let json = serde_json::json!({
         "format": "moe-activation-counts/v1",
         "model": model,
+        "top_k": 1,
+        "experts_per_layer": 3,
+        "prompts": 2,
+        "layers": 2,
         "counts": [[[0, 0, 0], [3, 0, 1]], [[1, 0, 0], [0, 2, 0]]],
     });
     std::fs::write(&path, json.to_string()).unwrap();

@@ -246,6 +246,7 @@ fn bad_input_names_file_and_field() {
         prompts: 1,
         layers: 1,
         source: String::new(),
+        counts_doc: None,
         counts: vec![vec![vec![3, 1, 0]]],
     };
     let cpath = dir.join("counts.json");

@@ -37,6 +37,14 @@ pub enum Error {
         /// Why it is rejected.
         reason: String,
     },
+    /// A bad value of a command-line flag.
+    #[error("{flag}: {reason}")]
+    Flag {
+        /// The flag (`--capacity`).
+        flag: String,
+        /// Why it is rejected.
+        reason: String,
+    },
     /// The problem is too large for the requested method.
     #[error("{0}")]
     TooLarge(String),
@@ -46,12 +54,10 @@ pub enum Error {
 }
 
 impl Error {
-    /// A bad value of a command-line flag (`field` names the flag): reported like a field of
-    /// a file called `<command line>`.
-    pub fn command_line(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        Error::Invalid {
-            path: "<command line>".into(),
-            field: field.into(),
+    /// A bad value of the command-line flag `flag` (`--capacity`).
+    pub fn command_line(flag: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Flag {
+            flag: flag.into(),
             reason: reason.into(),
         }
     }

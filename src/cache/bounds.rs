@@ -260,11 +260,10 @@ pub fn run(
     let mut judge = None;
     match method {
         OfflineMethod::Routed(RouterSpec::Pruning { .. }) => {
-            return Err(Error::Invalid {
-                path: "<command line>".into(),
-                field: "methods".into(),
-                reason: "pruning runs fewer than K experts per step: no offline schedule".into(),
-            })
+            return Err(Error::command_line(
+                "--methods",
+                "pruning runs fewer than K experts per step: no offline schedule",
+            ))
         }
         OfflineMethod::Routed(spec) => {
             schedule = Some(routed_schedule(instance, &spec)?);

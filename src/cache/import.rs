@@ -36,9 +36,6 @@ use formulations::cache::model::{Phase, Routing, Token, Trace};
 use formulations::{Error, ProblemKind};
 use serde::{Deserialize, Serialize};
 
-/// The `format` string of activation-count files.
-pub const COUNTS_FORMAT: &str = "moe-activation-counts/v1";
-
 /// A known token log: file-name prefix, model, E, shared experts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownLog {
@@ -101,7 +98,9 @@ enum SeqId {
     Text(String),
 }
 
+/// One line of a token log; unknown fields are refused, as in every other format.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Record {
     seq: SeqId,
     token: u32,
@@ -345,16 +344,6 @@ fn rank_by_weight(r: &mut Routing) {
     r.weights = Some(order.iter().map(|&i| w[i]).collect());
 }
 
-#[derive(Debug, Deserialize)]
-struct CountsFile {
-    format: String,
-    model: String,
-    top_k: usize,
-    experts_per_layer: usize,
-    layers: usize,
-    counts: Vec<Vec<Vec<u64>>>,
-}
-
 /// Per-expert activation totals of a count file, per MoE layer: the warm start of LFU.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrequencyWarmStart {
@@ -384,43 +373,15 @@ pub fn is_counts_file(path: &Path) -> bool {
     serde_json::from_str::<Probe>(&text)
         .ok()
         .and_then(|p| p.format)
-        .is_some_and(|f| f == COUNTS_FORMAT)
+        .is_some_and(|f| f == crate::counts::FORMAT)
 }
 
 /// Reads an activation-count file into per-layer totals. Errors name the file and field.
 pub fn import_counts(path: &Path) -> Result<FrequencyWarmStart, Error> {
-    let file: CountsFile = crate::counts::read_json_maybe_gz(path)?;
-    if file.format != COUNTS_FORMAT {
-        return Err(invalid(
-            path,
-            "format",
-            format!("must be \"{COUNTS_FORMAT}\", got \"{}\"", file.format),
-        ));
-    }
-    if file.experts_per_layer == 0 {
-        return Err(invalid(path, "experts_per_layer", "must be at least 1"));
-    }
-    let mut totals = vec![vec![0u64; file.experts_per_layer]; file.layers];
-    for (p, prompt) in file.counts.iter().enumerate() {
-        if prompt.len() != file.layers {
-            return Err(invalid(
-                path,
-                format!("counts[{p}]"),
-                format!("must have {} layers, got {}", file.layers, prompt.len()),
-            ));
-        }
+    let file = crate::counts::read(path)?;
+    let mut totals = vec![vec![0u64; file.experts_per_layer as usize]; file.layers];
+    for prompt in &file.counts {
         for (l, row) in prompt.iter().enumerate() {
-            if row.len() != file.experts_per_layer {
-                return Err(invalid(
-                    path,
-                    format!("counts[{p}][{l}]"),
-                    format!(
-                        "must have {} experts, got {}",
-                        file.experts_per_layer,
-                        row.len()
-                    ),
-                ));
-            }
             for (t, &c) in totals[l].iter_mut().zip(row) {
                 *t += c;
             }
@@ -437,8 +398,8 @@ pub fn import_counts(path: &Path) -> Result<FrequencyWarmStart, Error> {
         .collect();
     Ok(FrequencyWarmStart {
         model: file.model,
-        experts: file.experts_per_layer,
-        top_k: file.top_k,
+        experts: file.experts_per_layer as usize,
+        top_k: file.top_k as usize,
         counts,
         dropped_layers,
     })

@@ -458,11 +458,9 @@ pub fn route(
     capacity: usize,
     options: &ReplayOptions,
 ) -> Result<RouteReport, Error> {
-    let spec: RouterSpec = router.parse().map_err(|reason| Error::Invalid {
-        path: "<command line>".into(),
-        field: "router".into(),
-        reason,
-    })?;
+    let spec: RouterSpec = router
+        .parse()
+        .map_err(|reason: String| Error::command_line("--method", reason))?;
     let table = RankTable::new(trace);
     let result = replay_routed(&table, &spec, capacity, options, Lru::new)?;
     Ok(RouteReport {

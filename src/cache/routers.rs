@@ -782,11 +782,7 @@ pub struct RoutedReplay {
 }
 
 fn layout_error(reason: String) -> Error {
-    Error::Invalid {
-        path: "<command line>".into(),
-        field: "router".into(),
-        reason,
-    }
+    Error::command_line("--methods", reason)
 }
 
 /// Replays the trace behind `table`: per token (in order) and layer, the router chooses
@@ -818,13 +814,12 @@ pub fn replay_routed_observed<P: Policy>(
     table.supports(spec).map_err(layout_error)?;
     let (e, k, layers) = (table.experts, table.top_k, table.layers);
     if capacity < k {
-        return Err(Error::Invalid {
-            path: "<command line>".into(),
-            field: "capacity".into(),
-            reason: format!(
+        return Err(Error::command_line(
+            "--capacity",
+            format!(
                 "must be at least top_k = {k} (the experts of a step are resident together), got {capacity}"
             ),
-        });
+        ));
     }
     let pool = options.layout == Scope::Pool;
     let mut sims: Vec<Simulation<P>> = if pool {

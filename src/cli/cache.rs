@@ -31,7 +31,7 @@ pub(super) struct TraceArgs {
     /// a token log `.jsonl[.gz]` ({seq, token, layer, experts, weights, phase}).
     trace: PathBuf,
     /// E for a token log whose file name is not one of the known logs.
-    #[arg(long)]
+    #[arg(long, value_parser = super::flags::at_least_one::<usize>)]
     experts: Option<usize>,
 }
 
@@ -51,7 +51,7 @@ pub(super) struct ReplayArgs {
     #[command(flatten)]
     trace: TraceArgs,
     /// C: experts per cache (per layer, or of the pool with --scope pool).
-    #[arg(long)]
+    #[arg(long, value_parser = super::flags::at_least_one::<usize>)]
     capacity: usize,
     /// Comma-separated policies (lru, lfu, fifo, belady, smoe-window:n=4, zipmoe-freq) or
     /// `all` (those the trace allows).
@@ -82,10 +82,13 @@ impl ReplayArgs {
                     .iter()
                     .map(|p| p.parse::<PolicySpec>())
                     .collect::<Result<_, _>>()
-                    .map_err(CliError::input)?,
+                    .map_err(|e| CliError::flag("--methods", e))?,
             )
         };
-        let scope: Scope = self.scope.parse().map_err(CliError::input)?;
+        let scope: Scope = self
+            .scope
+            .parse()
+            .map_err(|e| CliError::flag("--scope", e))?;
         let options = ImportOptions {
             experts: self.trace.experts,
             ..ImportOptions::default()
@@ -123,7 +126,7 @@ pub(super) struct RouteArgs {
     #[arg(long = "method", visible_alias = "router")]
     router: String,
     /// C: experts per LRU cache.
-    #[arg(long)]
+    #[arg(long, value_parser = super::flags::at_least_one::<usize>)]
     capacity: usize,
     /// per-layer or pool.
     #[arg(long, default_value = "per-layer")]
@@ -136,7 +139,10 @@ impl RouteArgs {
     pub(super) fn run(self) -> Result<(), CliError> {
         let trace = self.trace.load()?;
         let options = ReplayOptions {
-            layout: self.scope.parse().map_err(CliError::input)?,
+            layout: self
+                .scope
+                .parse()
+                .map_err(|e| CliError::flag("--scope", e))?,
             ..ReplayOptions::default()
         };
         let report = pareto::route(&trace, &self.router, self.capacity, &options)?;
@@ -170,7 +176,7 @@ pub(super) struct ParetoArgs {
     #[command(flatten)]
     trace: TraceArgs,
     /// Comma-separated capacities (default E/4, E/2, 3E/4).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::flags::at_least_one::<usize>)]
     capacities: Vec<usize>,
     /// Comma-separated routers, e.g. `max-rank:m=4,j=1,cumsum:p=0.6,j=1` (a `name=value`
     /// piece continues the router before it; default: every family's knob grid).
@@ -196,12 +202,15 @@ impl ParetoArgs {
             .iter()
             .map(|r| r.parse())
             .collect::<Result<Vec<_>, String>>()
-            .map_err(CliError::input)?;
+            .map_err(|e| CliError::flag("--methods", e))?;
         let options = SweepOptions {
             capacities: self.capacities.clone(),
             routers,
             replay: ReplayOptions {
-                layout: self.scope.parse().map_err(CliError::input)?,
+                layout: self
+                    .scope
+                    .parse()
+                    .map_err(|e| CliError::flag("--scope", e))?,
                 ..ReplayOptions::default()
             },
             ..SweepOptions::default()
@@ -213,7 +222,10 @@ impl ParetoArgs {
             context.push(("scope", self.scope.clone().into()));
             let rows = report.points.iter().map(to_value).collect();
             write_csv(path, &Table::new(context.clone(), rows))?;
-            let scope: Scope = self.scope.parse().map_err(CliError::input)?;
+            let scope: Scope = self
+                .scope
+                .parse()
+                .map_err(|e| CliError::flag("--scope", e))?;
             let mut rows = Vec::new();
             for &c in &report.capacities {
                 for policy in [PolicySpec::Lru, PolicySpec::Belady] {
@@ -271,10 +283,10 @@ pub(super) struct OfflineArgs {
     #[arg(long, default_value_t = 0)]
     layer: usize,
     /// C: experts in the cache.
-    #[arg(long)]
+    #[arg(long, value_parser = super::flags::at_least_one::<usize>)]
     capacity: usize,
     /// First tokens only (the MILPs grow with tokens x experts).
-    #[arg(long)]
+    #[arg(long, value_parser = super::flags::at_least_one::<usize>)]
     tokens: Option<usize>,
     /// J: the top-J experts of each token are always chosen (flexible routing).
     #[arg(long, default_value_t = 1)]
@@ -317,7 +329,7 @@ pub(super) struct TpotArgs {
     #[command(flatten)]
     trace: TraceArgs,
     /// Experts in the GPU cache (one pool over all layers).
-    #[arg(long)]
+    #[arg(long, value_parser = super::flags::at_least_one::<usize>)]
     capacity: usize,
     /// Alg. 1's substitution threshold.
     #[arg(long, default_value_t = 0.0, value_parser = super::flags::fraction)]
@@ -374,7 +386,8 @@ impl TpotArgs {
             },
         };
         if self.alphas.is_empty() {
-            let report = sc::tpot(&trace, self.capacity, &config)?;
+            let report = sc::tpot(&trace, self.capacity, &config)
+                .map_err(|e| e.with_file(&self.trace.trace))?;
             return problems::emit(&report, self.output.json, |r| r.text());
         }
         let Some(budget) = self.budget_s else {
@@ -389,7 +402,8 @@ impl TpotArgs {
             &self.alphas,
             self.degree,
             budget,
-        )?;
+        )
+        .map_err(|e| e.with_file(&self.trace.trace))?;
         let context = vec![
             ("moe_opt_version", VERSION.into()),
             ("budget_s", budget.into()),

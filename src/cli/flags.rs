@@ -41,13 +41,13 @@ pub fn fraction(s: &str) -> Result<f64, String> {
     }
 }
 
-/// At least 1 (`--jobs`: workers; leave the flag out for every core).
-pub fn at_least_one(s: &str) -> Result<usize, String> {
-    let n: usize = number(s)?;
-    if n >= 1 {
+/// A whole number, at least 1 (sizes, counts, `--jobs`).
+pub fn at_least_one<T: FromStr + PartialOrd + From<u8>>(s: &str) -> Result<T, String> {
+    let n: T = number(s)?;
+    if n >= T::from(1) {
         Ok(n)
     } else {
-        Err("must be at least 1 (leave the flag out for every core)".into())
+        Err(format!("must be a whole number, at least 1, got `{s}`"))
     }
 }
 
@@ -65,8 +65,8 @@ mod tests {
         assert!(non_negative("-0.5").is_err() && non_negative("NaN").is_err());
         assert_eq!(fraction("1"), Ok(1.0));
         assert!(fraction("7").is_err() && fraction("-0.1").is_err() && fraction("nan").is_err());
-        assert_eq!(at_least_one("3"), Ok(3));
-        assert!(at_least_one("0").is_err() && at_least_one("-2").is_err());
+        assert_eq!(at_least_one::<usize>("3"), Ok(3));
+        assert!(at_least_one::<usize>("0").is_err() && at_least_one::<u64>("-2").is_err());
         assert_eq!(
             positive("nan").unwrap_err(),
             "must be finite and > 0, got NaN"

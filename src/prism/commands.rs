@@ -473,16 +473,16 @@ pub fn mean_remote_round_trip_s(instance: &Instance) -> Option<f64> {
     (pairs > 0).then(|| sum / pairs as f64)
 }
 
-/// Runs the migration rule on an instance (no file); errors name the configuration field.
+/// Runs the migration rule on an instance (no file); errors name the flag of the configuration
+/// field.
 pub fn migrate_instance(
     instance: &Instance,
     config: &MigrateConfig,
     options: &RunOptions,
 ) -> Result<MigrateReport, Error> {
-    let invalid = |field: &str, reason: String| Error::Invalid {
-        path: "<migrate>".into(),
-        field: field.into(),
-        reason,
+    // The configuration comes from the command line: errors name its flags.
+    let invalid = |field: &str, reason: String| {
+        Error::command_line(format!("--{}", field.replace('_', "-")), reason)
     };
     let n = instance.servers.len();
     if config.windows == 0 {
@@ -491,7 +491,7 @@ pub fn migrate_instance(
     if config.drift_server >= n || config.drift_to >= n {
         return Err(invalid(
             "drift_server",
-            format!("servers must be in 0..{n}"),
+            format!("--drift-server and --drift-to must be in 0..{n} (servers)"),
         ));
     }
     if !(0.0..=1.0).contains(&config.mix) {
@@ -538,10 +538,14 @@ pub fn migrate_instance(
         stats: config.stats,
         charge_removals: config.charge_removals,
     };
-    let run = algorithms::migrate(instance, &windows, &mc, &planner)
-        .map_err(|e| invalid("migrate", e))?;
-    let initial = planner(&algorithms::with_frequencies(instance, &windows[0]))
-        .map_err(|e| invalid("method", e))?;
+    // The method failing on the instance: an error about the instance (named by `migrate`).
+    let failed = |reason: String| Error::Invalid {
+        path: "<instance>".into(),
+        field: format!("method {method}"),
+        reason,
+    };
+    let run = algorithms::migrate(instance, &windows, &mc, &planner).map_err(failed)?;
+    let initial = planner(&algorithms::with_frequencies(instance, &windows[0])).map_err(failed)?;
     let static_total = windows
         .iter()
         .map(|w| {
@@ -566,7 +570,7 @@ pub fn migrate(
     config: &MigrateConfig,
     options: &RunOptions,
 ) -> Result<MigrateReport, Error> {
-    migrate_instance(&load(path)?, config, options)
+    migrate_instance(&load(path)?, config, options).map_err(|e| e.with_file(path))
 }
 
 crate::generator!(
@@ -589,7 +593,7 @@ impl Commands for Prism {
         let mut config: ImportConfig = args.config()?;
         config.seed = args.seed.unwrap_or(config.seed);
         Ok(Made::new(
-            &from_activation_counts(counts, &config)?,
+            &from_activation_counts(counts, &config).map_err(|e| args.name_source(e))?,
             String::new(),
         ))
     }

@@ -51,9 +51,6 @@ use serde::{Deserialize, Serialize};
 use super::generate::{ComputeConfig, NetworkConfig, GIB};
 use crate::slimcaching::import::known_model;
 
-/// The `format` string this importer reads.
-pub const FORMAT: &str = "moe-activation-counts/v1";
-
 /// Bytes of one routed expert and of one token's hidden state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -120,28 +117,12 @@ impl Default for ImportConfig {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct CountsFile {
-    format: String,
-    model: String,
-    top_k: u32,
-    experts_per_layer: u32,
-    prompts: usize,
-    layers: usize,
-    counts: Vec<Vec<Vec<u64>>>,
-}
-
 fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> Error {
     Error::Invalid {
         path: path.to_path_buf(),
         field: field.into(),
         reason: reason.into(),
     }
-}
-
-/// Reads and parses the gzip JSON file.
-fn read_counts(path: &Path) -> Result<CountsFile, Error> {
-    crate::counts::read_json_gz(path)
 }
 
 /// The result of k-means: the cluster of every point and the number of Lloyd iterations run.
@@ -274,28 +255,7 @@ pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Inst
             format!("must lie in (0, 1], got {}", config.usable_fraction),
         ));
     }
-    let f = read_counts(path)?;
-    if f.format != FORMAT {
-        return Err(invalid(
-            path,
-            "format",
-            format!("is '{}', expected '{FORMAT}'", f.format),
-        ));
-    }
-    if f.top_k == 0 || f.top_k > f.experts_per_layer {
-        return Err(invalid(
-            path,
-            "top_k",
-            format!("must be in 1..={}, got {}", f.experts_per_layer, f.top_k),
-        ));
-    }
-    if f.counts.len() != f.prompts {
-        return Err(invalid(
-            path,
-            "counts",
-            format!("has {} prompts, `prompts` is {}", f.counts.len(), f.prompts),
-        ));
-    }
+    let f = crate::counts::read(path)?;
     let servers = config.gpus.len();
     if f.prompts < servers {
         return Err(invalid(
@@ -305,22 +265,6 @@ pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Inst
         ));
     }
     let (k, e) = (u64::from(f.top_k), f.experts_per_layer as usize);
-    for (p, prompt) in f.counts.iter().enumerate() {
-        if prompt.len() != f.layers {
-            return Err(invalid(
-                path,
-                format!("counts[{p}]"),
-                format!("has {} layers, `layers` is {}", prompt.len(), f.layers),
-            ));
-        }
-        if let Some(l) = prompt.iter().position(|row| row.len() != e) {
-            return Err(invalid(
-                path,
-                format!("counts[{p}][{l}]"),
-                format!("has {} experts, expected {e}", prompt[l].len()),
-            ));
-        }
-    }
     let kept: Vec<usize> = (0..f.layers)
         .filter(|&l| {
             f.counts

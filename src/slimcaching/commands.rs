@@ -347,7 +347,7 @@ impl Commands for SlimCaching {
         config.storage_bytes = args.storage_bytes.unwrap_or(config.storage_bytes);
         config.local_experts_per_user = args.local_experts.unwrap_or(config.local_experts_per_user);
         config.seed = args.seed.unwrap_or(config.seed);
-        let instance = from_activation_counts(counts, &config)?;
+        let instance = from_activation_counts(counts, &config).map_err(|e| args.name_source(e))?;
         Ok(Made::new(&instance, InstanceInfo::new(&instance).summary()))
     }
 

@@ -76,9 +76,6 @@ pub use super::architectures::ExpertShape;
 use super::demand::{most_frequent_experts, sets_from_counts};
 use super::network::{build_network, check_compute, check_wireless, ComputeConfig, WirelessConfig};
 
-/// The `format` string this importer reads.
-pub const FORMAT: &str = "moe-activation-counts/v1";
-
 /// A model whose shape moe-opt knows (from its public configuration, see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownModel {
@@ -177,18 +174,6 @@ impl Default for ImportConfig {
 /// K-sets (sorted expert indices) with their multiplicities.
 pub type SetCounts = Vec<(Vec<u32>, u64)>;
 
-/// The file as read (unknown fields ignored).
-#[derive(Debug, Deserialize)]
-struct CountsFile {
-    format: String,
-    model: String,
-    top_k: u32,
-    experts_per_layer: u32,
-    prompts: usize,
-    layers: usize,
-    counts: Vec<Vec<Vec<u64>>>,
-}
-
 /// User u's prompts: a seeded shuffle of 0..prompts split into `users` contiguous near-equal
 /// groups (the first `prompts mod users` get one more), each sorted.
 pub fn prompt_groups(prompts: usize, users: usize, seed: u64) -> Vec<Vec<usize>> {
@@ -265,69 +250,6 @@ fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> 
     }
 }
 
-/// Reads and parses the gzip JSON file.
-fn read_counts(path: &Path) -> Result<CountsFile, Error> {
-    crate::counts::read_json_gz(path)
-}
-
-/// Checks the header and the shape of `counts`.
-fn check_file(path: &Path, f: &CountsFile) -> Result<(), Error> {
-    if f.format != FORMAT {
-        return Err(invalid(
-            path,
-            "format",
-            format!("is '{}', expected '{FORMAT}'", f.format),
-        ));
-    }
-    if f.experts_per_layer == 0 {
-        return Err(invalid(path, "experts_per_layer", "must be at least 1"));
-    }
-    if f.top_k == 0 || f.top_k > f.experts_per_layer {
-        return Err(invalid(
-            path,
-            "top_k",
-            format!(
-                "must be in 1..={} (experts_per_layer), got {}",
-                f.experts_per_layer, f.top_k
-            ),
-        ));
-    }
-    if f.counts.len() != f.prompts {
-        return Err(invalid(
-            path,
-            "counts",
-            format!(
-                "has {} prompts but `prompts` is {}",
-                f.counts.len(),
-                f.prompts
-            ),
-        ));
-    }
-    for (p, prompt) in f.counts.iter().enumerate() {
-        if prompt.len() != f.layers {
-            return Err(invalid(
-                path,
-                format!("counts[{p}]"),
-                format!("has {} layers but `layers` is {}", prompt.len(), f.layers),
-            ));
-        }
-        for (l, row) in prompt.iter().enumerate() {
-            if row.len() != f.experts_per_layer as usize {
-                return Err(invalid(
-                    path,
-                    format!("counts[{p}][{l}]"),
-                    format!(
-                        "has {} experts but `experts_per_layer` is {}",
-                        row.len(),
-                        f.experts_per_layer
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Builds an instance from the activation-count file at `path`.
 pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
     let config_path = "<import config>";
@@ -361,8 +283,7 @@ pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Inst
     check_wireless(&config.wireless, config_path, "wireless")?;
     check_compute(&config.compute, config_path, "compute")?;
 
-    let file = read_counts(path)?;
-    check_file(path, &file)?;
+    let file = crate::counts::read(path)?;
     let shape = match (config.expert_shape, known_model(&file.model)) {
         (Some(s), _) => s,
         (None, Some(k)) => {
@@ -768,7 +689,7 @@ mod tests {
 
     fn header(counts: serde_json::Value, prompts: usize, layers: usize) -> serde_json::Value {
         serde_json::json!({
-            "format": FORMAT,
+            "format": crate::counts::FORMAT,
             "model": "test-moe",
             "top_k": 2,
             "experts_per_layer": 3,
@@ -889,11 +810,14 @@ mod tests {
             .to_string();
         assert!(e.contains(": model:") && e.contains("expert_shape"), "{e}");
 
-        // Not gzip at all: an I/O error naming the file.
+        // Plain JSON is read too (every counts reader takes both): `{}` lacks the fields.
         let path = dir.join("plain.json.gz");
         std::fs::write(&path, "{}").unwrap();
         let e = from_activation_counts(&path, &small_config(1)).unwrap_err();
-        assert!(matches!(e, Error::Io { .. }), "{e}");
+        assert!(
+            matches!(e, Error::Json { .. }) && e.to_string().contains("missing field"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -70,14 +70,6 @@ crate::named! {
     }
 }
 
-fn cli_error(field: &str, reason: String) -> Error {
-    Error::Invalid {
-        path: "<command line>".into(),
-        field: field.into(),
-        reason,
-    }
-}
-
 /// Identity and size of a layer.
 #[derive(Debug, Clone, Serialize)]
 pub struct LayerInfo {
@@ -517,7 +509,10 @@ pub fn alpha(
     budget_s: f64,
 ) -> Result<AlphaReport, Error> {
     if let Some(a) = alphas.iter().find(|a| !(0.0..=1.0).contains(*a)) {
-        return Err(cli_error("alphas", format!("{a} is not in [0, 1]")));
+        return Err(Error::command_line(
+            "--alphas",
+            format!("{a} is not in [0, 1]"),
+        ));
     }
     let run = |a: f64| {
         let mut c = *config;
@@ -535,8 +530,8 @@ pub fn alpha(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let selection =
-        alpha::select(&samples, degree, budget_s, 1001).map_err(|e| cli_error("alphas", e))?;
+    let selection = alpha::select(&samples, degree, budget_s, 1001)
+        .map_err(|e| Error::command_line("--alphas", e))?;
     let measured = match selection.chosen_alpha {
         Some(a) => Some(run(a)?.tpot_s),
         None => None,
@@ -567,15 +562,21 @@ impl Generator for LayerGenerator {
     }
 
     fn check(name: &String) -> Result<(), Error> {
-        name.parse::<Preset>()
-            .map(|_| ())
-            .map_err(|e| cli_error("preset", e))
+        preset_of(name).map(|_| ())
     }
 
     fn generate_instance(name: &String, seed: u64) -> Result<Instance, Error> {
-        let preset: Preset = name.parse().map_err(|e| cli_error("preset", e))?;
-        try_generate(preset, seed)
+        try_generate(preset_of(name)?, seed)
     }
+}
+
+/// The preset a configuration names (a `--config` file's error names the file).
+fn preset_of(name: &str) -> Result<Preset, Error> {
+    name.parse().map_err(|reason| Error::Invalid {
+        path: "<generator config>".into(),
+        field: "preset".into(),
+        reason,
+    })
 }
 
 /// SMoE's layer decisions in the registry (the pipeline over a trace is `moe-opt tpot`).
@@ -617,8 +618,12 @@ impl Entry for SmoeEntry {
         let (routing, split) = method.split_once('+').unwrap_or((method, "alg2"));
         let report = solve(
             &instance,
-            routing.parse().map_err(|e| cli_error("--method", e))?,
-            split.parse().map_err(|e| cli_error("--method", e))?,
+            routing
+                .parse()
+                .map_err(|e| Error::command_line("--method", e))?,
+            split
+                .parse()
+                .map_err(|e| Error::command_line("--method", e))?,
             &options.solve,
         )?;
         Ok(Rendered::new(&report, report.text()).with_table(report.table()))
@@ -632,11 +637,10 @@ impl Entry for SmoeEntry {
         options: &RunOptions,
     ) -> Result<Rendered, Error> {
         if methods.is_some() {
-            return Err(cli_error(
+            return Err(Error::command_line(
                 "--methods",
                 "an smoe compare runs every routing with alg2 and the optimal split; use \
-                 `solve --method ROUTING+SPLIT` for one pair"
-                    .into(),
+                 `solve --method ROUTING+SPLIT` for one pair",
             ));
         }
         let instance = formulations::smoe::load(file)?;

@@ -173,8 +173,8 @@ pub fn simulate<P: Policy>(
         ));
     }
     if policy.capacity() < trace.top_k {
-        return Err(invalid(
-            "capacity",
+        return Err(Error::command_line(
+            "--capacity",
             format!(
                 "{} is below k = {}: a layer's experts must fit at once",
                 policy.capacity(),
@@ -183,14 +183,17 @@ pub fn simulate<P: Policy>(
         ));
     }
     let c = &config.costs;
-    for (name, x) in [
-        ("costs.load_s", c.load_s),
-        ("costs.cpu_s", c.cpu_s),
-        ("costs.gpu_s", c.gpu_s),
-        ("costs.common_s", c.common_s),
+    for (flag, x) in [
+        ("--load-s", c.load_s),
+        ("--cpu-s", c.cpu_s),
+        ("--gpu-s", c.gpu_s),
+        ("--common-s", c.common_s),
     ] {
         if !(x.is_finite() && x >= 0.0) {
-            return Err(invalid(name, format!("must be finite and >= 0, got {x}")));
+            return Err(Error::command_line(
+                flag,
+                format!("must be finite and >= 0, got {x}"),
+            ));
         }
     }
     let e_n = trace.experts;

@@ -426,17 +426,6 @@ impl Default for ImportConfig {
     }
 }
 
-/// `counts[prompt][layer][expert]`: tokens routed.
-pub type Counts = Vec<Vec<Vec<u32>>>;
-
-/// The counts file (`moe-activation-counts/v1`).
-#[derive(Debug, Deserialize)]
-struct CountsFile {
-    format: String,
-    model: String,
-    counts: Counts,
-}
-
 /// The device of a counts file's model (by its `model` field), if it is one of the presets'.
 pub fn device_for_model(model: &str) -> Option<Device> {
     let m = model.to_ascii_lowercase();
@@ -449,25 +438,12 @@ pub fn device_for_model(model: &str) -> Option<Device> {
     }
 }
 
-/// Reads a counts file (gzip or plain JSON) and returns its model name and counts.
-pub fn read_counts(path: &Path) -> Result<(String, Counts), Error> {
-    let file: CountsFile = crate::counts::read_json_maybe_gz(path)?;
-    if file.format != "moe-activation-counts/v1" {
-        return Err(Error::Invalid {
-            path: path.to_path_buf(),
-            field: "format".into(),
-            reason: format!("expected moe-activation-counts/v1, got {}", file.format),
-        });
-    }
-    Ok((file.model, file.counts))
-}
-
 /// One layer of a real batch: the experts the listed prompts route tokens to at the layer,
 /// with their summed token counts, p_n from the device's GPU model, states drawn from the hit
 /// rates (defaults: [`ImportConfig`]).
 pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
     config.states.check("states")?;
-    let (model, counts) = read_counts(path)?;
+    let crate::counts::ActivationCounts { model, counts, .. } = crate::counts::read(path)?;
     let bad = |field: String, reason: String| Error::Invalid {
         path: path.to_path_buf(),
         field,
@@ -515,7 +491,7 @@ pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
                 )
             })?,
     };
-    let mut sum: Vec<u32> = Vec::new();
+    let mut sum: Vec<u64> = Vec::new();
     for (p, prompt) in rows {
         let row = prompt.get(layer).ok_or_else(|| {
             bad(
@@ -542,6 +518,16 @@ pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
             "no expert is selected at this layer (a dense layer?)".into(),
         ));
     }
+    let sum: Vec<u32> = sum
+        .iter()
+        .map(|&c| u32::try_from(c))
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            bad(
+                format!("counts[..][{layer}]"),
+                "an expert's summed count exceeds 2^32 - 1".into(),
+            )
+        })?;
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let instance = build(
         format!("{model} layer {layer} prompts {:?}", config.prompts),

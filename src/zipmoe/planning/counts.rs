@@ -35,38 +35,13 @@
 //! every prompt are not MoE layers (DeepSeek-V2-Lite layer 0 is dense) and are dropped; a zero
 //! row of one prompt contributes no token.
 
-use std::path::Path;
-
-use formulations::{Error, ValidationError};
+use formulations::ValidationError;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-/// The `format` string of an activation-count file.
-pub const FORMAT: &str = "moe-activation-counts/v1";
-
-/// An activation-count file (unknown fields are ignored when reading).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ActivationCounts {
-    /// Always [`FORMAT`].
-    pub format: String,
-    /// The model the counts come from.
-    pub model: String,
-    /// k: experts per token and layer.
-    pub top_k: u32,
-    /// Routed experts per MoE layer.
-    pub experts_per_layer: u32,
-    /// Prompts (first index of `counts`).
-    pub prompts: usize,
-    /// Layers (second index of `counts`).
-    pub layers: usize,
-    /// Where the counts come from.
-    #[serde(default)]
-    pub source: String,
-    /// counts\[prompt\]\[layer\]\[expert\]: tokens routed to that expert.
-    pub counts: Vec<Vec<Vec<u64>>>,
-}
+pub use crate::counts::{read, ActivationCounts, FORMAT};
 
 /// How experts are ranked (module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -79,61 +54,6 @@ pub enum RankScope {
     Global,
 }
 
-/// Reads a counts file, gzip-compressed or plain JSON. Errors name the file.
-pub fn read(path: &Path) -> Result<ActivationCounts, Error> {
-    crate::counts::read_json_maybe_gz(path)
-}
-
-fn check_shape(c: &ActivationCounts) -> Result<(), ValidationError> {
-    let bad = |field: String, reason: String| Err(ValidationError::new(field, reason));
-    if c.format != FORMAT {
-        return bad(
-            "format".into(),
-            format!("is '{}', expected '{FORMAT}'", c.format),
-        );
-    }
-    if c.experts_per_layer == 0 {
-        return bad("experts_per_layer".into(), "must be at least 1".into());
-    }
-    if c.top_k == 0 || c.top_k > c.experts_per_layer {
-        return bad(
-            "top_k".into(),
-            format!("must be in 1..={}, got {}", c.experts_per_layer, c.top_k),
-        );
-    }
-    if c.counts.len() != c.prompts {
-        return bad(
-            "counts".into(),
-            format!(
-                "has {} prompts but `prompts` is {}",
-                c.counts.len(),
-                c.prompts
-            ),
-        );
-    }
-    for (p, prompt) in c.counts.iter().enumerate() {
-        if prompt.len() != c.layers {
-            return bad(
-                format!("counts[{p}]"),
-                format!("has {} layers but `layers` is {}", prompt.len(), c.layers),
-            );
-        }
-        for (l, row) in prompt.iter().enumerate() {
-            if row.len() != c.experts_per_layer as usize {
-                return bad(
-                    format!("counts[{p}][{l}]"),
-                    format!(
-                        "has {} experts but `experts_per_layer` is {}",
-                        row.len(),
-                        c.experts_per_layer
-                    ),
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The rank-based inclusion probabilities of every MoE layer of the file (module doc), as
 /// (file layer index, f) for the layers with at least one token, in file order. Errors name
 /// the field (`format`, `counts[p][l]`, ...).
@@ -141,7 +61,7 @@ pub fn inclusion_probabilities(
     c: &ActivationCounts,
     scope: RankScope,
 ) -> Result<Vec<(usize, Vec<f64>)>, ValidationError> {
-    check_shape(c)?;
+    c.check()?;
     let k = u64::from(c.top_k);
     let experts = c.experts_per_layer as usize;
     let mut out = Vec::new();
@@ -319,6 +239,7 @@ impl SyntheticCounts {
             prompts: self.prompts as usize,
             layers: self.layers as usize,
             source: format!("moe-opt synthetic counts, seed {seed}"),
+            counts_doc: None,
             counts,
         })
     }
@@ -337,6 +258,7 @@ mod tests {
             prompts: counts.len(),
             layers: counts[0].len(),
             source: String::new(),
+            counts_doc: None,
             counts,
         }
     }

@@ -1,0 +1,1451 @@
+//! Hostile input (issue 13): every file kind and numeric flag, malformed, must be refused with
+//! exit code 2 and one stderr line naming the file or the flag, leaving nothing at the output
+//! path; and no input may panic (exit 101) or abort (exit 134, e.g. an allocation failure).
+//!
+//! Two parts share one table of file kinds (a valid file and the command that reads it):
+//! - the corpus: hand-picked malformations of every kind (missing, empty, not JSON, truncated,
+//!   the wrong shape, an unknown field, each field removed or of the wrong type or sign) and of
+//!   the numeric flags, each expected to be refused;
+//! - the fuzz harness: seeded, structure-aware random mutations (proptest) of the same files,
+//!   each run through the command under a memory cap; any exit but 0 or 2, or a refusal that is
+//!   not one line naming the file, is a finding, shrunk to its fewest mutations and saved under
+//!   target/fuzz-findings/. By default a short run of each kind; `./dev fuzz MINUTES` sets
+//!   MOE_OPT_FUZZ_SECONDS and runs each kind that long.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use serde_json::{json, Value};
+
+mod common;
+
+use common::{moe_opt, ok, scratch, shared_data, trace, EPLB_EXAMPLE_FLAGS};
+
+/// Virtual memory a child may use, KiB: far above what any valid small input needs, far below
+/// the machine's memory, so an unchecked size aborts instead of swapping.
+const MEMORY_CAP_KIB: u64 = 2_000_000;
+/// Seconds a child may run before it counts as slow (reported, not a finding: some valid
+/// mutations, e.g. a larger capacity, are slow but legitimate).
+const CHILD_TIMEOUT_S: u64 = 20;
+
+/// How a file kind is written.
+#[derive(Clone, Copy, PartialEq)]
+enum Format {
+    Json,
+    /// Gzip-compressed JSON (the activation-count files).
+    JsonGz,
+    /// JSON Lines, gzip-compressed (the token logs); held as an array of records.
+    JsonlGz,
+    Toml,
+}
+
+/// A file kind: a valid file of it and the command that reads it (`FILE` and `OUT` stand for
+/// the file and an output path that must not exist after a refusal).
+struct Kind {
+    name: String,
+    format: Format,
+    /// The valid files the fuzz harness starts from; the corpus uses the first.
+    bases: Vec<Value>,
+    args: Vec<String>,
+}
+
+impl Kind {
+    fn new(name: &str, format: Format, base: Value, args: &[&str]) -> Kind {
+        Kind {
+            name: name.into(),
+            format,
+            bases: vec![base],
+            args: args.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    /// More valid files to start from (the fuzz harness's other bases).
+    fn and(mut self, more: Vec<Value>) -> Kind {
+        self.bases.extend(more);
+        self
+    }
+
+    fn base(&self) -> &Value {
+        &self.bases[0]
+    }
+
+    /// The file name of this kind's mutated files (the extension the command expects).
+    fn file_name(&self, stem: &str) -> String {
+        let ext = match self.format {
+            Format::Json => "json",
+            Format::JsonGz => "json.gz",
+            Format::JsonlGz => "jsonl.gz",
+            Format::Toml => "toml",
+        };
+        format!("{stem}.{ext}")
+    }
+
+    /// The bytes of `value` in this kind's format; None where the format cannot hold it (TOML
+    /// has no null).
+    fn encode(&self, value: &Value) -> Option<Vec<u8>> {
+        let text = match self.format {
+            Format::Json | Format::JsonGz => value.to_string(),
+            Format::JsonlGz => match value {
+                Value::Array(lines) => lines.iter().map(|l| format!("{l}\n")).collect(),
+                other => other.to_string(),
+            },
+            Format::Toml => toml::to_string(value).ok()?,
+        };
+        Some(match self.format {
+            Format::JsonGz | Format::JsonlGz => gzip(text.as_bytes()),
+            Format::Json | Format::Toml => text.into_bytes(),
+        })
+    }
+
+    /// Runs the command on `file` under the memory cap and the timeout.
+    fn run(&self, file: &Path, out: &Path) -> Outcome {
+        let args = self.args.iter().map(|a| match a.as_str() {
+            "FILE" => file.to_str().unwrap().to_string(),
+            "OUT" => out.to_str().unwrap().to_string(),
+            _ => a.clone(),
+        });
+        run_capped(args)
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+fn read_value(path: &Path, format: Format) -> Value {
+    let bytes = std::fs::read(path).unwrap();
+    let text = match format {
+        Format::JsonGz | Format::JsonlGz => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+                .unwrap();
+            text
+        }
+        Format::Json | Format::Toml => String::from_utf8(bytes).unwrap(),
+    };
+    match format {
+        Format::Json | Format::JsonGz => serde_json::from_str(&text).unwrap(),
+        Format::JsonlGz => Value::Array(
+            text.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect(),
+        ),
+        Format::Toml => {
+            serde_json::to_value(toml::from_str::<toml::Value>(&text).unwrap()).unwrap()
+        }
+    }
+}
+
+/// How a child ended.
+struct Outcome {
+    code: Option<i32>,
+    stderr: String,
+}
+
+impl Outcome {
+    fn timed_out(&self) -> bool {
+        self.code == Some(124)
+    }
+
+    /// Why this is no clean refusal naming `name` (None when it is one).
+    fn refusal_fault(&self, name: &str) -> Option<String> {
+        let lines: Vec<&str> = self.stderr.trim_end().lines().collect();
+        if self.code != Some(2) {
+            Some(format!("exit code {:?}, expected 2", self.code))
+        } else if lines.len() != 1 || !lines[0].starts_with("error: ") {
+            Some("stderr is not one `error: ` line".into())
+        } else if !lines[0].contains(name) {
+            Some(format!("the error does not name `{name}`"))
+        } else {
+            None
+        }
+    }
+}
+
+/// `moe-opt ARGS` under `ulimit -v` and `timeout` (exit 124 when it ran out of time).
+fn run_capped(args: impl IntoIterator<Item = String>) -> Outcome {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {MEMORY_CAP_KIB}; exec timeout {CHILD_TIMEOUT_S} \"$0\" \"$@\""
+        ))
+        .arg(common::bin())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    Outcome {
+        code: out.status.code(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The committed instance files (instances/ and its counterexamples) of a problem tag (none
+/// for SlimCaching's untagged files), but `skip`.
+fn committed(tag: Option<&str>, skip: &str) -> Vec<Value> {
+    let mut files: Vec<PathBuf> = ["instances", "instances/counterexamples"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && !p.ends_with(skip))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|p| read_value(p, Format::Json))
+        .filter(|v| v.get("weight").is_none() && v.get("problem").and_then(Value::as_str) == tag)
+        .collect()
+}
+
+/// Every file kind whose base file exists here (the real count and log files are skipped where
+/// ../shared/data is absent), each with its base file made or read in `dir`.
+fn kinds(dir: &Path) -> Vec<Kind> {
+    let json = |path: &str| read_value(Path::new(path), Format::Json);
+    let generated = |problem: &str, preset: &str| {
+        let file = dir.join(format!("{problem}-{preset}.json"));
+        ok(moe_opt()
+            .args(["generate", problem, "--preset", preset, "--seed", "1", "-o"])
+            .arg(&file));
+        read_value(&file, Format::Json)
+    };
+    let switch = trace(dir, "switch");
+    let switch_trace = switch.to_str().unwrap();
+    let offline = dir.join("offline.json");
+    ok(moe_opt()
+        .args([
+            "offline",
+            switch_trace,
+            "--layer",
+            "0",
+            "--capacity",
+            "2",
+            "--tokens",
+            "12",
+            "-o",
+        ])
+        .arg(&offline));
+    let mut eplb = vec!["eplb", "--weights", "FILE"];
+    eplb.extend(EPLB_EXAMPLE_FLAGS);
+    eplb.extend(["--csv", "OUT"]);
+
+    let mut kinds = vec![
+        Kind::new(
+            "slimcaching",
+            Format::Json,
+            json("instances/slimcaching-tiny-1.json"),
+            &["solve", "FILE", "--method", "greedy", "--csv", "OUT"],
+        )
+        .and(committed(None, "slimcaching-tiny-1.json")),
+        Kind::new(
+            "slimcaching-lp",
+            Format::Json,
+            json("instances/slimcaching-tiny-1.json"),
+            &["write-lp", "FILE", "-o", "OUT"],
+        ),
+        Kind::new(
+            "prism",
+            Format::Json,
+            json("instances/prism-tiny-1.json"),
+            &["solve", "FILE", "--method", "prism", "--csv", "OUT"],
+        )
+        .and(committed(Some("prism"), "prism-tiny-1.json")),
+        Kind::new(
+            "zipmoe",
+            Format::Json,
+            json("instances/zipmoe-tiny-1.json"),
+            &[
+                "solve",
+                "FILE",
+                "--method",
+                "cache-affinity",
+                "--csv",
+                "OUT",
+            ],
+        )
+        .and(committed(Some("zipmoe"), "zipmoe-tiny-1.json")),
+        Kind::new(
+            "zipmoe-pool",
+            Format::Json,
+            json("instances/zipmoe-pool-1.json"),
+            &["plan", "FILE", "--csv", "OUT"],
+        ),
+        Kind::new(
+            "smoe",
+            Format::Json,
+            generated("smoe", "tiny"),
+            &["solve", "FILE", "--method", "smoe", "--csv", "OUT"],
+        )
+        .and(committed(Some("smoe"), "")),
+        Kind::new(
+            "cache-trace",
+            Format::Json,
+            read_value(&switch, Format::Json),
+            &["replay", "FILE", "--capacity", "2", "--csv", "OUT"],
+        ),
+        Kind::new(
+            "cache-offline",
+            Format::Json,
+            read_value(&offline, Format::Json),
+            &["solve", "FILE", "--method", "belady", "--csv", "OUT"],
+        )
+        .and(committed(Some("cache-offline"), "")),
+        Kind::new(
+            "eplb-weights",
+            Format::Json,
+            json(common::EPLB_EXAMPLE),
+            &eplb,
+        ),
+        Kind::new(
+            "sweep-spec",
+            Format::Toml,
+            read_value(
+                Path::new("instances/sweeps/prism-tiny-small.toml"),
+                Format::Toml,
+            ),
+            &["sweep", "FILE", "-o", "OUT", "--jobs", "1"],
+        ),
+        Kind::new(
+            "counts-warm-start",
+            Format::Json,
+            warm_start_counts(),
+            &[
+                "replay",
+                switch_trace,
+                "--capacity",
+                "2",
+                "--methods",
+                "lfu",
+                "--warm-start",
+                "FILE",
+                "--csv",
+                "OUT",
+            ],
+        ),
+    ];
+    for (problem, preset) in [
+        ("slimcaching", "tiny"),
+        ("prism", "tiny"),
+        ("zipmoe", "tiny"),
+        ("smoe", "tiny"),
+        ("cache-trace", "switch"),
+    ] {
+        let config: Value = serde_json::from_str(&ok(moe_opt().args([
+            "generate",
+            problem,
+            "--preset",
+            preset,
+            "--print-config",
+        ])))
+        .unwrap();
+        kinds.push(Kind::new(
+            &format!("{problem}-config"),
+            Format::Json,
+            config,
+            &["generate", problem, "--config", "FILE", "-o", "OUT"],
+        ));
+    }
+    if let Some(counts) = shared_data("activation-counts/switch.json.gz") {
+        let mut counts = read_value(&counts, Format::JsonGz);
+        // Eight prompts keep a run short; the rest of the file is the real one.
+        counts["counts"].as_array_mut().unwrap().truncate(8);
+        counts["prompts"] = json!(8);
+        for problem in ["slimcaching", "prism", "zipmoe", "zipmoe-pool"] {
+            // SlimCaching's users are groups of prompts: four of two prompts each.
+            let users: &[&str] = if problem == "slimcaching" {
+                &["--users", "4"]
+            } else {
+                &[]
+            };
+            let mut args = vec!["import", problem, "--counts", "FILE", "-o", "OUT"];
+            args.extend(users);
+            kinds.push(Kind::new(
+                &format!("{problem}-counts"),
+                Format::JsonGz,
+                counts.clone(),
+                &args,
+            ));
+        }
+        kinds.push(Kind::new(
+            "plan-counts",
+            Format::JsonGz,
+            counts,
+            &["plan", "--counts", "FILE", "--csv", "OUT"],
+        ));
+    }
+    if let Some(log) = shared_data("token-traces/switch_base8_encoder_top1.jsonl.gz") {
+        let mut log = read_value(&log, Format::JsonlGz);
+        log.as_array_mut().unwrap().truncate(60);
+        kinds.push(Kind::new(
+            "token-log",
+            Format::JsonlGz,
+            log,
+            &[
+                "import",
+                "cache-trace",
+                "--log",
+                "FILE",
+                "--experts",
+                "8",
+                "-o",
+                "OUT",
+            ],
+        ));
+    }
+    kinds
+}
+
+/// An activation-count file shaped like the `switch` trace preset (6 layers of 8 experts), for
+/// LFU's warm start.
+fn warm_start_counts() -> Value {
+    let counts: Vec<Vec<Vec<u64>>> = (0..3u64)
+        .map(|p| {
+            (0..6u64)
+                .map(|l| (0..8u64).map(|e| (p + l + e) % 4).collect())
+                .collect()
+        })
+        .collect();
+    json!({
+        "format": "moe-activation-counts/v1",
+        "model": "switch-like",
+        "top_k": 1,
+        "experts_per_layer": 8,
+        "prompts": 3,
+        "layers": 6,
+        "source": "tests/hostile.rs",
+        "counts": counts,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mutations
+
+/// JSON pointers of every node of `value` (the root is "").
+fn pointers(value: &Value) -> Vec<String> {
+    fn walk(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map {
+                    walk(
+                        child,
+                        format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                        out,
+                    );
+                }
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    walk(child, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+        out.push(at);
+    }
+    let mut out = Vec::new();
+    walk(value, String::new(), &mut out);
+    out
+}
+
+/// Removes the node at `pointer` (an object's key or an array's element).
+fn remove(value: &mut Value, pointer: &str) {
+    let Some((parent, last)) = pointer.rsplit_once('/') else {
+        return;
+    };
+    let key = last.replace("~1", "/").replace("~0", "~");
+    match value.pointer_mut(parent) {
+        Some(Value::Object(map)) => {
+            map.remove(&key);
+        }
+        Some(Value::Array(items)) => {
+            if let Ok(i) = key.parse::<usize>() {
+                if i < items.len() {
+                    items.remove(i);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Values a hostile writer puts where a number, a string or a list belongs.
+fn palette() -> Vec<Value> {
+    vec![
+        json!(null),
+        json!(-1),
+        json!(0),
+        json!(1),
+        json!(0.5),
+        json!(-1e-300),
+        json!(4_294_967_296u64),
+        json!(1_000_000_000_000u64),
+        json!(u64::MAX),
+        json!(i64::MIN),
+        json!(1e308),
+        json!(-1e308),
+        json!(""),
+        json!("x"),
+        json!(true),
+        json!([]),
+        json!({}),
+        json!([[]]),
+    ]
+}
+
+/// One structure-aware mutation: at the node picked by `at` (an index into the pointers), an
+/// operation picked by `op`.
+#[derive(Debug, Clone)]
+struct Mutation {
+    at: usize,
+    op: usize,
+    arg: usize,
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    (any::<usize>(), 0..8usize, any::<usize>()).prop_map(|(at, op, arg)| Mutation { at, op, arg })
+}
+
+impl Mutation {
+    fn apply(&self, value: &mut Value) {
+        let all = pointers(value);
+        let at = &all[self.at % all.len()];
+        let palette = palette();
+        match self.op {
+            // Delete the node.
+            0 => remove(value, at),
+            // Replace it with a hostile value.
+            1 | 2 => *value.pointer_mut(at).unwrap() = palette[self.arg % palette.len()].clone(),
+            // Replace it with another node's value (a list where a number was, a valid number
+            // of the wrong field, ...).
+            3 => {
+                let other = value.pointer(&all[self.arg % all.len()]).unwrap().clone();
+                *value.pointer_mut(at).unwrap() = other;
+            }
+            // Grow a list by repeating an element (sizes that disagree, duplicates).
+            4 => {
+                if let Some(Value::Array(items)) = value.pointer_mut(at) {
+                    if !items.is_empty() {
+                        let copy = items[self.arg % items.len()].clone();
+                        items.extend(std::iter::repeat(copy).take(1 + self.arg % 3));
+                    }
+                }
+            }
+            // Shorten a list.
+            5 => {
+                if let Some(Value::Array(items)) = value.pointer_mut(at) {
+                    let keep = if items.is_empty() {
+                        0
+                    } else {
+                        self.arg % items.len()
+                    };
+                    items.truncate(keep);
+                }
+            }
+            // An unknown field.
+            6 => {
+                if let Some(Value::Object(map)) = value.pointer_mut(at) {
+                    map.insert("surprise".into(), json!(self.arg % 7));
+                }
+            }
+            // Scale a number by a large or tiny factor.
+            _ => {
+                if let Some(node) = value.pointer_mut(at) {
+                    if let Some(x) = node.as_f64() {
+                        let factor = [1e3, 1e6, 1e12, 1e-6, -1.0, 0.0][self.arg % 6];
+                        *node = json!(x * factor);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The corpus
+
+/// A malformed file of a kind, expected to be refused.
+struct Case {
+    label: String,
+    /// None: the file does not exist.
+    bytes: Option<Vec<u8>>,
+}
+
+/// The hand-picked malformations of a kind: the file missing, empty, not its format,
+/// truncated, of the wrong shape, with an unknown field, and each top-level field (and each
+/// field one level down) removed, of the wrong type, or negative.
+fn corpus(kind: &Kind) -> Vec<Case> {
+    let raw = |label: &str, b: Vec<u8>| Case {
+        label: label.into(),
+        bytes: Some(match kind.format {
+            Format::JsonGz | Format::JsonlGz => gzip(&b),
+            _ => b,
+        }),
+    };
+    let plain = kind.encode(kind.base()).unwrap();
+    let plain = match kind.format {
+        Format::JsonGz | Format::JsonlGz => {
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&plain[..]), &mut text)
+                .unwrap();
+            text
+        }
+        _ => plain,
+    };
+    let mut cases = vec![
+        Case {
+            label: "missing".into(),
+            bytes: None,
+        },
+        raw("empty", Vec::new()),
+        raw("not its format", b"{ this is not [ json or toml".to_vec()),
+        raw("truncated", plain[..cut_inside_a_value(&plain)].to_vec()),
+    ];
+    if kind.format != Format::JsonlGz {
+        cases.push(Case {
+            label: "a list at the top".into(),
+            bytes: kind.encode(&json!([1, 2, 3])),
+        });
+    }
+    if matches!(kind.format, Format::JsonGz | Format::JsonlGz) {
+        cases.push(Case {
+            label: "not gzip".into(),
+            bytes: Some(plain.clone()),
+        });
+    }
+    let mut edit = |label: String, f: &dyn Fn(&mut Value)| {
+        let mut v = kind.base().clone();
+        f(&mut v);
+        if let Some(bytes) = kind.encode(&v) {
+            cases.push(Case {
+                label,
+                bytes: Some(bytes),
+            });
+        }
+    };
+    let target = match kind.format {
+        Format::JsonlGz => "/0",
+        _ => "",
+    };
+    for (_, at, value) in regressions().into_iter().filter(|r| r.0 == kind.name) {
+        edit(format!("{at} = {value} (a fuzz finding)"), &|v| {
+            *v.pointer_mut(at).unwrap() = value.clone()
+        });
+    }
+    let top = kind.base().pointer(target).cloned().unwrap_or(Value::Null);
+    if let Value::Object(map) = &top {
+        edit("an unknown field".into(), &|v| {
+            let node = v.pointer_mut(target).unwrap().as_object_mut().unwrap();
+            node.insert("surprise".into(), json!(1));
+        });
+        for (key, child) in map {
+            let at = format!("{target}/{key}");
+            edit(format!("{key} removed"), &|v| remove(v, &at));
+            edit(format!("{key} of the wrong type"), &|v| {
+                let node = v.pointer_mut(&at).unwrap();
+                *node = if node.is_string() {
+                    json!([1])
+                } else {
+                    json!("x")
+                };
+            });
+            if child.is_number() {
+                edit(format!("{key} negative"), &|v| {
+                    *v.pointer_mut(&at).unwrap() = json!(-1)
+                });
+            }
+            if let Value::Object(inner) = child {
+                for (k2, c2) in inner {
+                    let at2 = format!("{at}/{k2}");
+                    edit(format!("{key}.{k2} removed"), &|v| remove(v, &at2));
+                    if c2.is_number() {
+                        edit(format!("{key}.{k2} negative"), &|v| {
+                            *v.pointer_mut(&at2).unwrap() = json!(-1)
+                        });
+                    }
+                }
+            }
+        }
+    }
+    cases
+}
+
+/// Findings of the fuzz harness, kept as corpus cases: (kind, JSON pointer into its base file,
+/// the value put there).
+fn regressions() -> Vec<(&'static str, &'static str, Value)> {
+    vec![
+        // Counts summing beyond u64 overflowed a reader's sum (a panic).
+        ("counts-warm-start", "/counts/0/0/0", json!(u64::MAX)),
+        ("plan-counts", "/counts/0/0/0", json!(u64::MAX)),
+        ("prism-counts", "/counts/7/2/0", json!(u64::MAX)),
+        ("zipmoe-pool-counts", "/counts/0/0/0", json!(u64::MAX)),
+        // A configuration naming no preset was blamed on --preset, not on the file.
+        ("smoe-config", "", json!("")),
+    ]
+}
+
+/// Where to cut `text` so that it ends inside a value, not between two (a JSON Lines file cut
+/// after a whole line is a valid shorter file).
+fn cut_inside_a_value(text: &[u8]) -> usize {
+    let mut cut = text.len() / 2;
+    while cut > 1 && matches!(text[cut - 1], b'\n' | b'}' | b']' | b' ') {
+        cut -= 1;
+    }
+    cut
+}
+
+/// Corpus cases that are valid after all, by kind and label: fields with a documented default
+/// (`#[serde(default)]`), and plain JSON where gzip is usual (every count reader takes both).
+const ACCEPTED: &[(&str, &str)] = &[
+    ("slimcaching", "name removed"),
+    ("slimcaching", "backhaul.symmetric removed"),
+    ("slimcaching-lp", "name removed"),
+    ("slimcaching-lp", "backhaul.symmetric removed"),
+    ("prism", "name removed"),
+    ("prism", "network removed"),
+    ("prism", "workload removed"),
+    ("zipmoe", "name removed"),
+    ("zipmoe-pool", "ipf removed"),
+    ("cache-trace", "shared_experts removed"),
+    ("cache-offline", "trace.shared_experts removed"),
+    ("sweep-spec", "axes removed"),
+    ("sweep-spec", "preset removed"),
+    ("sweep-spec", "time_limit_s removed"),
+    (
+        "slimcaching-config",
+        "activations.max_sets_per_layer removed",
+    ),
+    (
+        "slimcaching-config",
+        "wireless.total_user_bandwidth_hz removed",
+    ),
+    ("prism-config", "activations.tasks removed"),
+    ("prism-config", "network removed"),
+    ("prism-config", "workload removed"),
+    ("counts-warm-start", "source removed"),
+    ("slimcaching-counts", "source removed"),
+    ("slimcaching-counts", "counts_doc removed"),
+    ("prism-counts", "source removed"),
+    ("prism-counts", "counts_doc removed"),
+    ("zipmoe-counts", "source removed"),
+    ("zipmoe-counts", "counts_doc removed"),
+    ("zipmoe-pool-counts", "source removed"),
+    ("zipmoe-pool-counts", "counts_doc removed"),
+    ("plan-counts", "source removed"),
+    ("plan-counts", "counts_doc removed"),
+    ("slimcaching-counts", "not gzip"),
+    ("prism-counts", "not gzip"),
+    ("zipmoe-counts", "not gzip"),
+    ("zipmoe-pool-counts", "not gzip"),
+    ("plan-counts", "not gzip"),
+    ("token-log", "not gzip"),
+    ("token-log", "weights removed"),
+];
+
+#[test]
+fn every_malformed_file_is_refused_in_one_line_naming_it() {
+    let dir = scratch("hostile-corpus");
+    let mut faults = Vec::new();
+    let mut count = 0;
+    for kind in kinds(&dir) {
+        for (i, case) in corpus(&kind).into_iter().enumerate() {
+            if ACCEPTED.contains(&(kind.name.as_str(), case.label.as_str())) {
+                continue;
+            }
+            count += 1;
+            let file = dir.join(kind.file_name(&format!("{}-{i}", kind.name)));
+            let out = dir.join(format!("{}-{i}-out", kind.name));
+            if let Some(bytes) = &case.bytes {
+                std::fs::write(&file, bytes).unwrap();
+            }
+            let outcome = kind.run(&file, &out);
+            let name = file.file_name().unwrap().to_str().unwrap();
+            let fault = outcome.refusal_fault(name).or_else(|| {
+                out.exists()
+                    .then(|| "left a file at the output path".into())
+            });
+            if let Some(fault) = fault {
+                faults.push(format!(
+                    "{} / {}: {fault}\n    {}",
+                    kind.name,
+                    case.label,
+                    outcome.stderr.trim_end().replace('\n', "\n    ")
+                ));
+            }
+        }
+    }
+    assert!(
+        faults.is_empty(),
+        "{} of {count} malformed files not refused cleanly:\n{}",
+        faults.len(),
+        faults.join("\n")
+    );
+    assert!(count >= 150, "only {count} cases");
+}
+
+/// A malformed value of every numeric (and named) flag, each refused in one line naming the
+/// flag. `TRACE` is a `switch` cache-trace (E = 8, 6 layers), `PRISM` a tiny Prism instance.
+const FLAG_CASES: &[(&str, &[&str])] = &[
+    ("--time-limit", &["solve", "PRISM", "--time-limit", "abc"]),
+    ("--time-limit", &["solve", "PRISM", "--time-limit=-1"]),
+    ("--time-limit", &["solve", "PRISM", "--time-limit", "nan"]),
+    ("--time-limit", &["solve", "PRISM", "--time-limit", "inf"]),
+    ("--time-limit", &["compare", "PRISM", "--time-limit", "0"]),
+    ("--gap", &["solve", "PRISM", "--gap", "nan"]),
+    ("--gap", &["compare", "PRISM", "--gap=-1"]),
+    ("--seed", &["solve", "PRISM", "--seed=-1"]),
+    ("--seed", &["solve", "PRISM", "--seed", "1.5"]),
+    ("--method", &["solve", "PRISM", "--method", "simplex"]),
+    (
+        "--methods",
+        &["compare", "PRISM", "--methods", "prism,simplex"],
+    ),
+    ("--seed", &["generate", "prism", "--seed", "x", "-o", "OUT"]),
+    (
+        "--preset",
+        &["generate", "prism", "--preset", "huge", "-o", "OUT"],
+    ),
+    ("--capacity", &["replay", "TRACE", "--capacity", "0"]),
+    ("--capacity", &["replay", "TRACE", "--capacity=-2"]),
+    ("--capacity", &["replay", "TRACE", "--capacity", "two"]),
+    ("capacity", &["replay", "TRACE", "--capacity", "9"]),
+    (
+        "--experts",
+        &["replay", "TRACE", "--capacity", "2", "--experts", "0"],
+    ),
+    (
+        "--scope",
+        &["replay", "TRACE", "--capacity", "2", "--scope", "global"],
+    ),
+    (
+        "--methods",
+        &[
+            "replay",
+            "TRACE",
+            "--capacity",
+            "2",
+            "--methods",
+            "fifo,arc",
+        ],
+    ),
+    (
+        "--layer",
+        &[
+            "offline",
+            "TRACE",
+            "--layer=-1",
+            "--capacity",
+            "2",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "layer",
+        &[
+            "offline",
+            "TRACE",
+            "--layer",
+            "6",
+            "--capacity",
+            "2",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--capacity",
+        &[
+            "offline",
+            "TRACE",
+            "--layer",
+            "0",
+            "--capacity",
+            "0",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--tokens",
+        &[
+            "offline",
+            "TRACE",
+            "--layer",
+            "0",
+            "--capacity",
+            "2",
+            "--tokens",
+            "0",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--top-j",
+        &[
+            "offline",
+            "TRACE",
+            "--layer",
+            "0",
+            "--capacity",
+            "2",
+            "--top-j=-1",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--min-mass",
+        &[
+            "offline",
+            "TRACE",
+            "--layer",
+            "0",
+            "--capacity",
+            "2",
+            "--min-mass",
+            "2",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--min-mass",
+        &[
+            "offline",
+            "TRACE",
+            "--layer",
+            "0",
+            "--capacity",
+            "2",
+            "--min-mass",
+            "nan",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--capacity",
+        &["route", "TRACE", "--method", "lru", "--capacity", "0"],
+    ),
+    (
+        "--method",
+        &["route", "TRACE", "--method", "oracle", "--capacity", "2"],
+    ),
+    ("--capacities", &["pareto", "TRACE", "--capacities", "2,x"]),
+    ("--capacities", &["pareto", "TRACE", "--capacities", "0"]),
+    (
+        "--alpha",
+        &["tpot", "TRACE", "--capacity", "2", "--alpha=-0.5"],
+    ),
+    (
+        "--alphas",
+        &["tpot", "TRACE", "--capacity", "2", "--alphas", "0.5,nan"],
+    ),
+    (
+        "--budget-s",
+        &["tpot", "TRACE", "--capacity", "2", "--budget-s=-1"],
+    ),
+    (
+        "--load-s",
+        &["tpot", "TRACE", "--capacity", "2", "--load-s", "inf"],
+    ),
+    (
+        "--cpu-s",
+        &["tpot", "TRACE", "--capacity", "2", "--cpu-s=-1"],
+    ),
+    (
+        "--gpu-s",
+        &["tpot", "TRACE", "--capacity", "2", "--gpu-s", "nan"],
+    ),
+    (
+        "--common-s",
+        &["tpot", "TRACE", "--capacity", "2", "--common-s=-3"],
+    ),
+    (
+        "--split",
+        &["tpot", "TRACE", "--capacity", "2", "--split", "half"],
+    ),
+    ("--capacity", &["tpot", "TRACE", "--capacity", "0"]),
+    (
+        "--replicas",
+        &[
+            "eplb",
+            "--weights",
+            "EPLB",
+            "--replicas",
+            "0",
+            "--groups",
+            "4",
+            "--nodes",
+            "2",
+            "--gpus",
+            "8",
+        ],
+    ),
+    (
+        "--groups",
+        &[
+            "eplb",
+            "--weights",
+            "EPLB",
+            "--replicas",
+            "16",
+            "--groups",
+            "0",
+            "--nodes",
+            "2",
+            "--gpus",
+            "8",
+        ],
+    ),
+    (
+        "--nodes",
+        &[
+            "eplb",
+            "--weights",
+            "EPLB",
+            "--replicas",
+            "16",
+            "--groups",
+            "4",
+            "--nodes",
+            "0",
+            "--gpus",
+            "8",
+        ],
+    ),
+    (
+        "--gpus",
+        &[
+            "eplb",
+            "--weights",
+            "EPLB",
+            "--replicas",
+            "16",
+            "--groups",
+            "4",
+            "--nodes",
+            "2",
+            "--gpus",
+            "0",
+        ],
+    ),
+    (
+        "--gpus",
+        &[
+            "eplb",
+            "--weights",
+            "EPLB",
+            "--replicas",
+            "16",
+            "--groups",
+            "4",
+            "--nodes",
+            "2",
+            "--gpus",
+            "x",
+        ],
+    ),
+    ("--windows", &["migrate", "PRISM", "--windows", "0"]),
+    ("--mix", &["migrate", "PRISM", "--mix", "nan"]),
+    (
+        "--drift-server",
+        &["migrate", "PRISM", "--drift-server", "99"],
+    ),
+    (
+        "--default-io-bps",
+        &["migrate", "PRISM", "--default-io-bps", "0"],
+    ),
+    ("--stats", &["migrate", "PRISM", "--stats", "median"]),
+    ("--method", &["migrate", "PRISM", "--method", "simplex"]),
+    ("--seed", &["plan", "--synthetic", "--seed=-1"]),
+    (
+        "--instances",
+        &[
+            "verify",
+            "--claim",
+            "prism/thm1-greedy-ratio",
+            "--instances",
+            "0",
+        ],
+    ),
+    (
+        "--instances",
+        &[
+            "verify",
+            "--claim",
+            "prism/thm1-greedy-ratio",
+            "--instances",
+            "x",
+        ],
+    ),
+    (
+        "--jobs",
+        &[
+            "verify",
+            "--claim",
+            "prism/thm1-greedy-ratio",
+            "--jobs",
+            "0",
+        ],
+    ),
+    (
+        "--time-limit",
+        &[
+            "verify",
+            "--claim",
+            "prism/thm1-greedy-ratio",
+            "--time-limit",
+            "0",
+        ],
+    ),
+    (
+        "--restarts",
+        &[
+            "verify",
+            "--claim",
+            "prism/thm1-greedy-ratio",
+            "--restarts=-1",
+        ],
+    ),
+    ("--claim", &["verify", "--claim", "no-such-claim"]),
+    ("--paper", &["verify", "--paper", "999"]),
+    (
+        "--jobs",
+        &[
+            "sweep",
+            "instances/sweeps/prism-tiny-small.toml",
+            "--jobs",
+            "0",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--shard",
+        &[
+            "sweep",
+            "instances/sweeps/prism-tiny-small.toml",
+            "--shard",
+            "3/2",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--shard",
+        &[
+            "sweep",
+            "instances/sweeps/prism-tiny-small.toml",
+            "--shard",
+            "a",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--experts",
+        &[
+            "import",
+            "cache-trace",
+            "--log",
+            "TRACE",
+            "--experts",
+            "0",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--servers",
+        &[
+            "import",
+            "slimcaching",
+            "--counts",
+            "COUNTS",
+            "--servers",
+            "0",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--users",
+        &[
+            "import",
+            "slimcaching",
+            "--counts",
+            "COUNTS",
+            "--users",
+            "0",
+            "-o",
+            "OUT",
+        ],
+    ),
+    (
+        "--storage-bytes",
+        &[
+            "import",
+            "slimcaching",
+            "--counts",
+            "COUNTS",
+            "--storage-bytes=-5",
+            "-o",
+            "OUT",
+        ],
+    ),
+];
+
+#[test]
+fn every_malformed_flag_is_refused_in_one_line_naming_it() {
+    let dir = scratch("hostile-flags");
+    let switch = trace(&dir, "switch");
+    let counts = dir.join("counts.json");
+    std::fs::write(&counts, warm_start_counts().to_string()).unwrap();
+    let log = dir.join("log.jsonl");
+    std::fs::write(
+        &log,
+        r#"{"seq": 0, "token": 0, "layer": 0, "experts": [1], "weights": null, "phase": "decode"}"#,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let mut faults = Vec::new();
+    for (flag, args) in FLAG_CASES {
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| {
+                match *a {
+                    "TRACE" => switch.to_str().unwrap(),
+                    "PRISM" => "instances/prism-tiny-1.json",
+                    "EPLB" => common::EPLB_EXAMPLE,
+                    "COUNTS" => counts.to_str().unwrap(),
+                    "LOG" => log.to_str().unwrap(),
+                    "OUT" => out.to_str().unwrap(),
+                    other => other,
+                }
+                .to_string()
+            })
+            .collect();
+        let outcome = run_capped(args.clone());
+        let fault = outcome.refusal_fault(flag).or_else(|| {
+            out.exists()
+                .then(|| "left a file at the output path".into())
+        });
+        if let Some(fault) = fault {
+            faults.push(format!(
+                "{args:?}: {fault}\n    {}",
+                outcome.stderr.trim_end()
+            ));
+        }
+    }
+    assert!(
+        faults.is_empty(),
+        "{} of {} malformed flags not refused cleanly:\n{}",
+        faults.len(),
+        FLAG_CASES.len(),
+        faults.join("\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fuzz harness
+
+/// What the fuzz runs of one kind saw.
+#[derive(Default)]
+struct Tally {
+    accepted: std::cell::Cell<u64>,
+    refused: std::cell::Cell<u64>,
+    slow: std::cell::Cell<u64>,
+}
+
+impl Tally {
+    fn count(cell: &std::cell::Cell<u64>) {
+        cell.set(cell.get() + 1);
+    }
+}
+
+/// Runs one mutated file of `kind` (base `base`, then `mutations`) through its command; a
+/// finding is any exit but 0 or 2, a refusal not in one line naming the file, or a file left
+/// at the output path by a refusal.
+fn fuzz_case(
+    kind: &Kind,
+    dir: &Path,
+    (base, mutations): &(usize, Vec<Mutation>),
+    tally: &Tally,
+) -> Result<(), TestCaseError> {
+    let mut value = kind.bases[base % kind.bases.len()].clone();
+    for m in mutations {
+        m.apply(&mut value);
+    }
+    let Some(bytes) = kind.encode(&value) else {
+        return Ok(()); // TOML cannot say null: nothing to run
+    };
+    let file = dir.join(kind.file_name("case"));
+    let out = dir.join("case-out");
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::write(&file, bytes).unwrap();
+    let outcome = kind.run(&file, &out);
+    let fault = match outcome.code {
+        Some(0) => {
+            Tally::count(&tally.accepted);
+            None
+        }
+        _ if outcome.timed_out() => {
+            Tally::count(&tally.slow);
+            None
+        }
+        _ => {
+            Tally::count(&tally.refused);
+            outcome
+                .refusal_fault(file.file_name().unwrap().to_str().unwrap())
+                .or_else(|| {
+                    out.exists()
+                        .then(|| "left a file at the output path".into())
+                })
+        }
+    };
+    match fault {
+        None => Ok(()),
+        Some(fault) => Err(TestCaseError::fail(format!(
+            "{fault}\n{}",
+            outcome.stderr.trim_end()
+        ))),
+    }
+}
+
+/// Fuzzes one kind: a short fixed run by default; MOE_OPT_FUZZ_SECONDS long with it (batches
+/// of seeded cases until the time is up; MOE_OPT_FUZZ_SEED varies the seeds between runs).
+/// A finding is shrunk to its fewest mutations, saved under `target/tmp/fuzz-findings/` and
+/// fails the test with the command that reproduces it.
+fn fuzz(name: &str) {
+    let dir = scratch(&format!("fuzz-{name}"));
+    let Some(kind) = kinds(&dir).into_iter().find(|k| k.name == name) else {
+        eprintln!("skipped: no base file of {name} here");
+        return;
+    };
+    let seconds: Option<f64> = std::env::var("MOE_OPT_FUZZ_SECONDS")
+        .ok()
+        .map(|s| s.parse().expect("MOE_OPT_FUZZ_SECONDS: seconds"));
+    let run_seed: u64 = std::env::var("MOE_OPT_FUZZ_SEED")
+        .ok()
+        .map_or(0, |s| s.parse().expect("MOE_OPT_FUZZ_SEED: a whole number"));
+    let strategy = (any::<usize>(), prop::collection::vec(mutation(), 1..4));
+    let tally = Tally::default();
+    let start = Instant::now();
+    for batch in 0u64.. {
+        let mut seed = [0u8; 32];
+        for (i, b) in name.bytes().enumerate() {
+            seed[i % 16] ^= b;
+        }
+        seed[16..24].copy_from_slice(&run_seed.to_le_bytes());
+        seed[24..].copy_from_slice(&batch.to_le_bytes());
+        let config = Config {
+            cases: if seconds.is_some() { 64 } else { 16 },
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
+        if let Err(e) = runner.run(&strategy, |case| fuzz_case(&kind, &dir, &case, &tally)) {
+            panic!("{}", finding(&kind, e));
+        }
+        let elapsed = start.elapsed();
+        if seconds.is_none_or(|s| elapsed >= Duration::from_secs_f64(s)) {
+            break;
+        }
+    }
+    eprintln!(
+        "fuzz {name}: {} cases in {:.0} s, no finding ({} accepted, {} refused, {} slow)",
+        tally.accepted.get() + tally.refused.get() + tally.slow.get(),
+        start.elapsed().as_secs_f64(),
+        tally.accepted.get(),
+        tally.refused.get(),
+        tally.slow.get()
+    );
+}
+
+/// Saves a shrunk finding and says how to reproduce it.
+fn finding(kind: &Kind, error: proptest::test_runner::TestError<(usize, Vec<Mutation>)>) -> String {
+    let proptest::test_runner::TestError::Fail(reason, (base, mutations)) = error else {
+        return format!("fuzz {}: {error}", kind.name);
+    };
+    let mut value = kind.bases[base % kind.bases.len()].clone();
+    for m in &mutations {
+        m.apply(&mut value);
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-findings");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(kind.file_name(&kind.name));
+    std::fs::write(&file, kind.encode(&value).unwrap()).unwrap();
+    let args: Vec<String> = kind
+        .args
+        .iter()
+        .map(|a| match a.as_str() {
+            "FILE" => file.display().to_string(),
+            "OUT" => "/tmp/out".into(),
+            _ => a.clone(),
+        })
+        .collect();
+    format!(
+        "fuzz {}: finding (base {base}, mutations {mutations:?}): {reason}\nsaved: {}\nreproduce: moe-opt {}",
+        kind.name,
+        file.display(),
+        args.join(" ")
+    )
+}
+
+/// One test per file kind, so that `cargo test` runs them in parallel.
+macro_rules! fuzz_tests {
+    ($($test:ident: $kind:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                fuzz($kind);
+            }
+        )*
+    };
+}
+
+fuzz_tests! {
+    fuzz_slimcaching: "slimcaching",
+    fuzz_slimcaching_lp: "slimcaching-lp",
+    fuzz_prism: "prism",
+    fuzz_zipmoe: "zipmoe",
+    fuzz_zipmoe_pool: "zipmoe-pool",
+    fuzz_smoe: "smoe",
+    fuzz_cache_trace: "cache-trace",
+    fuzz_cache_offline: "cache-offline",
+    fuzz_eplb_weights: "eplb-weights",
+    fuzz_sweep_spec: "sweep-spec",
+    fuzz_counts_warm_start: "counts-warm-start",
+    fuzz_slimcaching_config: "slimcaching-config",
+    fuzz_prism_config: "prism-config",
+    fuzz_zipmoe_config: "zipmoe-config",
+    fuzz_smoe_config: "smoe-config",
+    fuzz_cache_trace_config: "cache-trace-config",
+    fuzz_slimcaching_counts: "slimcaching-counts",
+    fuzz_prism_counts: "prism-counts",
+    fuzz_zipmoe_counts: "zipmoe-counts",
+    fuzz_zipmoe_pool_counts: "zipmoe-pool-counts",
+    fuzz_plan_counts: "plan-counts",
+    fuzz_token_log: "token-log",
+}
+
+#[test]
+fn every_kind_has_a_fuzz_test() {
+    let dir = scratch("hostile-kinds");
+    let source = include_str!("hostile.rs");
+    for kind in kinds(&dir) {
+        assert!(
+            source.contains(&format!(": \"{}\",", kind.name)),
+            "{} has no fuzz test",
+            kind.name
+        );
+    }
+}
