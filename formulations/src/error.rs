@@ -57,7 +57,8 @@ impl Error {
     }
 
     /// Names `file` in an error whose path is a placeholder (`<generator config>`, ...): a
-    /// check that ran on a value read from `file`.
+    /// check that ran on a value read from `file`; a [`Error::TooLarge`] gets the file in
+    /// front.
     pub fn with_file(self, file: &std::path::Path) -> Self {
         match self {
             Error::Invalid {
@@ -69,6 +70,15 @@ impl Error {
                 field,
                 reason,
             },
+            // A method's size refusal names no field: the file goes in front of the reason.
+            Error::TooLarge(reason) => {
+                let prefix = format!("{}: ", file.display());
+                if reason.starts_with(&prefix) {
+                    Error::TooLarge(reason)
+                } else {
+                    Error::TooLarge(prefix + &reason)
+                }
+            }
             other => other,
         }
     }
@@ -116,6 +126,23 @@ pub type Check = Result<(), ValidationError>;
 /// The failure of `field` for `reason`.
 pub fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
     Err(ValidationError::new(field, reason))
+}
+
+/// `value` at most `limit`, the documented constant `name` (e.g.
+/// `formulations::slimcaching::MAX_EXPERTS_PER_LAYER`): every size that drives an allocation is
+/// checked so before allocating, with the same wording everywhere.
+pub fn at_most(field: impl Into<String>, what: &str, value: u64, limit: u64, name: &str) -> Check {
+    if value <= limit {
+        Ok(())
+    } else {
+        fail(field, exceeds(what, value, limit, name))
+    }
+}
+
+/// The reason of a size above its limit: `1000000000 experts exceeds the limit of 65536
+/// (formulations::slimcaching::MAX_EXPERTS_PER_LAYER)`.
+pub fn exceeds(what: &str, value: impl std::fmt::Display, limit: u64, name: &str) -> String {
+    format!("{value} {what} exceeds the limit of {limit} ({name})")
 }
 
 /// `x` finite and > 0.

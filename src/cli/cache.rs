@@ -82,7 +82,7 @@ impl ReplayArgs {
                     .iter()
                     .map(|p| p.parse::<PolicySpec>())
                     .collect::<Result<_, _>>()
-                    .map_err(CliError::input)?,
+                    .map_err(|reason| formulations::Error::command_line("--methods", reason))?,
             )
         };
         let scope: Scope = self.scope.parse().map_err(CliError::input)?;

@@ -303,6 +303,11 @@ fn check_file(path: &Path, f: &CountsFile) -> Result<(), Error> {
             ),
         ));
     }
+    // With one prompt at least, `layers` and `experts_per_layer` are sizes of data in the file,
+    // not claims that loops and allocations would trust.
+    if f.counts.is_empty() {
+        return Err(invalid(path, "counts", "must hold at least one prompt"));
+    }
     for (p, prompt) in f.counts.iter().enumerate() {
         if prompt.len() != f.layers {
             return Err(invalid(
