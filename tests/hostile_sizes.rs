@@ -88,6 +88,39 @@ fn slimcaching(layers: u64, experts: u64) -> String {
     })
 }
 
+/// The tiny SlimCaching instance on 32 servers (every server, link and user's link a copy of
+/// server 0's) with a model nobody requests of 8 layers x 65536 experts: each size within its
+/// limit, and 32 x 2^19 placement binaries above the MILP's 16 million variables.
+fn slimcaching_32_servers() -> String {
+    edited("slimcaching-tiny-1.json", |v| {
+        let n = 32;
+        let server = v["servers"][0].clone();
+        v["servers"] = vec![server; n].into();
+        let link = v["backhaul"]["edge_to_edge"][0][1].clone();
+        v["backhaul"]["edge_to_edge"] = (0..n)
+            .map(|i| {
+                (0..n)
+                    .map(|j| if i == j { Value::Null } else { link.clone() })
+                    .collect::<Value>()
+            })
+            .collect();
+        for side in ["edge_to_cloud", "cloud_to_edge"] {
+            let l = v["backhaul"][side][0].clone();
+            v["backhaul"][side] = vec![l; n].into();
+        }
+        for user in v["users"].as_array_mut().unwrap() {
+            for side in ["uplink", "downlink"] {
+                let l = user[side][0].clone();
+                user[side] = vec![l; n].into();
+            }
+        }
+        let mut wide = v["models"][0].clone();
+        wide["layers"] = 8.into();
+        wide["experts_per_layer"] = 65536.into();
+        v["models"].as_array_mut().unwrap().push(wide);
+    })
+}
+
 /// A ZipMoE layer of `experts` missed experts x `tensors` x `shards`.
 fn zipmoe(experts: u64, tensors: u64, shards: u64) -> String {
     edited("zipmoe-tiny-1.json", |v| {
@@ -118,6 +151,30 @@ fn cases() -> Vec<Case> {
     let dir = scratch("hostile-sizes-inputs");
     let trace_json = std::fs::read_to_string(common::trace(&dir, "switch")).unwrap();
     let eplb = edited("eplb-readme-example.json", |_| {});
+    // An offline instance of 128 steps x 2048 experts: beyond the cache MILP's 200,000
+    // residency binaries and the exhaustive search's 12 experts.
+    let wide = dir.join("wide-config.json");
+    std::fs::write(
+        &wide,
+        config("cache-trace", |v| {
+            v["experts"] = 2048.into();
+            v["layers"] = 1.into();
+            v["tokens_per_sequence"] = 128.into();
+        }),
+    )
+    .unwrap();
+    let (wide_trace, offline) = (dir.join("wide.json"), dir.join("offline.json"));
+    ok(moe_opt()
+        .args(["generate", "cache-trace", "--config"])
+        .arg(&wide)
+        .arg("-o")
+        .arg(&wide_trace));
+    ok(moe_opt()
+        .arg("offline")
+        .arg(&wide_trace)
+        .args(["--capacity", "4", "-o"])
+        .arg(&offline));
+    let offline = std::fs::read_to_string(offline).unwrap();
     let spec = |seeds: &str, axes: &str| {
         format!("problem = \"slimcaching\"\nseeds = {seeds}\nmethods = [\"greedy\"]\n{axes}")
     };
@@ -203,6 +260,36 @@ fn cases() -> Vec<Case> {
             vec![("big.json", slimcaching(1024, 65536))],
             "solve big.json --method lfu",
             &["big.json", "models", "MAX_TOTAL_EXPERTS"],
+        ),
+        case(
+            "a SlimCaching MILP of 32 servers x 2^19 experts: solve milp",
+            vec![("big.json", slimcaching_32_servers())],
+            "solve big.json --method milp",
+            &["big.json", "slimcaching MILP", "MAX_MILP_VARIABLES"],
+        ),
+        case(
+            "a SlimCaching MILP of 32 servers x 2^19 experts: write-lp",
+            vec![("big.json", slimcaching_32_servers())],
+            "write-lp big.json -o out.lp",
+            &["big.json", "slimcaching MILP", "MAX_MILP_VARIABLES"],
+        ),
+        case(
+            "the cache MILP's size refusal names the file",
+            vec![("O.json", offline.clone())],
+            "solve O.json --method milp-fixed",
+            &["O.json", "offline caching MILP", "200000"],
+        ),
+        case(
+            "the exhaustive search's size refusal names the file",
+            vec![("O.json", offline.clone())],
+            "solve O.json --method exhaustive-fixed",
+            &["O.json", "exhaustive search"],
+        ),
+        case(
+            "the cache MILP's size refusal in write-lp",
+            vec![("O.json", offline)],
+            "write-lp O.json -o out.lp",
+            &["O.json", "offline caching MILP"],
         ),
         case(
             "2000 models",

@@ -191,3 +191,23 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_names_the_value_the_limit_and_its_constant() {
+        assert_eq!(at_most("f", "things", 3, 3, "C"), Ok(()));
+        let e = at_most("f", "things", 4, 3, "C").unwrap_err();
+        assert_eq!(e.to_string(), "f: 4 things exceeds the limit of 3 (C)");
+    }
+
+    #[test]
+    fn with_file_puts_the_file_in_front_of_a_size_refusal_once() {
+        let e = Error::TooLarge("too many".into()).with_file(std::path::Path::new("a.json"));
+        assert_eq!(e.to_string(), "a.json: too many");
+        let again = e.with_file(std::path::Path::new("a.json"));
+        assert_eq!(again.to_string(), "a.json: too many");
+    }
+}

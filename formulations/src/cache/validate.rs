@@ -230,5 +230,15 @@ mod tests {
         let mut t = trace();
         t.problem = ProblemKind::Prism;
         assert_eq!(field(&t), "problem");
+        // The layer count is checked before the tokens' routings are.
+        let mut t = trace();
+        t.layers = MAX_LAYERS + 1;
+        let e = validate(&t).unwrap_err();
+        assert_eq!(e.field, "layers");
+        assert!(
+            e.reason.contains("exceeds the limit of 1024"),
+            "{}",
+            e.reason
+        );
     }
 }

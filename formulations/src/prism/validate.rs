@@ -270,6 +270,25 @@ mod tests {
     }
 
     #[test]
+    fn simulated_selections_are_bounded() {
+        // 2 servers x L = 2 x K = 1: 4 selections a request, so 2^24 requests reach 2^26.
+        let set =
+            |n: u32| move |i: &mut Instance| i.workload.as_mut().unwrap().requests_per_server = n;
+        assert_eq!(field_after(set(1 << 24)), "");
+        assert_eq!(
+            field_after(set((1 << 24) + 1)),
+            "workload.requests_per_server"
+        );
+        let mut inst = two_servers();
+        set(u32::MAX)(&mut inst);
+        let reason = validate(&inst).unwrap_err().reason;
+        assert!(
+            reason.starts_with("17179869180 expert selections") && reason.contains("67108864"),
+            "{reason}"
+        );
+    }
+
+    #[test]
     fn every_instance_rule_names_its_field() {
         type Edit = fn(&mut Instance);
         let cases: Vec<(Edit, &str)> = vec![
