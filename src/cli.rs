@@ -541,7 +541,14 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             args,
             output,
         } => {
-            let made = registry.find(&problem)?.import(&args)?;
+            // A configuration's own errors (`<import config>`) name its file.
+            let made = registry
+                .find(&problem)?
+                .import(&args)
+                .map_err(|e| match &args.config {
+                    Some(c) => e.with_file(c),
+                    None => e,
+                })?;
             write_made(&output, &made)
         }
         Command::Solve {

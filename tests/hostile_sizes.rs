@@ -292,6 +292,21 @@ fn cases() -> Vec<Case> {
             &["O.json", "offline caching MILP"],
         ),
         case(
+            "import prism: a server of 4 x 10^9 GPUs",
+            vec![
+                ("C.json.gz", String::new()),
+                ("I.json", {
+                    let mut c =
+                        serde_json::to_value(moe_opt::prism::import::ImportConfig::default())
+                            .unwrap();
+                    c["gpus"] = json!([1, 4_000_000_000u64]);
+                    c.to_string()
+                }),
+            ],
+            "import prism --counts C.json.gz --config I.json -o out.json",
+            &["I.json", "gpus[1]", "MAX_GPUS_PER_SERVER"],
+        ),
+        case(
             "2000 models",
             vec![(
                 "big.json",
