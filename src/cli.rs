@@ -571,7 +571,14 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             args,
             output,
         } => {
-            let made = registry.find(&problem)?.import(&args)?;
+            // A configuration's own errors (`<import config>`) name its file.
+            let made = registry
+                .find(&problem)?
+                .import(&args)
+                .map_err(|e| match &args.config {
+                    Some(c) => e.with_file(c),
+                    None => e,
+                })?;
             write_made(&output, &made)
         }
         Command::Solve {
@@ -581,7 +588,9 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             output,
         } => {
             let run = options.run_options();
-            output.emit(registry.of_file(&file)?.solve(&file, &method, &run)?)
+            // A method's refusal (too large, ...) names the instance file like a load error.
+            let solved = registry.of_file(&file)?.solve(&file, &method, &run);
+            output.emit(solved.map_err(|e| e.with_file(&file))?)
         }
         Command::Compare {
             file,
@@ -594,11 +603,15 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             output.emit(
                 registry
                     .of_file(&file)?
-                    .compare(&file, names.as_deref(), &run)?,
+                    .compare(&file, names.as_deref(), &run)
+                    .map_err(|e| e.with_file(&file))?,
             )
         }
         Command::WriteLp { file, output } => {
-            let (lp, size) = registry.of_file(&file)?.write_lp(&file)?;
+            let (lp, size) = registry
+                .of_file(&file)?
+                .write_lp(&file)
+                .map_err(|e| e.with_file(&file))?;
             write_file(&output, lp.as_bytes())?;
             eprintln!("wrote {} ({size})", output.display());
             Ok(())
@@ -817,6 +830,38 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                     "--time-limit must be a positive number of seconds, got {time_limit}"
                 )));
             }
+            use crate::verify::{MAX_INSTANCES, MAX_SEARCH_ITERATIONS, MAX_SEARCH_RESTARTS};
+            for (flag, what, value, limit, name) in [
+                (
+                    "--instances",
+                    "instances",
+                    instances,
+                    MAX_INSTANCES,
+                    "MAX_INSTANCES",
+                ),
+                (
+                    "--search",
+                    "neighbours",
+                    search as u64,
+                    MAX_SEARCH_ITERATIONS,
+                    "MAX_SEARCH_ITERATIONS",
+                ),
+                (
+                    "--restarts",
+                    "searches",
+                    restarts as u64,
+                    MAX_SEARCH_RESTARTS,
+                    "MAX_SEARCH_RESTARTS",
+                ),
+            ] {
+                flags::size_at_most(
+                    flag,
+                    what,
+                    value,
+                    limit,
+                    &format!("moe_opt::verify::{name}"),
+                )?;
+            }
             let check = CheckOptions {
                 solve: SolveOptions {
                     time_limit_s: Some(time_limit),
@@ -952,7 +997,28 @@ fn all_claims(registry: &Registry) -> Vec<ClaimInfo> {
 
 /// The demo: for every problem with a demo instance, `compare` with its default methods on
 /// small generated instances; then a short `verify` of every claim, summarised.
+/// Most instances per problem of `demo` (`--instances`): each is solved exactly.
+pub const MAX_DEMO_INSTANCES: u64 = 1_000;
+
 fn demo(registry: &Registry, instances: u64, first_seed: u64, dir: &Path) -> Result<(), CliError> {
+    flags::size_at_most(
+        "--instances",
+        "instances",
+        instances,
+        MAX_DEMO_INSTANCES,
+        "moe_opt::cli::MAX_DEMO_INSTANCES",
+    )?;
+    // The seeds first_seed.. must not run past u64::MAX.
+    if first_seed.checked_add(instances).is_none() {
+        return Err(formulations::Error::command_line(
+            "--seed",
+            format!(
+                "{first_seed} + {instances} instances runs past the largest seed {}",
+                u64::MAX
+            ),
+        )
+        .into());
+    }
     outln!(
         "moe-opt {VERSION} demo: every problem's exact optimum against its methods, then the \
          papers' claims\n"

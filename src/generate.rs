@@ -65,6 +65,19 @@ impl Knobs {
         }
     }
 
+    /// A size knob at most `limit`, the documented constant `name`
+    /// ([`formulations::error::at_most`]'s wording): checked before anything is allocated.
+    pub fn at_most(
+        &self,
+        field: &str,
+        what: &str,
+        value: u64,
+        limit: u64,
+        name: &str,
+    ) -> Result<(), Error> {
+        formulations::error::at_most(field, what, value, limit, name).map_err(|e| e.in_file(self.0))
+    }
+
     /// Finite and > 0.
     pub fn positive(&self, field: &str, x: f64) -> Result<(), Error> {
         if x.is_finite() && x > 0.0 {

@@ -22,7 +22,8 @@
 //! its path; a number at a `{min, max}` range sets both ends (a fixed value). Cells are the
 //! Cartesian product of the axes (the first axis varies slowest) times the seeds (fastest); a
 //! cell's instance is generated from its seed, so cells that differ only in an axis value share
-//! their random draws where the generator allows (paired comparisons).
+//! their random draws where the generator allows (paired comparisons). At most [`MAX_SEEDS`]
+//! seeds and [`MAX_CELLS`] cells.
 //!
 //! ## Outputs (folder `--out`)
 //!
@@ -101,6 +102,13 @@ pub struct SweepSpec {
     #[serde(default)]
     pub axes: Vec<Axis>,
 }
+
+/// Most seeds of a sweep (`seeds = n` or a list): each seed is a cell of every grid point.
+pub const MAX_SEEDS: u64 = 100_000;
+
+/// Most cells of a sweep (grid points x seeds): the cells are listed, and checked, before any
+/// runs.
+pub const MAX_CELLS: u64 = 1_000_000;
 
 fn default_time_limit() -> f64 {
     20.0
@@ -276,10 +284,33 @@ pub fn load_spec(path: &Path, registry: &Registry) -> Result<(SweepSpec, Value),
     {
         return Err(invalid("seeds", "must give at least one seed".into()));
     }
+    let seeds = match &spec.seeds {
+        Seeds::Count(n) => *n,
+        Seeds::List(l) => l.len() as u64,
+    };
+    if seeds > MAX_SEEDS {
+        return Err(invalid(
+            "seeds",
+            formulations::error::exceeds("seeds", seeds, MAX_SEEDS, "moe_opt::sweep::MAX_SEEDS"),
+        ));
+    }
+    let mut grid = seeds;
     for (i, axis) in spec.axes.iter().enumerate() {
         if axis.values.is_empty() {
             return Err(invalid(&format!("axes[{i}].values"), "is empty".into()));
         }
+        grid = grid
+            .checked_mul(axis.values.len() as u64)
+            .filter(|&g| g <= MAX_CELLS)
+            .ok_or_else(|| {
+                invalid(
+                    "axes",
+                    format!(
+                        "the grid through axes[{i}] times the seeds has more cells than the \
+                         limit of {MAX_CELLS} (moe_opt::sweep::MAX_CELLS)"
+                    ),
+                )
+            })?;
     }
     if spec.preset.is_some() && spec.config.is_some() {
         return Err(invalid(

@@ -159,6 +159,15 @@ pub struct Record {
     pub check: Check,
 }
 
+/// Most generated instances per claim (`--instances`): the run lists its tasks first.
+pub const MAX_INSTANCES: u64 = 1_000_000;
+
+/// Most neighbours of a worst-case search (`--search`).
+pub const MAX_SEARCH_ITERATIONS: u64 = 1_000_000;
+
+/// Most worst-case searches per claim (`--restarts`).
+pub const MAX_SEARCH_RESTARTS: u64 = 1_000;
+
 /// Options of a run.
 #[derive(Debug, Clone)]
 pub struct VerifyOptions {

@@ -63,7 +63,8 @@ impl Error {
     }
 
     /// Names `file` in an error whose path is a placeholder (`<generator config>`, ...): a
-    /// check that ran on a value read from `file`.
+    /// check that ran on a value read from `file`; a [`Error::TooLarge`] gets the file in
+    /// front.
     pub fn with_file(self, file: &std::path::Path) -> Self {
         match self {
             Error::Invalid {
@@ -75,6 +76,15 @@ impl Error {
                 field,
                 reason,
             },
+            // A method's size refusal names no field: the file goes in front of the reason.
+            Error::TooLarge(reason) => {
+                let prefix = format!("{}: ", file.display());
+                if reason.starts_with(&prefix) {
+                    Error::TooLarge(reason)
+                } else {
+                    Error::TooLarge(prefix + &reason)
+                }
+            }
             other => other,
         }
     }
@@ -124,6 +134,23 @@ pub fn fail(field: impl Into<String>, reason: impl Into<String>) -> Check {
     Err(ValidationError::new(field, reason))
 }
 
+/// `value` at most `limit`, the documented constant `name` (e.g.
+/// `formulations::slimcaching::MAX_EXPERTS_PER_LAYER`): every size that drives an allocation is
+/// checked so before allocating, with the same wording everywhere.
+pub fn at_most(field: impl Into<String>, what: &str, value: u64, limit: u64, name: &str) -> Check {
+    if value <= limit {
+        Ok(())
+    } else {
+        fail(field, exceeds(what, value, limit, name))
+    }
+}
+
+/// The reason of a size above its limit: `1000000000 experts exceeds the limit of 65536
+/// (formulations::slimcaching::MAX_EXPERTS_PER_LAYER)`.
+pub fn exceeds(what: &str, value: impl std::fmt::Display, limit: u64, name: &str) -> String {
+    format!("{value} {what} exceeds the limit of {limit} ({name})")
+}
+
 /// `x` finite and > 0.
 pub fn positive(field: &str, x: f64) -> Check {
     if x.is_finite() && x > 0.0 {
@@ -169,4 +196,24 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(
             message,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_names_the_value_the_limit_and_its_constant() {
+        assert_eq!(at_most("f", "things", 3, 3, "C"), Ok(()));
+        let e = at_most("f", "things", 4, 3, "C").unwrap_err();
+        assert_eq!(e.to_string(), "f: 4 things exceeds the limit of 3 (C)");
+    }
+
+    #[test]
+    fn with_file_puts_the_file_in_front_of_a_size_refusal_once() {
+        let e = Error::TooLarge("too many".into()).with_file(std::path::Path::new("a.json"));
+        assert_eq!(e.to_string(), "a.json: too many");
+        let again = e.with_file(std::path::Path::new("a.json"));
+        assert_eq!(again.to_string(), "a.json: too many");
+    }
 }

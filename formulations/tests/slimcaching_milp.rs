@@ -447,3 +447,24 @@ fn lp_text_of_the_tiny_instance() {
         (on(0), on(1))
     );
 }
+
+/// The size estimate behind `MAX_MILP_VARIABLES` is an upper bound of the model it guards, and
+/// within a small factor of it (else the limit would refuse models far below it).
+#[test]
+fn the_variable_estimate_bounds_the_model_from_above() {
+    use formulations::slimcaching::milp::{p1_variables, MAX_MILP_VARIABLES};
+    for inst in encoding_instances() {
+        let model = LatencyModel::new(&inst);
+        let built = SlimCachingMilp::checked_p1(&model).expect("small models fit");
+        let (estimate, actual) = (p1_variables(&model), built.milp.num_vars() as u64);
+        assert!(
+            actual <= estimate,
+            "{actual} variables, estimated {estimate}"
+        );
+        assert!(
+            estimate <= 3 * actual,
+            "{actual} variables, estimated {estimate}"
+        );
+        assert!(estimate < MAX_MILP_VARIABLES);
+    }
+}

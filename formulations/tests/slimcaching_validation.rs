@@ -12,7 +12,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{lat, rate};
-use formulations::slimcaching::validate::{validate, MAX_SERVERS, MAX_TOP_K};
+use formulations::slimcaching::validate::{
+    validate, MAX_EXPERTS_PER_LAYER, MAX_LAYERS, MAX_MODELS, MAX_SERVERS, MAX_TOP_K, MAX_USERS,
+};
 use formulations::slimcaching::{
     load, ActivationSet, Backhaul, Cloud, EdgeServer, ExpertRef, Instance, LayerActivation,
     LayerId, Link, ModelId, ModelRequest, MoeModel, ServerId, User,
@@ -446,15 +448,84 @@ rejects!(
 );
 
 rejects!(
-    total_experts_fit_in_32_bits,
-    "models",
-    ["4294967302 experts in total", "2^32 - 1"],
+    layers_at_most_the_limit,
+    "models[1].layers",
+    [
+        "1025 layers exceeds the limit of 1024",
+        "formulations::slimcaching::validate::MAX_LAYERS"
+    ],
     |i| {
-        // 2 * 3 + 65536 * 65536 = 6 + 2^32 = 4294967302 > u32::MAX.
-        i.models[1].layers = 65536;
+        i.models[1].layers = MAX_LAYERS + 1;
+    }
+);
+
+rejects!(
+    experts_per_layer_at_most_the_limit,
+    "models[0].experts_per_layer",
+    [
+        "1000000000 experts exceeds the limit of 65536",
+        "MAX_EXPERTS_PER_LAYER"
+    ],
+    |i| {
+        i.models[0].experts_per_layer = 1_000_000_000;
+    }
+);
+
+rejects!(
+    total_experts_at_most_the_limit,
+    "models",
+    [
+        "1048582 experts in total",
+        "exceeds the limit of 1048576",
+        "MAX_TOTAL_EXPERTS"
+    ],
+    |i| {
+        // 2 * 3 + 16 * 65536 = 6 + 2^20: each factor within its own limit, the sum one above.
+        i.models[1].layers = 16;
         i.models[1].experts_per_layer = 65536;
     }
 );
+
+rejects!(
+    models_at_most_the_limit,
+    "models",
+    ["1025 models exceeds the limit of 1024", "MAX_MODELS"],
+    |i| {
+        let extra = i.models[1].clone();
+        i.models.resize(MAX_MODELS + 1, extra);
+    }
+);
+
+rejects!(
+    users_at_most_the_limit,
+    "users",
+    ["65537 users exceeds the limit of 65536", "MAX_USERS"],
+    |i| {
+        let extra = i.users[1].clone();
+        i.users.resize(MAX_USERS + 1, extra);
+    }
+);
+
+#[test]
+fn sizes_at_their_limits_are_accepted() {
+    // Models nobody requests need no distributions: three of them bring the total to exactly
+    // 2^20 = 6 + 2 + 15 * 65536 + 1024 * 32 + 32760.
+    let mut i = base();
+    let model = |layers, experts_per_layer| MoeModel {
+        layers,
+        experts_per_layer,
+        ..i.models[1].clone()
+    };
+    let extra = [
+        model(15, MAX_EXPERTS_PER_LAYER),
+        model(MAX_LAYERS, 32),
+        model(1, 32760),
+    ];
+    i.models.extend(extra);
+    validate(&i).expect("every size at most its limit");
+    i.models[4].experts_per_layer += 1;
+    expect_err(&i, "models", &["1048577 experts in total"]);
+}
 
 // ---- users ----
 

@@ -59,6 +59,16 @@ pub const CONFIG_PATH: &str = "<cache generator config>";
 /// Largest hidden dimension d.
 pub const MAX_HIDDEN_DIM: usize = 4096;
 
+/// Most tokens of a generated trace, sequences x tokens_per_sequence.
+pub const MAX_TOKENS: u64 = 1 << 20;
+
+/// Most logits of a generated trace, tokens x layers x experts (each token stores its logits
+/// at every layer: 256 MB of `f32` at the limit; the Kimi preset has 2 million).
+pub const MAX_LOGITS: u64 = 1 << 26;
+
+/// Most router weights, layers x experts x hidden_dim (`f64` each: 128 MB at the limit).
+pub const MAX_ROUTER_WEIGHTS: u64 = 1 << 24;
+
 /// Base of the per-layer router streams (+ layer).
 const STREAM_ROUTER: u64 = 1 << 32;
 /// Base of the per-sequence streams (+ sequence).
@@ -346,6 +356,45 @@ impl GeneratorConfig {
                 format!("must be in 1..={MAX_HIDDEN_DIM}, got {}", self.hidden_dim),
             );
         }
+        knobs.at_most(
+            "shared_experts",
+            "shared experts",
+            self.shared_experts as u64,
+            max_e as u64,
+            "formulations::cache::validate::MAX_EXPERTS",
+        )?;
+        knobs.at_most(
+            "layers",
+            "layers",
+            self.layers as u64,
+            formulations::cache::validate::MAX_LAYERS as u64,
+            "formulations::cache::validate::MAX_LAYERS",
+        )?;
+        // Saturating products: a saturated value is above every limit, as the true one is.
+        let tokens = (self.sequences as u64).saturating_mul(self.tokens_per_sequence as u64);
+        knobs.at_most(
+            "tokens_per_sequence",
+            "tokens (sequences x tokens_per_sequence)",
+            tokens,
+            MAX_TOKENS,
+            "moe_opt::cache::generate::MAX_TOKENS",
+        )?;
+        // Layers and experts are bounded by now (2^10 x 2^16), hidden_dim by 2^12.
+        let per_token = (self.layers * self.experts) as u64;
+        knobs.at_most(
+            "hidden_dim",
+            "router weights (layers x experts x hidden_dim)",
+            per_token * self.hidden_dim as u64,
+            MAX_ROUTER_WEIGHTS,
+            "moe_opt::cache::generate::MAX_ROUTER_WEIGHTS",
+        )?;
+        knobs.at_most(
+            "tokens_per_sequence",
+            "logits (tokens x layers x experts)",
+            tokens * per_token,
+            MAX_LOGITS,
+            "moe_opt::cache::generate::MAX_LOGITS",
+        )?;
         if !(self.persistence.is_finite() && (0.0..1.0).contains(&self.persistence)) {
             return knobs.bad(
                 "persistence",

@@ -33,6 +33,7 @@ use std::io::Read;
 use std::path::Path;
 
 use formulations::cache::model::{Phase, Routing, Token, Trace};
+use formulations::cache::validate::MAX_LAYERS;
 use formulations::{Error, ProblemKind};
 use serde::{Deserialize, Serialize};
 
@@ -200,8 +201,9 @@ pub struct LogMeta {
 /// Parses the text of a token log read from `path` (named in errors).
 pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, Error> {
     let mut seq_ids: HashMap<SeqId, u32> = HashMap::new();
-    // (seq, token) -> (line of first record, phase, routings by layer)
-    type Slot = (usize, Phase, Vec<Option<Routing>>);
+    // (seq, token) -> (line of first record, phase, (layer, line, routing) as read): memory in
+    // proportion to the file, whatever the `layer` numbers say.
+    type Slot = (usize, Phase, Vec<(usize, usize, Routing)>);
     let mut tokens: HashMap<(u32, u32), Slot> = HashMap::new();
     let mut top_k = None;
     let mut layers = 0usize;
@@ -254,6 +256,17 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
         } else {
             all_weighted = false;
         }
+        if record.layer >= MAX_LAYERS {
+            return Err(invalid(
+                path,
+                format!("line {n}.layer"),
+                format!(
+                    "layer {} is at or above the limit of {MAX_LAYERS} layers \
+                     (formulations::cache::validate::MAX_LAYERS)",
+                    record.layer
+                ),
+            ));
+        }
         layers = layers.max(record.layer + 1);
         let next = seq_ids.len() as u32;
         let seq = *seq_ids.entry(record.seq.clone()).or_insert(next);
@@ -267,24 +280,15 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
                 "differs from the other layers of the same token",
             ));
         }
-        if slot.2.len() <= record.layer {
-            slot.2.resize(record.layer + 1, None);
-        }
-        if slot.2[record.layer].is_some() {
-            return Err(invalid(
-                path,
-                format!("line {n}.layer"),
-                format!(
-                    "layer {} of sequence {seq}, token {} appears twice",
-                    record.layer, record.token
-                ),
-            ));
-        }
-        slot.2[record.layer] = Some(Routing {
-            experts: record.experts,
-            weights: record.weights,
-            logits: None,
-        });
+        slot.2.push((
+            record.layer,
+            n,
+            Routing {
+                experts: record.experts,
+                weights: record.weights,
+                logits: None,
+            },
+        ));
     }
     let Some(top_k) = top_k else {
         return Err(invalid(path, "lines", "the log has no record"));
@@ -295,10 +299,12 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
     let mut out = Vec::with_capacity(keys.len());
     for key in keys {
         let (line, phase, mut routings) = tokens.remove(&key).expect("key from the map");
-        routings.resize(layers, None);
-        let mut layers_out = Vec::with_capacity(layers);
-        for (l, r) in routings.into_iter().enumerate() {
-            let Some(mut r) = r else {
+        // A stable sort: of two lines of one layer the later is the duplicate.
+        routings.sort_by_key(|&(l, _, _)| l);
+        let mut layers_out = Vec::with_capacity(routings.len());
+        let mut routings = routings.into_iter();
+        for l in 0..layers {
+            let Some((at, n, mut r)) = routings.next().filter(|&(at, _, _)| at <= l) else {
                 return Err(invalid(
                     path,
                     format!("line {line}.layer"),
@@ -308,10 +314,31 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
                     ),
                 ));
             };
+            if at < l {
+                return Err(invalid(
+                    path,
+                    format!("line {n}.layer"),
+                    format!(
+                        "layer {at} of sequence {}, token {} appears twice",
+                        key.0, key.1
+                    ),
+                ));
+            }
             if all_weighted {
                 rank_by_weight(&mut r);
             }
             layers_out.push(r);
+        }
+        // Every layer is below `layers`: a line left over repeats the last one.
+        if let Some((at, n, _)) = routings.next() {
+            return Err(invalid(
+                path,
+                format!("line {n}.layer"),
+                format!(
+                    "layer {at} of sequence {}, token {} appears twice",
+                    key.0, key.1
+                ),
+            ));
         }
         out.push(Token {
             seq: key.0,
@@ -507,5 +534,27 @@ mod tests {
         assert!(e.contains("listed twice"), "{e}");
         let e = err("{\"seq\":0,");
         assert!(e.contains("x.jsonl: line 1"), "{e}");
+        let line = |layer: u64| {
+            format!(
+                "{{\"seq\":0,\"token\":0,\"layer\":{layer},\"experts\":[0],\"weights\":null,\"phase\":\"decode\"}}\n"
+            )
+        };
+        let e = err(&format!("{}{}", line(0), line(0)));
+        assert!(
+            e.contains("line 2.layer") && e.contains("appears twice"),
+            "{e}"
+        );
+        let e = err(&format!("{}{}{}", line(1), line(0), line(1)));
+        assert!(
+            e.contains("line 3.layer") && e.contains("appears twice"),
+            "{e}"
+        );
+        for huge in [1_000_000_000, u64::MAX] {
+            let e = err(&line(huge));
+            assert!(
+                e.contains("line 1.layer") && e.contains("limit of 1024 layers"),
+                "{e}"
+            );
+        }
     }
 }

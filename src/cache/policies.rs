@@ -362,6 +362,10 @@ impl Rank for ZipMoeFreqRank {
     }
 }
 
+/// Longest SMoE score window `n` (`smoe-window:n=...`): the policy keeps n + 1 scores per
+/// expert id (eq. (3) averages a few recent iterations; the paper's default is 4).
+pub const MAX_SMOE_WINDOW: usize = 1024;
+
 /// A policy as named on the command line: `lru`, `lfu`, `fifo`, `smoe-window:n=4`,
 /// `zipmoe-freq`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -471,7 +475,13 @@ impl FromStr for PolicySpec {
                         Some(("n", v)) => {
                             n = v.parse().map_err(|_| {
                                 format!("smoe-window: n must be a whole number, got `{v}`")
-                            })?
+                            })?;
+                            if n > MAX_SMOE_WINDOW {
+                                return Err(format!(
+                                    "smoe-window: n = {n} exceeds the limit of {MAX_SMOE_WINDOW} \
+                                     (moe_opt::cache::policies::MAX_SMOE_WINDOW)"
+                                ));
+                            }
                         }
                         _ => return Err(format!("smoe-window: unknown knob `{knob}` (use n=4)")),
                     }

@@ -51,6 +51,19 @@ pub fn at_least_one<T: FromStr + PartialOrd + From<u8>>(s: &str) -> Result<T, St
     }
 }
 
+/// A size flag at most `limit`, the documented constant `name`: checked before the command
+/// allocates by it, with the error naming the flag.
+pub fn size_at_most(
+    flag: &str,
+    what: &str,
+    value: u64,
+    limit: u64,
+    name: &str,
+) -> Result<(), formulations::Error> {
+    formulations::error::at_most(flag, what, value, limit, name)
+        .map_err(|e| formulations::Error::command_line(flag, e.reason))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +83,13 @@ mod tests {
         assert_eq!(
             positive("nan").unwrap_err(),
             "must be finite and > 0, got NaN"
+        );
+        assert!(size_at_most("--n", "things", 5, 5, "LIMIT").is_ok());
+        assert_eq!(
+            size_at_most("--n", "things", 6, 5, "LIMIT")
+                .unwrap_err()
+                .to_string(),
+            "--n: 6 things exceeds the limit of 5 (LIMIT)"
         );
     }
 }

@@ -51,10 +51,19 @@ pub(super) enum PlanSource {
 /// `plan`: the cache-pool plan of ZipMoE's App. C (Alg. 4 over Alg. 3's estimate).
 pub(super) fn zipmoe_plan(source: PlanSource, config: Option<&Path>) -> Result<Rendered, CliError> {
     use zipmoe::planning::commands as plan;
+    // Errors of the configuration (`<config>`) name its file.
+    let named = |e: formulations::Error| match config {
+        Some(f) => e.with_file(f),
+        None => e,
+    };
     let report = match source {
-        PlanSource::File(path) => plan::plan_file(&path)?,
-        PlanSource::Counts(path) => plan::plan_counts(&path, &import_config(config)?)?,
-        PlanSource::Generated(seed) => plan::plan_generated(&import_config(config)?, seed)?,
+        PlanSource::File(path) => plan::plan_file(&path).map_err(|e| e.with_file(&path))?,
+        PlanSource::Counts(path) => {
+            plan::plan_counts(&path, &import_config(config)?).map_err(named)?
+        }
+        PlanSource::Generated(seed) => {
+            plan::plan_generated(&import_config(config)?, seed).map_err(named)?
+        }
     };
     let table = plan_table(&report);
     Ok(Rendered::new(&report, report.text()).with_table(table))

@@ -347,6 +347,13 @@ fn compare_report(
     })
 }
 
+/// Most windows of `migrate` (each is planned, and holds its own frequencies).
+pub const MAX_MIGRATE_WINDOWS: u64 = 10_000;
+
+/// Most frequencies of all windows of `migrate`, windows x servers x layers x experts (`f64`
+/// each: 256 MB at the limit).
+pub const MAX_WINDOW_FREQUENCIES: u64 = 1 << 25;
+
 /// The drift and the migration parameters of `moe-opt migrate`.
 #[derive(Debug, Clone, Serialize)]
 pub struct MigrateConfig {
@@ -488,6 +495,34 @@ pub fn migrate_instance(
     if config.windows == 0 {
         return Err(invalid("windows", "must be >= 1".into()));
     }
+    // Every window holds its own copy of the frequencies (servers x layers x experts).
+    let per_window: u64 = instance
+        .servers
+        .iter()
+        .map(|s| {
+            s.frequencies
+                .iter()
+                .map(|row| row.len() as u64)
+                .sum::<u64>()
+        })
+        .sum();
+    formulations::error::at_most(
+        "windows",
+        "windows",
+        config.windows as u64,
+        MAX_MIGRATE_WINDOWS,
+        "moe_opt::prism::commands::MAX_MIGRATE_WINDOWS",
+    )
+    .and_then(|()| {
+        formulations::error::at_most(
+            "windows",
+            "frequencies (windows x servers x layers x experts)",
+            (config.windows as u64).saturating_mul(per_window),
+            MAX_WINDOW_FREQUENCIES,
+            "moe_opt::prism::commands::MAX_WINDOW_FREQUENCIES",
+        )
+    })
+    .map_err(|e| Error::command_line("--windows", e.reason))?;
     if config.drift_server >= n || config.drift_to >= n {
         return Err(invalid(
             "drift_server",

@@ -33,7 +33,8 @@
 //! `num_gpus % num_nodes`, `num_replicas % num_gpus`, `num_replicas >= num_logical`, zero
 //! arguments, no layer, no expert. Loads must be finite and >= 0 (the reference accepts any
 //! float; a negative or NaN load has no meaning as a load and would make `max` and the sort
-//! order NaN-dependent).
+//! order NaN-dependent). Beyond the reference, `num_replicas` is at most
+//! [`MAX_REPLICAS_PER_EXPERT`] times the experts per layer (the plan is sized by it).
 //!
 //! ## Arithmetic and ties (reproduced from the reference)
 //!
@@ -199,6 +200,19 @@ pub enum EplbError {
         /// That value.
         of: usize,
     },
+    /// More physical slots than [`MAX_REPLICAS_PER_EXPERT`] per logical expert.
+    #[error(
+        "replicas: {replicas} replicas exceeds the limit of {limit} ({MAX_REPLICAS_PER_EXPERT} \
+         per logical expert x {experts} experts, moe_opt::prism::eplb::MAX_REPLICAS_PER_EXPERT)"
+    )]
+    TooManyReplicas {
+        /// `num_replicas`.
+        replicas: usize,
+        /// Logical experts per layer.
+        experts: usize,
+        /// The most replicas allowed.
+        limit: usize,
+    },
     /// Fewer physical slots than logical experts.
     #[error("replicas: {replicas} is fewer than the {experts} logical experts per layer")]
     TooFewReplicas {
@@ -219,7 +233,9 @@ impl EplbError {
             EplbError::Empty => "weight".into(),
             EplbError::Ragged { layer, .. } => format!("weight[{layer}]"),
             EplbError::BadLoad { layer, expert, .. } => format!("weight[{layer}][{expert}]"),
-            EplbError::TooFewReplicas { .. } => "replicas".into(),
+            EplbError::TooFewReplicas { .. } | EplbError::TooManyReplicas { .. } => {
+                "replicas".into()
+            }
         }
     }
 
@@ -372,6 +388,11 @@ fn hierarchical_layer(
     (phy2log, phyrank, logcnt)
 }
 
+/// Most physical replicas per logical expert (`--replicas` at most this many times the experts
+/// per layer): deployments add a few redundant copies (DeepSeek-V3: 288 slots for 256
+/// experts), and the plan's size grows with the replicas.
+pub const MAX_REPLICAS_PER_EXPERT: usize = 64;
+
 /// Checks the weights and arguments as the reference does (its asserts, in its order, plus
 /// zeros and loads); returns the policy.
 fn check(
@@ -414,6 +435,16 @@ fn check(
                 value,
             });
         }
+    }
+    // The plan has `num_replicas` slots per layer; groups, nodes and GPUs divide it or the
+    // experts (checked below), so this bounds every size the plan allocates.
+    let limit = MAX_REPLICAS_PER_EXPERT.saturating_mul(num_log);
+    if num_replicas > limit {
+        return Err(EplbError::TooManyReplicas {
+            replicas: num_replicas,
+            experts: num_log,
+            limit,
+        });
     }
     let policy = if num_groups % num_nodes == 0 {
         EplbPolicy::Hierarchical

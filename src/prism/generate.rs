@@ -59,6 +59,7 @@
 //! Poisson arrivals every 10 s on average at each server (Table II, BigBench), 200 requests a
 //! server (Fig. 7), 20 tokens a request (the WikiText/TACO output limit of Section IV-A).
 
+use formulations::prism::validate::MAX_SIMULATED_SELECTIONS;
 use formulations::prism::{validate::validate, Gpu, Instance, MoeModel, Network, Server, Workload};
 use formulations::{Error, ProblemKind};
 use rand::RngCore;
@@ -68,6 +69,18 @@ use serde::{Deserialize, Serialize};
 pub const CONFIG_PATH: &str = "<generator config>";
 /// 1 GiB.
 pub const GIB: u64 = 1 << 30;
+
+/// Most MoE layers a configuration may draw (public MoE models have at most about 60).
+pub const MAX_LAYERS: u64 = 1024;
+/// Most experts per layer a configuration may draw.
+pub const MAX_EXPERTS_PER_LAYER: u64 = 1 << 16;
+/// Most servers a configuration may draw.
+pub const MAX_SERVERS: u64 = 1024;
+/// Most GPUs of one server.
+pub const MAX_GPUS_PER_SERVER: u64 = 1024;
+/// Most activation frequencies drawn, max(servers, tasks) x layers x experts (`f64` each: 128
+/// MB at the limit).
+pub const MAX_FREQUENCIES: u64 = 1 << 24;
 
 const STREAM_SHAPES: u64 = 0;
 const STREAM_SPEED: u64 = 1;
@@ -363,6 +376,22 @@ impl GeneratorConfig {
         knobs.range("model.layers", m.layers, 1)?;
         knobs.range("model.experts_per_layer", m.experts_per_layer, 1)?;
         knobs.range("model.top_k", m.top_k, 1)?;
+        let layers = u64::from(m.layers.max);
+        let experts = u64::from(m.experts_per_layer.max);
+        knobs.at_most(
+            "model.layers.max",
+            "layers",
+            layers,
+            MAX_LAYERS,
+            "moe_opt::prism::generate::MAX_LAYERS",
+        )?;
+        knobs.at_most(
+            "model.experts_per_layer.max",
+            "experts",
+            experts,
+            MAX_EXPERTS_PER_LAYER,
+            "moe_opt::prism::generate::MAX_EXPERTS_PER_LAYER",
+        )?;
         if m.top_k.max > m.experts_per_layer.min {
             return knobs.bad(
                 "model.top_k",
@@ -386,6 +415,15 @@ impl GeneratorConfig {
                 if let Some(n) = gpus.iter().position(|&g| g == 0) {
                     return knobs.bad(&format!("servers.fixed.gpus[{n}]"), "must be >= 1".into());
                 }
+                for (n, &g) in gpus.iter().enumerate() {
+                    knobs.at_most(
+                        &format!("servers.fixed.gpus[{n}]"),
+                        "GPUs",
+                        g.into(),
+                        MAX_GPUS_PER_SERVER,
+                        "moe_opt::prism::generate::MAX_GPUS_PER_SERVER",
+                    )?;
+                }
             }
             ServerShape::Random {
                 servers,
@@ -393,6 +431,20 @@ impl GeneratorConfig {
             } => {
                 knobs.range("servers.random.servers", *servers, 1)?;
                 knobs.range("servers.random.gpus_per_server", *gpus_per_server, 1)?;
+                knobs.at_most(
+                    "servers.random.servers.max",
+                    "servers",
+                    servers.max.into(),
+                    MAX_SERVERS,
+                    "moe_opt::prism::generate::MAX_SERVERS",
+                )?;
+                knobs.at_most(
+                    "servers.random.gpus_per_server.max",
+                    "GPUs",
+                    gpus_per_server.max.into(),
+                    MAX_GPUS_PER_SERVER,
+                    "moe_opt::prism::generate::MAX_GPUS_PER_SERVER",
+                )?;
             }
         }
         match self.memory {
@@ -439,6 +491,19 @@ impl GeneratorConfig {
         if a.tasks == Some(0) {
             return knobs.bad("activations.tasks", "must be >= 1".into());
         }
+        // Every server, and every task, has a frequency row per layer and expert.
+        let servers = match &self.servers {
+            ServerShape::Fixed { gpus } => gpus.len() as u64,
+            ServerShape::Random { servers, .. } => servers.max.into(),
+        };
+        let rows = servers.max(a.tasks.map_or(0, u64::from));
+        knobs.at_most(
+            "activations.tasks",
+            "frequencies (max(servers, tasks) x layers x experts_per_layer)",
+            rows.saturating_mul(layers * experts),
+            MAX_FREQUENCIES,
+            "moe_opt::prism::generate::MAX_FREQUENCIES",
+        )?;
         knobs.positive("activations.alpha_first", a.alpha_first)?;
         knobs.positive("activations.alpha_last", a.alpha_last)?;
         if !(0.0..=1.0).contains(&a.shared_weight) {
@@ -461,6 +526,17 @@ impl GeneratorConfig {
             if w.tokens_per_request == 0 {
                 return knobs.bad("workload.tokens_per_request", "must be >= 1".into());
             }
+            // The instance's own limit, at the largest servers, layers and K drawn.
+            let selections = [servers, layers, m.top_k.max.into()]
+                .into_iter()
+                .fold(u64::from(w.requests_per_server), u64::saturating_mul);
+            knobs.at_most(
+                "workload.requests_per_server",
+                "expert selections (requests_per_server x servers x layers x top_k)",
+                selections,
+                MAX_SIMULATED_SELECTIONS,
+                "formulations::prism::validate::MAX_SIMULATED_SELECTIONS",
+            )?;
         }
         Ok(())
     }

@@ -249,6 +249,21 @@ pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Inst
             "needs at least one server, each with >= 1 GPU".into(),
         ));
     }
+    // Each server's GPUs are allocated one by one.
+    use super::generate::MAX_GPUS_PER_SERVER;
+    if let Some((n, &g)) =
+        (config.gpus.iter().enumerate()).find(|(_, &g)| u64::from(g) > MAX_GPUS_PER_SERVER)
+    {
+        return Err(cfg(
+            &format!("gpus[{n}]"),
+            formulations::error::exceeds(
+                "GPUs",
+                g,
+                MAX_GPUS_PER_SERVER,
+                "moe_opt::prism::generate::MAX_GPUS_PER_SERVER",
+            ),
+        ));
+    }
     if !(config.usable_fraction > 0.0 && config.usable_fraction <= 1.0) {
         return Err(cfg(
             "usable_fraction",

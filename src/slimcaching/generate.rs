@@ -76,7 +76,10 @@
 
 use std::collections::BTreeMap;
 
-use formulations::slimcaching::validate::{validate, MAX_SERVERS, MAX_TOP_K};
+use formulations::slimcaching::validate::{
+    validate, MAX_EXPERTS_PER_LAYER, MAX_LAYERS, MAX_MODELS, MAX_SERVERS, MAX_TOP_K,
+    MAX_TOTAL_EXPERTS, MAX_USERS,
+};
 use formulations::slimcaching::{
     ExpertRef, Instance, LayerActivation, LayerId, ModelId, ModelRequest, MoeModel, User,
 };
@@ -329,7 +332,28 @@ impl GeneratorConfig {
             )?;
         }
         knobs.range("users", self.users, 1)?;
+        knobs.at_most(
+            "users.max",
+            "users",
+            self.users.max.into(),
+            MAX_USERS as u64,
+            "formulations::slimcaching::validate::MAX_USERS",
+        )?;
         knobs.range("models_per_user", self.models_per_user, 1)?;
+        knobs.at_most(
+            "models_per_user.max",
+            "models",
+            self.models_per_user.max.into(),
+            MAX_MODELS as u64,
+            "formulations::slimcaching::validate::MAX_MODELS",
+        )?;
+        knobs.at_most(
+            "local_experts_per_user",
+            "experts",
+            self.local_experts_per_user.into(),
+            MAX_TOTAL_EXPERTS,
+            "formulations::slimcaching::validate::MAX_TOTAL_EXPERTS",
+        )?;
         match self.storage {
             Storage::Bytes(0) => knobs.bad("storage.bytes", "must be positive".into())?,
             Storage::Bytes(_) => {}
@@ -348,6 +372,13 @@ impl GeneratorConfig {
                 if *models == 0 {
                     knobs.bad("library.paper.models", "must be at least 1".into())?;
                 }
+                knobs.at_most(
+                    "library.paper.models",
+                    "models",
+                    (*models).into(),
+                    MAX_MODELS as u64,
+                    "formulations::slimcaching::validate::MAX_MODELS",
+                )?;
             }
             Library::Synthetic(s) => {
                 knobs.range("library.synthetic.models", s.models, 1)?;
@@ -356,6 +387,38 @@ impl GeneratorConfig {
                     "library.synthetic.experts_per_layer",
                     s.experts_per_layer,
                     1,
+                )?;
+                let v = "formulations::slimcaching::validate";
+                knobs.at_most(
+                    "library.synthetic.models.max",
+                    "models",
+                    s.models.max.into(),
+                    MAX_MODELS as u64,
+                    &format!("{v}::MAX_MODELS"),
+                )?;
+                knobs.at_most(
+                    "library.synthetic.layers.max",
+                    "layers",
+                    s.layers.max.into(),
+                    MAX_LAYERS.into(),
+                    &format!("{v}::MAX_LAYERS"),
+                )?;
+                knobs.at_most(
+                    "library.synthetic.experts_per_layer.max",
+                    "experts",
+                    s.experts_per_layer.max.into(),
+                    MAX_EXPERTS_PER_LAYER.into(),
+                    &format!("{v}::MAX_EXPERTS_PER_LAYER"),
+                )?;
+                // Each factor is at most 2^16 by now, so the product fits in 64 bits.
+                knobs.at_most(
+                    "library.synthetic",
+                    "experts in total at the maxima (models x layers x experts_per_layer)",
+                    u64::from(s.models.max)
+                        * u64::from(s.layers.max)
+                        * u64::from(s.experts_per_layer.max),
+                    MAX_TOTAL_EXPERTS,
+                    &format!("{v}::MAX_TOTAL_EXPERTS"),
                 )?;
                 if s.expert_bytes.min == 0 || s.expert_bytes.min > s.expert_bytes.max {
                     knobs.bad(
@@ -397,6 +460,13 @@ impl GeneratorConfig {
         if a.tokens_per_layer == 0 {
             knobs.bad("activations.tokens_per_layer", "must be at least 1".into())?;
         }
+        knobs.at_most(
+            "activations.tokens_per_layer",
+            "tokens",
+            a.tokens_per_layer.into(),
+            MAX_TOKENS_PER_LAYER,
+            "moe_opt::slimcaching::generate::MAX_TOKENS_PER_LAYER",
+        )?;
         if a.max_sets_per_layer == Some(0) {
             knobs.bad(
                 "activations.max_sets_per_layer",
@@ -406,6 +476,13 @@ impl GeneratorConfig {
         if a.topics == 0 {
             knobs.bad("activations.topics", "must be at least 1".into())?;
         }
+        knobs.at_most(
+            "activations.topics",
+            "topics",
+            a.topics.into(),
+            MAX_TOPICS.into(),
+            "moe_opt::slimcaching::generate::MAX_TOPICS",
+        )?;
         knobs.nonneg("activations.layer_skew_first", a.layer_skew_first)?;
         knobs.nonneg("activations.layer_skew_last", a.layer_skew_last)?;
         knobs.nonneg("activations.user_noise", a.user_noise)?;
@@ -419,6 +496,13 @@ impl GeneratorConfig {
 
 /// The `path` of configuration errors.
 const CONFIG_PATH: &str = "<generator config>";
+
+/// Most sampled tokens per user and layer (`activations.tokens_per_layer`): each is a draw,
+/// and the distinct sets they give are stored.
+pub const MAX_TOKENS_PER_LAYER: u64 = 1 << 20;
+
+/// Most topics (`activations.topics`): each has a popularity vector over a layer's experts.
+pub const MAX_TOPICS: u32 = 1024;
 
 /// Standard Gumbel.
 fn gumbel(rng: &mut impl RngCore) -> f64 {

@@ -93,11 +93,11 @@ impl Problem for SlimCaching {
     ) -> Result<Solved<Self>, Error> {
         Ok(match method {
             Method::Milp => {
+                let milp = SlimCachingMilp::checked_p1(model)?;
                 let start = algorithms::successive_maxconv(model)
                     .ok()
                     .map(|s| s.placement);
-                let solved =
-                    SlimCachingMilp::p1(model).solve(model, &options.solve, start.as_ref())?;
+                let solved = milp.solve(model, &options.solve, start.as_ref())?;
                 Solved::exact(solved.placement, &solved.solution)
             }
             Method::Exhaustive => Solved::found(algorithms::exhaustive(model)?.0),
@@ -143,7 +143,7 @@ impl Problem for SlimCaching {
 
     /// P1 (18).
     fn milp(model: &LatencyModel) -> Result<Milp, Error> {
-        Ok(SlimCachingMilp::p1(model).milp)
+        Ok(SlimCachingMilp::checked_p1(model)?.milp)
     }
 
     fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {

@@ -36,6 +36,7 @@
 
 use std::path::Path;
 
+use crate::generate::Knobs;
 use formulations::zipmoe::validate::validate;
 use formulations::zipmoe::{CompressionState, Instance, SelectedExpert};
 use formulations::{Error, ProblemKind};
@@ -289,6 +290,65 @@ impl GeneratorConfig {
                 ));
             }
         }
+        // The layer's own limits, at the largest draws (formulations::zipmoe::validate).
+        use formulations::zipmoe::validate as v;
+        let knobs = Knobs("<generator config>");
+        let limits = [
+            (
+                "layer_experts",
+                "experts",
+                self.layer_experts.into(),
+                v::MAX_EXPERTS as u64,
+                "MAX_EXPERTS",
+            ),
+            (
+                "tensors_per_expert",
+                "tensors",
+                self.tensors_per_expert.into(),
+                v::MAX_TENSORS.into(),
+                "MAX_TENSORS",
+            ),
+            (
+                "shards.max",
+                "shards",
+                self.shards.max.into(),
+                v::MAX_SHARDS.into(),
+                "MAX_SHARDS",
+            ),
+            (
+                "threads.max",
+                "threads",
+                self.threads.max.into(),
+                v::MAX_THREADS.into(),
+                "MAX_THREADS",
+            ),
+        ];
+        for (field, what, value, limit, name) in limits {
+            knobs.at_most(
+                field,
+                what,
+                value,
+                limit,
+                &format!("formulations::zipmoe::validate::{name}"),
+            )?;
+        }
+        // Each factor is bounded by now (2^12 x 2^6 x 2^8).
+        knobs.at_most(
+            "shards.max",
+            "shard operations (layer_experts x tensors_per_expert x shards)",
+            u64::from(self.layer_experts)
+                * u64::from(self.tensors_per_expert)
+                * u64::from(self.shards.max),
+            v::MAX_SHARD_OPS,
+            "formulations::zipmoe::validate::MAX_SHARD_OPS",
+        )?;
+        knobs.at_most(
+            "batch_tokens.max",
+            "tokens",
+            self.batch_tokens.max.into(),
+            MAX_BATCH_TOKENS,
+            "moe_opt::zipmoe::generate::MAX_BATCH_TOKENS",
+        )?;
         let g = self.gpu;
         if !(g.base_s >= 0.0 && g.per_token_s >= 0.0 && (g.base_s + g.per_token_s).is_finite()) {
             return Err(invalid("gpu", "times must be finite and >= 0"));
@@ -296,6 +356,9 @@ impl GeneratorConfig {
         self.states.check("states")
     }
 }
+
+/// Most tokens of a batch (`batch_tokens.max`): each draws its top-k experts.
+pub const MAX_BATCH_TOKENS: u64 = 1 << 20;
 
 fn invalid(field: &str, reason: impl Into<String>) -> Error {
     Error::Invalid {

@@ -1,7 +1,7 @@
 //! Validation of a trace. Every rule names the field it checks.
 //!
-//! `problem` must be `cache-trace`; E in 1..=[`MAX_EXPERTS`], K in 1..=E, at least one layer
-//! and one token. Every token has one routing per layer, with exactly K distinct experts below
+//! `problem` must be `cache-trace`; E in 1..=[`MAX_EXPERTS`], K in 1..=E, layers in
+//! 1..=[`MAX_LAYERS`], at least one token. Every token has one routing per layer, with exactly K distinct experts below
 //! E; tokens of a sequence come in increasing `token` order. Weights, where given, are K finite
 //! probabilities; logits, where given, are E finite numbers whose top K (ties allowed) are the
 //! selected experts, in rank order when the trace is `ranked`.
@@ -15,6 +15,9 @@ use crate::problem::ProblemKind;
 
 /// Most experts per layer.
 pub const MAX_EXPERTS: usize = 1 << 16;
+/// Most MoE layers (public MoE models have at most about 60); the token-log importer refuses a
+/// `layer` at or above it before allocating a token's layers.
+pub const MAX_LAYERS: usize = 1024;
 
 /// Checks every rule of the module doc.
 pub fn validate(trace: &Trace) -> Check {
@@ -42,6 +45,13 @@ pub fn validate(trace: &Trace) -> Check {
     if trace.layers == 0 {
         return fail("layers", "must be at least 1");
     }
+    crate::error::at_most(
+        "layers",
+        "layers",
+        trace.layers as u64,
+        MAX_LAYERS as u64,
+        "formulations::cache::validate::MAX_LAYERS",
+    )?;
     if trace.tokens.is_empty() {
         return fail("tokens", "must not be empty");
     }
@@ -220,5 +230,15 @@ mod tests {
         let mut t = trace();
         t.problem = ProblemKind::Prism;
         assert_eq!(field(&t), "problem");
+        // The layer count is checked before the tokens' routings are.
+        let mut t = trace();
+        t.layers = MAX_LAYERS + 1;
+        let e = validate(&t).unwrap_err();
+        assert_eq!(e.field, "layers");
+        assert!(
+            e.reason.contains("exceeds the limit of 1024"),
+            "{}",
+            e.reason
+        );
     }
 }

@@ -6,7 +6,8 @@
 //! given); f_n^l(e) finite, in [0, 1 + tol] and each row summing to K within
 //! [`FREQUENCY_TOLERANCE`]; the network matrices N x N with a zero diagonal, finite non-negative
 //! latencies and positive finite bandwidths off the diagonal; the workload with one positive
-//! finite arrival rate per server and at least one token per request.
+//! finite arrival rate per server and at least one token per request; the simulator's expert
+//! selections, requests_per_server x servers x L x K, at most [`MAX_SIMULATED_SELECTIONS`].
 //!
 //! Placement rules ([`validate_placement`]): one list per server and GPU, every expert within
 //! 0..L x 0..E, no expert twice on one GPU. Coverage and memory are not validity rules: a
@@ -20,6 +21,10 @@ use crate::problem::ProblemKind;
 
 /// Allowed absolute deviation of a frequency row's sum from K, and of an entry above 1.
 pub const FREQUENCY_TOLERANCE: f64 = 1e-6;
+/// Most expert selections the workload simulator draws, requests_per_server x servers x L x
+/// K: each request stores its K experts of every layer (256 MB at the limit; the testbed
+/// presets draw about 40,000).
+pub const MAX_SIMULATED_SELECTIONS: u64 = 1 << 26;
 
 fn square(field: &str, m: &[Vec<f64>], n: usize) -> Check {
     if m.len() != n {
@@ -176,6 +181,21 @@ pub fn validate(instance: &Instance) -> Check {
         if w.tokens_per_request == 0 {
             return fail("workload.tokens_per_request", "must be >= 1");
         }
+        // Saturating: a saturated product is above the limit, as the true one is.
+        let selections = [
+            n as u64,
+            instance.model.layers.into(),
+            instance.model.top_k.into(),
+        ]
+        .into_iter()
+        .fold(u64::from(w.requests_per_server), u64::saturating_mul);
+        crate::error::at_most(
+            "workload.requests_per_server",
+            "expert selections (requests_per_server x servers x layers x top_k)",
+            selections,
+            MAX_SIMULATED_SELECTIONS,
+            "formulations::prism::validate::MAX_SIMULATED_SELECTIONS",
+        )?;
     }
     Ok(())
 }
@@ -246,6 +266,25 @@ mod tests {
         assert_eq!(
             validate_placement(&two_servers(), &two_servers_placement()),
             Ok(())
+        );
+    }
+
+    #[test]
+    fn simulated_selections_are_bounded() {
+        // 2 servers x L = 2 x K = 1: 4 selections a request, so 2^24 requests reach 2^26.
+        let set =
+            |n: u32| move |i: &mut Instance| i.workload.as_mut().unwrap().requests_per_server = n;
+        assert_eq!(field_after(set(1 << 24)), "");
+        assert_eq!(
+            field_after(set((1 << 24) + 1)),
+            "workload.requests_per_server"
+        );
+        let mut inst = two_servers();
+        set(u32::MAX)(&mut inst);
+        let reason = validate(&inst).unwrap_err().reason;
+        assert!(
+            reason.starts_with("17179869180 expert selections") && reason.contains("67108864"),
+            "{reason}"
         );
     }
 

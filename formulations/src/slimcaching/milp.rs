@@ -66,6 +66,25 @@ pub struct ExactSolution {
     pub placement: Option<Placement>,
 }
 
+/// Most variables of P1's model, by [`p1_variables`]: `write-lp` takes about 750 bytes a
+/// variable (12 GB at the limit) and a solve more. The `paper` preset has 350,000; the
+/// imports of the real count files up to 6.6 million (estimated 8.6 million, 5 GB).
+pub const MAX_MILP_VARIABLES: u64 = 16_000_000;
+
+/// An upper bound on the variables of P1 for `model`: the placement binaries (servers x
+/// experts), a cloud variable per expert, and per demand its associated-server, visit and
+/// serve variables (at most 2 + servers x (1 + missing experts)).
+pub fn p1_variables(model: &LatencyModel) -> u64 {
+    let servers = model.servers() as u64;
+    let experts = model.experts() as u64;
+    let per_demand: u64 = model
+        .demands()
+        .iter()
+        .map(|d| 2 + servers * (1 + d.missing.len() as u64))
+        .sum();
+    servers * experts + experts + per_demand
+}
+
 impl SlimCachingMilp {
     /// Builds P1 (all servers free) or a restricted model (one [`Scope`] per server).
     pub fn build(model: &LatencyModel, scope: &[Scope]) -> Self {
@@ -217,6 +236,20 @@ impl SlimCachingMilp {
     /// P1: every server free.
     pub fn p1(model: &LatencyModel) -> Self {
         Self::build(model, &vec![Scope::Free; model.servers()])
+    }
+
+    /// P1, or [`Error::TooLarge`] when [`p1_variables`] exceeds [`MAX_MILP_VARIABLES`]
+    /// (checked before anything of the model is built).
+    pub fn checked_p1(model: &LatencyModel) -> Result<Self, Error> {
+        let vars = p1_variables(model);
+        if vars > MAX_MILP_VARIABLES {
+            return Err(Error::TooLarge(format!(
+                "slimcaching MILP: about {vars} variables exceeds the limit of \
+                 {MAX_MILP_VARIABLES} (formulations::slimcaching::milp::MAX_MILP_VARIABLES); use \
+                 successive-maxconv or greedy"
+            )));
+        }
+        Ok(Self::p1(model))
     }
 
     /// The placement encoded by a solution's values.

@@ -5,12 +5,15 @@
 //! must be positive and finite; latencies finite and non-negative. Sets have exactly K_m
 //! distinct experts within 0..E_m. Every requested model (p > 0) needs one distribution per
 //! MoE layer. Backhaul links are checked for symmetry only when `symmetric` is declared.
-//! Limits of the evaluator: at most [`MAX_SERVERS`] servers and K_m <= [`MAX_TOP_K`].
+//! Limits of the evaluator: at most [`MAX_SERVERS`] servers and K_m <= [`MAX_TOP_K`]. Sizes that
+//! drive allocations (placements and gains are dense per server and expert) are bounded before
+//! any is made: [`MAX_MODELS`], [`MAX_LAYERS`], [`MAX_EXPERTS_PER_LAYER`], [`MAX_TOTAL_EXPERTS`]
+//! and [`MAX_USERS`].
 
 use std::collections::HashSet;
 
 use super::model::{ExpertCatalogue, Instance, Link};
-use crate::error::{fail, positive, Check};
+use crate::error::{at_most, fail, positive, Check};
 
 /// Allowed deviation of a probability distribution's sum from 1.
 pub const PROBABILITY_TOLERANCE: f64 = 1e-6;
@@ -18,6 +21,19 @@ pub const PROBABILITY_TOLERANCE: f64 = 1e-6;
 pub const MAX_SERVERS: usize = 32;
 /// Largest K_m (the router's subset DP is exponential in the experts a token sends out).
 pub const MAX_TOP_K: u32 = 16;
+/// Most MoE models an instance may have (real deployments serve a handful; the paper's preset
+/// has 18).
+pub const MAX_MODELS: usize = 1024;
+/// Most MoE layers of one model (the deepest public MoE models have about 60).
+pub const MAX_LAYERS: u32 = 1024;
+/// Most experts per MoE layer of one model (public models have at most a few hundred).
+pub const MAX_EXPERTS_PER_LAYER: u32 = 1 << 16;
+/// Most experts of all models together, sum_m L_m E_m: placements, gains and the MILP's
+/// variables are dense per server and expert, so 32 servers x 2^20 experts bound them to
+/// tens of MB a vector.
+pub const MAX_TOTAL_EXPERTS: u64 = 1 << 20;
+/// Most users an instance may have.
+pub const MAX_USERS: usize = 1 << 16;
 /// Relative tolerance of the symmetry check.
 const SYMMETRY_TOLERANCE: f64 = 1e-9;
 
@@ -86,15 +102,36 @@ pub fn validate(instance: &Instance) -> Check {
     if instance.models.is_empty() {
         return fail("models", "at least one MoE model is required");
     }
+    at_most(
+        "models",
+        "models",
+        instance.models.len() as u64,
+        MAX_MODELS as u64,
+        "formulations::slimcaching::validate::MAX_MODELS",
+    )?;
     let mut total_experts = 0u64;
     for (i, m) in instance.models.iter().enumerate() {
         let f = |name: &str| format!("models[{i}].{name}");
         if m.layers == 0 {
             return fail(f("layers"), "must be at least 1");
         }
+        at_most(
+            f("layers"),
+            "layers",
+            m.layers.into(),
+            MAX_LAYERS.into(),
+            "formulations::slimcaching::validate::MAX_LAYERS",
+        )?;
         if m.experts_per_layer == 0 {
             return fail(f("experts_per_layer"), "must be at least 1");
         }
+        at_most(
+            f("experts_per_layer"),
+            "experts",
+            m.experts_per_layer.into(),
+            MAX_EXPERTS_PER_LAYER.into(),
+            "formulations::slimcaching::validate::MAX_EXPERTS_PER_LAYER",
+        )?;
         if m.top_k == 0 || m.top_k > m.experts_per_layer {
             return fail(
                 f("top_k"),
@@ -117,17 +154,26 @@ pub fn validate(instance: &Instance) -> Check {
             return fail(f("hidden_bytes"), "must be positive");
         }
         positive(&f("expert_flops"), m.expert_flops)?;
+        // Both factors are bounded above, so neither the product nor the sum overflows.
         total_experts += u64::from(m.layers) * u64::from(m.experts_per_layer);
     }
-    if total_experts > u64::from(u32::MAX) {
-        return fail(
-            "models",
-            format!("{total_experts} experts in total; at most 2^32 - 1"),
-        );
-    }
+    at_most(
+        "models",
+        "experts in total (sum of layers x experts_per_layer)",
+        total_experts,
+        MAX_TOTAL_EXPERTS,
+        "formulations::slimcaching::validate::MAX_TOTAL_EXPERTS",
+    )?;
     if instance.users.is_empty() {
         return fail("users", "at least one user is required");
     }
+    at_most(
+        "users",
+        "users",
+        instance.users.len() as u64,
+        MAX_USERS as u64,
+        "formulations::slimcaching::validate::MAX_USERS",
+    )?;
     let catalogue = ExpertCatalogue::new(&instance.models);
     for u in 0..instance.users.len() {
         validate_user(instance, &catalogue, u)?;

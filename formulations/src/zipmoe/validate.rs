@@ -2,12 +2,13 @@
 //!
 //! `problem` must be `zipmoe`; N, K, L at least 1 and at most [`MAX_TENSORS`], [`MAX_SHARDS`],
 //! [`MAX_THREADS`]; rho in (0, 1]; u and c positive and finite; at least one expert and at
-//! most [`MAX_EXPERTS`], with distinct ids, p_n finite and >= 0.
+//! most [`MAX_EXPERTS`], with distinct ids, p_n finite and >= 0. The shard operations, experts
+//! x tensors x shards, are at most [`MAX_SHARD_OPS`] (the limits of the factors allow 2^26).
 
 use std::collections::HashSet;
 
 use super::model::Instance;
-use crate::error::{fail, positive, Check};
+use crate::error::{at_most, fail, positive, Check};
 use crate::problem::ProblemKind;
 
 /// Most tensors per expert.
@@ -18,6 +19,10 @@ pub const MAX_SHARDS: u32 = 256;
 pub const MAX_THREADS: u32 = 1024;
 /// Most selected experts in a layer.
 pub const MAX_EXPERTS: usize = 4096;
+/// Most shard operations of a layer, experts x tensors x shards: the scheduler allocates an
+/// E-chunk read and a decompression, each with its Gantt row, per shard of every task (a
+/// method's run peaks near 400 MB at the limit; the presets have at most 600).
+pub const MAX_SHARD_OPS: u64 = 1 << 16;
 
 fn count(field: &str, x: u32, max: u32) -> Check {
     if (1..=max).contains(&x) {
@@ -60,6 +65,17 @@ pub fn validate(instance: &Instance) -> Check {
             ),
         );
     }
+    // Each factor is bounded above (2^12 x 2^6 x 2^8), so the product does not overflow.
+    let ops = instance.experts.len() as u64
+        * u64::from(instance.tensors_per_expert)
+        * u64::from(instance.shards);
+    at_most(
+        "shards",
+        "shard operations (experts x tensors_per_expert x shards)",
+        ops,
+        MAX_SHARD_OPS,
+        "formulations::zipmoe::validate::MAX_SHARD_OPS",
+    )?;
     let mut ids = HashSet::new();
     for (i, e) in instance.experts.iter().enumerate() {
         if !ids.insert(e.id) {
@@ -128,11 +144,45 @@ mod tests {
             (Box::new(|i| i.experts.clear()), "experts"),
             (Box::new(|i| i.experts[1].id = 0), "experts[1].id"),
             (Box::new(|i| i.experts[0].gpu_s = -1.0), "experts[0].gpu_s"),
+            // 5 x 64 x 256 > 2^16, each factor within its own limit.
+            (
+                Box::new(|i| {
+                    i.tensors_per_expert = MAX_TENSORS;
+                    i.shards = MAX_SHARDS;
+                    let e = i.experts[0].clone();
+                    i.experts = (0..5)
+                        .map(|id| SelectedExpert { id, ..e.clone() })
+                        .collect();
+                }),
+                "shards",
+            ),
         ];
         for (mutate, field) in cases {
             let mut i = valid();
             mutate(&mut i);
             assert_eq!(validate(&i).unwrap_err().field, field);
         }
+    }
+
+    #[test]
+    fn shard_operations_at_the_limit_pass_and_one_expert_more_fails() {
+        // 4 x 64 x 256 = 2^16 exactly.
+        let mut i = valid();
+        i.tensors_per_expert = MAX_TENSORS;
+        i.shards = MAX_SHARDS;
+        let e = i.experts[0].clone();
+        i.experts = (0..4)
+            .map(|id| SelectedExpert { id, ..e.clone() })
+            .collect();
+        assert_eq!(validate(&i), Ok(()));
+        i.experts.push(SelectedExpert { id: 4, ..e });
+        let err = validate(&i).unwrap_err();
+        assert_eq!(err.field, "shards");
+        assert!(
+            err.reason
+                .starts_with("81920 shard operations (experts x tensors_per_expert x shards) exceeds the limit of 65536"),
+            "{}",
+            err.reason
+        );
     }
 }

@@ -349,10 +349,12 @@ impl Entry for PoolEntry {
         file: Option<&Path>,
         seed: u64,
     ) -> Result<Made, Error> {
-        Ok(Made::new(
-            &generate(&pool_options(preset, file)?, seed)?,
-            String::new(),
-        ))
+        // The configuration's errors name its file, as every generator's do.
+        let made = generate(&pool_options(preset, file)?, seed).map_err(|e| match file {
+            Some(f) => e.with_file(f),
+            None => e,
+        })?;
+        Ok(Made::new(&made, String::new()))
     }
 
     fn import(&self, args: &ImportArgs) -> Result<Made, Error> {

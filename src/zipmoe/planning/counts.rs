@@ -156,6 +156,13 @@ impl Default for SyntheticCounts {
     }
 }
 
+/// Most counts of a synthetic file, prompts x layers x experts (`u64` each: 128 MB at the
+/// limit; the real files have about 1.5 million).
+pub const MAX_SYNTHETIC_COUNTS: u64 = 1 << 24;
+
+/// Most tokens of a synthetic prompt: each draws top_k experts by a scan of all experts.
+pub const MAX_SYNTHETIC_TOKENS_PER_PROMPT: u64 = 1 << 16;
+
 impl SyntheticCounts {
     /// Checks the configuration; errors name the field.
     pub fn validate(&self) -> Result<(), ValidationError> {
@@ -177,6 +184,31 @@ impl SyntheticCounts {
                 return Err(ValidationError::new(field, "must be at least 1"));
             }
         }
+        use formulations::error::at_most;
+        at_most(
+            "experts",
+            "experts",
+            self.experts.into(),
+            formulations::zipmoe::pool::MAX_EXPERTS as u64,
+            "formulations::zipmoe::pool::MAX_EXPERTS",
+        )?;
+        at_most(
+            "tokens_per_prompt",
+            "tokens",
+            self.tokens_per_prompt.into(),
+            MAX_SYNTHETIC_TOKENS_PER_PROMPT,
+            "moe_opt::zipmoe::planning::counts::MAX_SYNTHETIC_TOKENS_PER_PROMPT",
+        )?;
+        // Saturating: a saturated product is above the limit, as the true one is.
+        at_most(
+            "prompts",
+            "counts (prompts x layers x experts)",
+            u64::from(self.prompts)
+                .saturating_mul(self.layers.into())
+                .saturating_mul(self.experts.into()),
+            MAX_SYNTHETIC_COUNTS,
+            "moe_opt::zipmoe::planning::counts::MAX_SYNTHETIC_COUNTS",
+        )?;
         if !(self.zipf_exponent.is_finite() && self.zipf_exponent >= 0.0) {
             return Err(ValidationError::new(
                 "zipf_exponent",
