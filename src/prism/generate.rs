@@ -78,6 +78,9 @@ pub const MAX_EXPERTS_PER_LAYER: u64 = 1 << 16;
 pub const MAX_SERVERS: u64 = 1024;
 /// Most GPUs of one server.
 pub const MAX_GPUS_PER_SERVER: u64 = 1024;
+/// Most bytes of an expert or a hidden state (64 GiB; real experts are under 1 GiB): GPU
+/// memories, experts times bytes, stay far inside u64.
+pub const MAX_BYTES: u64 = 1 << 36;
 /// Most activation frequencies drawn, max(servers, tasks) x layers x experts (`f64` each: 128
 /// MB at the limit).
 pub const MAX_FREQUENCIES: u64 = 1 << 24;
@@ -401,11 +404,20 @@ impl GeneratorConfig {
                 ),
             );
         }
-        if m.expert_bytes == 0 {
-            return knobs.bad("model.expert_bytes", "must be > 0".into());
-        }
-        if m.hidden_bytes == 0 {
-            return knobs.bad("model.hidden_bytes", "must be > 0".into());
+        for (field, bytes) in [
+            ("model.expert_bytes", m.expert_bytes),
+            ("model.hidden_bytes", m.hidden_bytes),
+        ] {
+            if bytes == 0 {
+                return knobs.bad(field, "must be > 0".into());
+            }
+            knobs.at_most(
+                field,
+                "bytes",
+                bytes,
+                MAX_BYTES,
+                "moe_opt::prism::generate::MAX_BYTES",
+            )?;
         }
         match &self.servers {
             ServerShape::Fixed { gpus } => {
@@ -463,10 +475,11 @@ impl GeneratorConfig {
                 }
             }
             MemoryConfig::ModelFraction(r) => {
-                if !(r.min > 0.0 && r.min <= r.max && r.max.is_finite()) {
+                // Above 1 a GPU would hold more than the whole model.
+                if !(r.min > 0.0 && r.min <= r.max && r.max <= 1.0) {
                     return knobs.bad(
                         "memory.model_fraction",
-                        format!("needs 0 < min <= max, got {}..={}", r.min, r.max),
+                        format!("needs 0 < min <= max <= 1, got {}..={}", r.min, r.max),
                     );
                 }
             }
