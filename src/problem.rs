@@ -137,7 +137,7 @@ impl<P: Problem> Solved<P> {
             solution,
             exact: Some(ExactReport::of(milp)),
             evaluations: None,
-            note: None,
+            note: milp.note.clone(),
             detail: P::Detail::default(),
         }
     }
@@ -233,7 +233,12 @@ pub fn run<P: Problem>(
     options: &RunOptions,
 ) -> Result<MethodRun<P>, Error> {
     let began = Instant::now();
-    let solved = P::solve(model, method, options)?;
+    // A MILP's time limit counts from here: its warm start and its model's building count.
+    let options = RunOptions {
+        solve: options.solve.started_now(),
+        ..options.clone()
+    };
+    let solved = P::solve(model, method, &options)?;
     let runtime_s = began.elapsed().as_secs_f64();
     let evaluation = match &solved.solution {
         Some(s) => {
