@@ -137,7 +137,7 @@ impl<P: Problem> Solved<P> {
             solution,
             exact: Some(ExactReport::of(milp)),
             evaluations: None,
-            note: milp.note.clone(),
+            note: None,
             detail: P::Detail::default(),
         }
     }
@@ -155,8 +155,13 @@ pub struct ExactReport {
     pub best_bound: Option<f64>,
     /// Relative gap between them, as HiGHS reports it.
     pub gap: Option<f64>,
-    /// Seconds in HiGHS.
+    /// Seconds from the method's start to HiGHS's result (warm start and model building
+    /// included).
     pub solve_time_s: f64,
+    /// Why the incumbent is the MIP start and there is no bound, when the time limit ran out
+    /// before HiGHS had the model or the start (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl ExactReport {
@@ -168,6 +173,7 @@ impl ExactReport {
             best_bound: s.best_bound,
             gap: s.gap,
             solve_time_s: s.solve_time_s,
+            note: s.note.clone(),
         }
     }
 }

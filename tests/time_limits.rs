@@ -66,7 +66,7 @@ fn limit_spent_before_the_model_is_built_reports_the_start_and_no_bound() {
     let start = algorithms::successive_maxconv(&model).expect("Alg. 3 applies");
     let start_value = model.objective(&start.placement);
     assert!(close(exact.objective.unwrap(), start_value, 1e-6));
-    let note = run.note.as_deref().unwrap_or_default();
+    let note = exact.note.as_deref().unwrap_or_default();
     assert!(note.contains("time limit ran out"), "{note}");
     assert!(note.contains("MIP start"), "{note}");
 }
