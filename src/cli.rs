@@ -218,8 +218,8 @@ enum Command {
         /// Parallel workers, at least 1 (default: the machine's cores).
         #[arg(long, value_parser = flags::at_least_one::<usize>)]
         jobs: Option<usize>,
-        /// MILP time limit per solve, seconds (a solve stopped by it makes the instance
-        /// inconclusive, never a pass).
+        /// MILP time limit per solve, seconds, model building included (a solve stopped by it
+        /// makes the instance inconclusive, never a pass).
         #[arg(long, default_value_t = 20.0, value_parser = flags::positive)]
         time_limit: f64,
         /// Neighbours tried by the worst-case search of each claim (0: none).
@@ -432,7 +432,9 @@ impl Output {
 
 #[derive(Debug, Args)]
 struct SolveArgs {
-    /// MILP time limit, seconds.
+    /// MILP time limit, seconds, per MILP method, counted from its start (warm start and model
+    /// building included); other methods are not limited. A stopped solve reports status
+    /// time_limit, its incumbent and, when HiGHS has one, its bound (README: Time limits).
     #[arg(long, value_parser = flags::positive)]
     time_limit: Option<f64>,
     /// MILP relative gap at which to stop (0 = prove optimality).
@@ -449,7 +451,7 @@ impl SolveArgs {
             solve: SolveOptions {
                 time_limit_s: self.time_limit,
                 mip_rel_gap: self.gap,
-                threads: 1,
+                ..SolveOptions::default()
             },
             seed: self.seed,
         }

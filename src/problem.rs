@@ -155,8 +155,13 @@ pub struct ExactReport {
     pub best_bound: Option<f64>,
     /// Relative gap between them, as HiGHS reports it.
     pub gap: Option<f64>,
-    /// Seconds in HiGHS.
+    /// Seconds from the method's start to HiGHS's result (warm start and model building
+    /// included).
     pub solve_time_s: f64,
+    /// Why the incumbent is the MIP start and there is no bound, when the time limit ran out
+    /// before HiGHS had the model or the start (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl ExactReport {
@@ -168,6 +173,7 @@ impl ExactReport {
             best_bound: s.best_bound,
             gap: s.gap,
             solve_time_s: s.solve_time_s,
+            note: s.note.clone(),
         }
     }
 }
@@ -233,7 +239,12 @@ pub fn run<P: Problem>(
     options: &RunOptions,
 ) -> Result<MethodRun<P>, Error> {
     let began = Instant::now();
-    let solved = P::solve(model, method, options)?;
+    // A MILP's time limit counts from here: its warm start and its model's building count.
+    let options = RunOptions {
+        solve: options.solve.started_now(),
+        ..options.clone()
+    };
+    let solved = P::solve(model, method, &options)?;
     let runtime_s = began.elapsed().as_secs_f64();
     let evaluation = match &solved.solution {
         Some(s) => {

@@ -10,6 +10,18 @@
 //! search early; a solve is called [`MilpStatus::Optimal`] only when HiGHS reports optimality
 //! and the gap is at most [`PROVED_GAP`]. Models should be scaled so that objectives of
 //! interest are at least about 1 (the gap is absolute below 1).
+//!
+//! Time limits: the limit counts from [`SolveOptions::started`] (the start of the method, so a
+//! heuristic's warm start and the model's building count) and covers building, solving and
+//! reading the result. Building checks it; HiGHS gets what is left as its `time_limit`. When it
+//! runs out before HiGHS starts, or before HiGHS has read the MIP start, the status is
+//! `time_limit`, the incumbent is the MIP start (if any) and there is no bound
+//! ([`MilpSolution::note`] says so). HiGHS checks its limit in presolve and in the search but
+//! not in the setup that follows presolve (clique partition of the objective, propagation):
+//! on the SlimCaching `paper` preset (1.5 million nonzeros) that setup took 12-17 s, so for
+//! models of more than [`LARGE_NONZEROS`] nonzeros under a limit presolve and symmetry
+//! detection are off (and the feasibility jump heuristic, whose effort limit ignores time, when
+//! a MIP start is given).
 
 use std::time::Instant;
 
@@ -20,6 +32,14 @@ use crate::error::Error;
 
 /// Largest gap (see [`MilpSolution::gap`]) still called optimal.
 pub const PROVED_GAP: f64 = 1e-9;
+
+/// Nonzeros above which a time-limited solve turns off HiGHS's steps that ignore the limit
+/// (module doc).
+pub const LARGE_NONZEROS: usize = 500_000;
+
+/// Largest violation (HiGHS's feasibility tolerance) with which a MIP start counts as a
+/// feasible incumbent.
+const START_TOLERANCE: f64 = 1e-6;
 
 /// A variable of the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -66,13 +86,17 @@ pub struct Milp {
 /// Options of one solve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SolveOptions {
-    /// Wall-clock limit, seconds (`None`: no limit). It covers building the HiGHS model and
-    /// solving; HiGHS's presolve may overrun it somewhat on very large models.
+    /// Wall-clock limit, seconds (`None`: no limit), counted from `started`: it covers
+    /// building the model, solving and reading the result (module doc: time limits).
     pub time_limit_s: Option<f64>,
     /// HiGHS `mip_rel_gap`; 0 asks for a proved optimum.
     pub mip_rel_gap: f64,
     /// HiGHS `threads`; keep 1 and run independent solves in parallel instead.
     pub threads: u32,
+    /// When the limit's clock started (`None`: when [`Milp::solve`] is called); see
+    /// [`SolveOptions::started_now`].
+    #[serde(skip)]
+    pub started: Option<Instant>,
 }
 
 impl Default for SolveOptions {
@@ -81,6 +105,18 @@ impl Default for SolveOptions {
             time_limit_s: None,
             mip_rel_gap: 0.0,
             threads: 1,
+            started: None,
+        }
+    }
+}
+
+impl SolveOptions {
+    /// These options with the limit's clock started now: a method calls it when it starts, so
+    /// that its warm start and its model's building count against the limit.
+    pub fn started_now(&self) -> Self {
+        SolveOptions {
+            started: Some(Instant::now()),
+            ..self.clone()
         }
     }
 }
@@ -139,10 +175,14 @@ pub struct MilpSolution {
     /// exist: relative for objectives above 1 and absolute below, so that an optimum of 0
     /// recomputed with a rounding residue of 1e-14 still counts as proved.
     pub gap: Option<f64>,
-    /// Wall-clock seconds spent in HiGHS (model building included).
+    /// Wall-clock seconds from the limit's start ([`SolveOptions::started`]) to the result:
+    /// building and solving.
     pub solve_time_s: f64,
     /// Variable values of the incumbent, indexed by [`VarId`].
     pub values: Option<Vec<f64>>,
+    /// Why the incumbent is the MIP start and there is no bound, when the time limit ran out
+    /// before HiGHS had the model or the start.
+    pub note: Option<String>,
 }
 
 impl MilpSolution {
@@ -232,6 +272,11 @@ impl Milp {
     /// Number of rows.
     pub fn num_rows(&self) -> usize {
         self.rows.len()
+    }
+
+    /// Number of nonzero coefficients of the rows.
+    pub fn num_nonzeros(&self) -> usize {
+        self.rows.iter().map(|r| r.terms.len()).sum()
     }
 
     /// The objective (constant included) at the given values.
@@ -370,7 +415,17 @@ impl Milp {
         options: &SolveOptions,
         start: Option<&[f64]>,
     ) -> Result<MilpSolution, Error> {
-        let began = Instant::now();
+        let began = options.started.unwrap_or_else(Instant::now);
+        let left = || {
+            options
+                .time_limit_s
+                .map(|limit| limit - began.elapsed().as_secs_f64())
+        };
+        let out_of_time = || left().is_some_and(|s| s <= 0.0);
+        let stopped = |why: &str| self.stopped_early(start, began, why);
+        if out_of_time() {
+            return Ok(stopped("before the HiGHS model was built"));
+        }
         let mut problem = ProblemVariables::new();
         let vars: Vec<Variable> = self
             .vars
@@ -392,7 +447,10 @@ impl Milp {
             Sense::Minimize => problem.minimise(objective),
         };
         let mut model = unsolved.using(good_lp::highs);
-        for r in &self.rows {
+        for (i, r) in self.rows.iter().enumerate() {
+            if i % 4096 == 0 && out_of_time() {
+                return Ok(stopped("while the HiGHS model was built"));
+            }
             let e = expr(&r.terms);
             if r.lower == r.upper {
                 model.add_constraint(e.eq(r.lower));
@@ -412,13 +470,24 @@ impl Milp {
             raw.try_set_option(key, value)
                 .map_err(|e| Error::Solver(format!("setting {key}: {e:?}")))
         };
-        if let Some(limit) = options.time_limit_s {
-            // The limit covers building the model too: HiGHS gets what is left of it.
-            let left = (limit - began.elapsed().as_secs_f64()).max(0.0);
+        if let Some(left) = left() {
+            if left <= 0.0 {
+                return Ok(stopped("while the model was passed to HiGHS"));
+            }
             set(&mut raw, "time_limit", left)?;
+            if self.num_nonzeros() > LARGE_NONZEROS {
+                // The steps of HiGHS that do not check the limit (module doc).
+                raw.try_set_option("presolve", "off")
+                    .and_then(|()| raw.try_set_option("mip_detect_symmetry", false))
+                    .and_then(|()| {
+                        raw.try_set_option("mip_heuristic_run_feasibility_jump", start.is_none())
+                    })
+                    .map_err(|e| {
+                        Error::Solver(format!("setting the large-model options: {e:?}"))
+                    })?;
+            }
         }
         set(&mut raw, "mip_rel_gap", options.mip_rel_gap)?;
-        set(&mut raw, "mip_abs_gap", 0.0)?;
         raw.try_set_option("threads", options.threads.max(1) as i32)
             .map_err(|e| Error::Solver(format!("setting threads: {e:?}")))?;
         if let Some(values) = start {
@@ -431,6 +500,19 @@ impl Milp {
         use highs::{HighsModelStatus as S, HighsSolutionStatus};
         let values = (solved.primal_solution_status() == HighsSolutionStatus::Feasible)
             .then(|| solved.get_solution().columns().to_vec());
+        let limited = matches!(
+            solved.status(),
+            S::ReachedTimeLimit
+                | S::ReachedSolutionLimit
+                | S::ReachedInterrupt
+                | S::ReachedIterationLimit
+                | S::ReachedMemoryLimit
+        );
+        if limited && values.is_none() && self.feasible_start(start).is_some() {
+            // HiGHS stopped before it read the start (e.g. in presolve): the start is still
+            // an incumbent, and HiGHS has no bound yet.
+            return Ok(stopped("before HiGHS read the MIP start"));
+        }
         let objective = values.as_deref().map(|v| self.objective_at(v));
         let integer = self.vars.iter().any(|d| d.integer);
         let best_bound = if integer {
@@ -456,11 +538,7 @@ impl Milp {
             }
             S::Infeasible | S::UnboundedOrInfeasible => MilpStatus::Infeasible,
             S::Unbounded => MilpStatus::Unbounded,
-            S::ReachedTimeLimit
-            | S::ReachedSolutionLimit
-            | S::ReachedInterrupt
-            | S::ReachedIterationLimit
-            | S::ReachedMemoryLimit => MilpStatus::TimeLimit,
+            _ if limited => MilpStatus::TimeLimit,
             other => return Err(Error::Solver(format!("HiGHS ended with status {other:?}"))),
         };
         Ok(MilpSolution {
@@ -470,7 +548,35 @@ impl Milp {
             gap,
             solve_time_s: began.elapsed().as_secs_f64(),
             values,
+            note: None,
         })
+    }
+
+    /// The start, if it is a feasible assignment of this model.
+    fn feasible_start<'a>(&self, start: Option<&'a [f64]>) -> Option<&'a [f64]> {
+        start.filter(|v| v.len() == self.vars.len() && self.max_violation(v) <= START_TOLERANCE)
+    }
+
+    /// The result of a solve the time limit stopped before HiGHS had a result of its own: the
+    /// MIP start (if feasible) as incumbent, no bound.
+    fn stopped_early(&self, start: Option<&[f64]>, began: Instant, when: &str) -> MilpSolution {
+        let values = self.feasible_start(start).map(<[f64]>::to_vec);
+        let incumbent = if values.is_some() {
+            "the incumbent is the MIP start"
+        } else {
+            "no incumbent"
+        };
+        MilpSolution {
+            status: MilpStatus::TimeLimit,
+            objective: values.as_deref().map(|v| self.objective_at(v)),
+            best_bound: None,
+            gap: None,
+            solve_time_s: began.elapsed().as_secs_f64(),
+            values,
+            note: Some(format!(
+                "the time limit ran out {when}: {incumbent}, no bound"
+            )),
+        }
     }
 }
 

@@ -290,8 +290,9 @@ fn p2_n_optimum_equals_brute_force_over_server_n() {
     );
 }
 
-/// With `time_limit_s = Some(0.0)` HiGHS stops before presolve: status TimeLimit, no bound,
-/// and an incumbent only when a MIP start was passed (then it is the start). Only what that
+/// With `time_limit_s = Some(0.0)` the limit has run out before HiGHS starts: status
+/// TimeLimit, no bound, and an incumbent only when a MIP start was passed (then it is the
+/// start). Only what that
 /// guarantees is asserted: the status, and consistency of whatever fields are present.
 #[test]
 fn zero_time_limit_reports_time_limit() {

@@ -292,7 +292,12 @@ pub fn run(
         OfflineMethod::MilpFixed | OfflineMethod::MilpFlexible => {
             let model = OfflineMilp::build(instance, flexible)?;
             let start = belady_schedule(instance.capacity, &requests).1;
-            let solved = model.solve(instance, options, Some(&start))?;
+            // The time limit counts from the method's start, the model's building included.
+            let options = SolveOptions {
+                started: Some(began),
+                ..options.clone()
+            };
+            let solved = model.solve(instance, &options, Some(&start))?;
             let s = &solved.solution;
             report.proved_optimal = s.status == MilpStatus::Optimal;
             report.status = Some(s.status.name().to_string());

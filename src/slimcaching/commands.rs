@@ -276,6 +276,9 @@ impl SolveReport {
                 e.gap.map_or("-".into(), |g| format!("{:.3e}", g)),
                 e.solve_time_s
             ));
+            if let Some(note) = &e.note {
+                out.push_str(&format!("  MILP: {note}\n"));
+            }
         }
         if let (Some(placement), Some(used)) = (&self.placement, &self.storage_used_bytes) {
             for (n, experts) in placement.iter().enumerate() {
