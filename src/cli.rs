@@ -443,6 +443,10 @@ struct SolveArgs {
     /// Seed of randomised methods.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// The most variables an exact model may have, estimated before it is built (SlimCaching's
+    /// MILP: about 750 bytes each); raise it on a machine with the memory.
+    #[arg(long, default_value_t = formulations::milp::MAX_MILP_VARIABLES, value_parser = flags::at_least_one::<u64>)]
+    max_milp_variables: u64,
 }
 
 impl SolveArgs {
@@ -451,6 +455,7 @@ impl SolveArgs {
             solve: SolveOptions {
                 time_limit_s: self.time_limit,
                 mip_rel_gap: self.gap,
+                max_variables: self.max_milp_variables,
                 ..SolveOptions::default()
             },
             seed: self.seed,

@@ -803,6 +803,14 @@ const FLAG_CASES: &[(&str, &str)] = &[
     ("--time-limit", "compare PRISM --time-limit 0"),
     ("--gap", "solve PRISM --gap nan"),
     ("--gap", "compare PRISM --gap=-1"),
+    (
+        "--max-milp-variables",
+        "solve instances/slimcaching-tiny-1.json --method milp --max-milp-variables 1",
+    ),
+    (
+        "--max-milp-variables",
+        "compare instances/slimcaching-tiny-1.json --max-milp-variables 0",
+    ),
     ("--seed", "solve PRISM --seed=-1"),
     ("--seed", "solve PRISM --seed 1.5"),
     ("--method", "solve PRISM --method simplex"),

@@ -83,6 +83,16 @@ pub struct Milp {
     rows: Vec<Row>,
 }
 
+/// Most variables of an exact model by default (the memory ceiling of the exact methods that
+/// estimate their size before building, e.g. SlimCaching's P1): `write-lp` takes about 750
+/// bytes a variable (12 GB at the limit) and a solve more. SlimCaching's `paper` preset has
+/// 350,000; the imports of the real count files up to 6.6 million (estimated 8.6 million, 5 GB).
+pub const MAX_MILP_VARIABLES: u64 = 16_000_000;
+
+fn is_default_ceiling(n: &u64) -> bool {
+    *n == MAX_MILP_VARIABLES
+}
+
 /// Options of one solve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SolveOptions {
@@ -97,6 +107,10 @@ pub struct SolveOptions {
     /// [`SolveOptions::started_now`].
     #[serde(skip)]
     pub started: Option<Instant>,
+    /// The most variables a model may have ([`MAX_MILP_VARIABLES`] by default;
+    /// `--max-milp-variables` raises it for a machine with the memory).
+    #[serde(skip_serializing_if = "is_default_ceiling")]
+    pub max_variables: u64,
 }
 
 impl Default for SolveOptions {
@@ -106,6 +120,7 @@ impl Default for SolveOptions {
             mip_rel_gap: 0.0,
             threads: 1,
             started: None,
+            max_variables: MAX_MILP_VARIABLES,
         }
     }
 }

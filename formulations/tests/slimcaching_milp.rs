@@ -456,8 +456,15 @@ fn the_variable_estimate_bounds_the_model_from_above() {
     use formulations::slimcaching::milp::{p1_variables, MAX_MILP_VARIABLES};
     for inst in encoding_instances() {
         let model = LatencyModel::new(&inst);
-        let built = SlimCachingMilp::checked_p1(&model).expect("small models fit");
+        let built =
+            SlimCachingMilp::checked_p1(&model, MAX_MILP_VARIABLES).expect("small models fit");
         let (estimate, actual) = (p1_variables(&model), built.milp.num_vars() as u64);
+        // The ceiling is the caller's: at the estimate the model is built, below it refused.
+        assert!(SlimCachingMilp::checked_p1(&model, estimate).is_ok());
+        assert!(matches!(
+            SlimCachingMilp::checked_p1(&model, estimate - 1),
+            Err(formulations::Error::TooLarge(_))
+        ));
         assert!(
             actual <= estimate,
             "{actual} variables, estimated {estimate}"

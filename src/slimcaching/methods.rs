@@ -93,7 +93,7 @@ impl Problem for SlimCaching {
     ) -> Result<Solved<Self>, Error> {
         Ok(match method {
             Method::Milp => {
-                let milp = SlimCachingMilp::checked_p1(model)?;
+                let milp = SlimCachingMilp::checked_p1(model, options.solve.max_variables)?;
                 let start = algorithms::successive_maxconv(model)
                     .ok()
                     .map(|s| s.placement);
@@ -143,7 +143,7 @@ impl Problem for SlimCaching {
 
     /// P1 (18).
     fn milp(model: &LatencyModel) -> Result<Milp, Error> {
-        Ok(SlimCachingMilp::checked_p1(model)?.milp)
+        Ok(SlimCachingMilp::checked_p1(model, formulations::milp::MAX_MILP_VARIABLES)?.milp)
     }
 
     fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {

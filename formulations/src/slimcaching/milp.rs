@@ -66,10 +66,7 @@ pub struct ExactSolution {
     pub placement: Option<Placement>,
 }
 
-/// Most variables of P1's model, by [`p1_variables`]: `write-lp` takes about 750 bytes a
-/// variable (12 GB at the limit) and a solve more. The `paper` preset has 350,000; the
-/// imports of the real count files up to 6.6 million (estimated 8.6 million, 5 GB).
-pub const MAX_MILP_VARIABLES: u64 = 16_000_000;
+pub use crate::milp::MAX_MILP_VARIABLES;
 
 /// An upper bound on the variables of P1 for `model`: the placement binaries (servers x
 /// experts), a cloud variable per expert, and per demand its associated-server, visit and
@@ -238,15 +235,15 @@ impl SlimCachingMilp {
         Self::build(model, &vec![Scope::Free; model.servers()])
     }
 
-    /// P1, or [`Error::TooLarge`] when [`p1_variables`] exceeds [`MAX_MILP_VARIABLES`]
-    /// (checked before anything of the model is built).
-    pub fn checked_p1(model: &LatencyModel) -> Result<Self, Error> {
+    /// P1, or [`Error::TooLarge`] when [`p1_variables`] exceeds `max_variables` (default
+    /// [`MAX_MILP_VARIABLES`]; checked before anything of the model is built).
+    pub fn checked_p1(model: &LatencyModel, max_variables: u64) -> Result<Self, Error> {
         let vars = p1_variables(model);
-        if vars > MAX_MILP_VARIABLES {
+        if vars > max_variables {
             return Err(Error::TooLarge(format!(
-                "slimcaching MILP: about {vars} variables exceeds the limit of \
-                 {MAX_MILP_VARIABLES} (formulations::slimcaching::milp::MAX_MILP_VARIABLES); use \
-                 successive-maxconv or greedy"
+                "slimcaching MILP: about {vars} variables exceeds the limit of {max_variables} \
+                 (default formulations::milp::MAX_MILP_VARIABLES; --max-milp-variables raises \
+                 it); use successive-maxconv or greedy"
             )));
         }
         Ok(Self::p1(model))
