@@ -844,6 +844,13 @@ const FLAG_CASES: &[(&str, &str)] = &[
         "offline TRACE --layer 0 --capacity 2 --min-mass nan -o OUT",
     ),
     ("--capacity", "route TRACE --method lru --capacity 0"),
+    ("--capacity", "route TRACE --method top-k --capacity 9"),
+    (
+        "--capacity",
+        "route TRACE --method top-k --capacity 49 --scope pool",
+    ),
+    ("--capacities", "pareto TRACE --capacities 4,9"),
+    ("--capacity", "tpot TRACE --capacity 49"),
     ("--method", "route TRACE --method oracle --capacity 2"),
     ("--capacities", "pareto TRACE --capacities 2,x"),
     ("--capacities", "pareto TRACE --capacities 0"),

@@ -822,6 +822,18 @@ pub fn replay_routed_observed<P: Policy>(
         ));
     }
     let pool = options.layout == Scope::Pool;
+    // As `replay`: a cache larger than what it can hold would never evict.
+    let (universe, what) = if pool {
+        (e * layers, "the experts of all layers")
+    } else {
+        (e, "the experts of a layer")
+    };
+    if capacity > universe {
+        return Err(Error::command_line(
+            "--capacity",
+            format!("must be at most {universe} ({what}), got {capacity}"),
+        ));
+    }
     let mut sims: Vec<Simulation<P>> = if pool {
         vec![Simulation::new(
             make_policy(capacity, e * layers),

@@ -215,7 +215,13 @@ impl ParetoArgs {
             },
             ..SweepOptions::default()
         };
-        let report = pareto::sweep_report(&trace, &options)?;
+        // Each capacity is checked as a replay's `--capacity`: here it is one of --capacities.
+        let report = pareto::sweep_report(&trace, &options).map_err(|e| match e {
+            formulations::Error::Flag { flag, reason } if flag == "--capacity" => {
+                formulations::Error::command_line("--capacities", reason)
+            }
+            other => other,
+        })?;
         if let Some(path) = &self.csv {
             let mut context = report.trace.context();
             context.push(("policy", report.policy.clone().into()));

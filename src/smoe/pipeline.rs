@@ -172,6 +172,16 @@ pub fn simulate<P: Policy>(
             ),
         ));
     }
+    let universe = trace.experts * trace.layers;
+    if policy.capacity() > universe {
+        return Err(Error::command_line(
+            "--capacity",
+            format!(
+                "must be at most {universe} (the experts of all layers: one pool), got {}",
+                policy.capacity()
+            ),
+        ));
+    }
     if policy.capacity() < trace.top_k {
         return Err(Error::command_line(
             "--capacity",
