@@ -530,7 +530,7 @@ impl Mutation {
                 if let Some(Value::Array(items)) = value.pointer_mut(at) {
                     if !items.is_empty() {
                         let copy = items[self.arg % items.len()].clone();
-                        items.extend(std::iter::repeat(copy).take(1 + self.arg % 3));
+                        items.extend(std::iter::repeat_n(copy, 1 + self.arg % 3));
                     }
                 }
             }
