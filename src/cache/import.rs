@@ -303,6 +303,16 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
         routings.sort_by_key(|&(l, _, _)| l);
         let mut layers_out = Vec::with_capacity(routings.len());
         let mut routings = routings.into_iter();
+        let twice = |at: usize, n: usize| {
+            invalid(
+                path,
+                format!("line {n}.layer"),
+                format!(
+                    "layer {at} of sequence {}, token {} appears twice",
+                    key.0, key.1
+                ),
+            )
+        };
         for l in 0..layers {
             let Some((at, n, mut r)) = routings.next().filter(|&(at, _, _)| at <= l) else {
                 return Err(invalid(
@@ -315,14 +325,7 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
                 ));
             };
             if at < l {
-                return Err(invalid(
-                    path,
-                    format!("line {n}.layer"),
-                    format!(
-                        "layer {at} of sequence {}, token {} appears twice",
-                        key.0, key.1
-                    ),
-                ));
+                return Err(twice(at, n));
             }
             if all_weighted {
                 rank_by_weight(&mut r);
@@ -331,14 +334,7 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
         }
         // Every layer is below `layers`: a line left over repeats the last one.
         if let Some((at, n, _)) = routings.next() {
-            return Err(invalid(
-                path,
-                format!("line {n}.layer"),
-                format!(
-                    "layer {at} of sequence {}, token {} appears twice",
-                    key.0, key.1
-                ),
-            ));
+            return Err(twice(at, n));
         }
         out.push(Token {
             seq: key.0,

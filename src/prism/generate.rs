@@ -59,7 +59,7 @@
 //! Poisson arrivals every 10 s on average at each server (Table II, BigBench), 200 requests a
 //! server (Fig. 7), 20 tokens a request (the WikiText/TACO output limit of Section IV-A).
 
-use formulations::prism::validate::MAX_SIMULATED_SELECTIONS;
+use formulations::prism::validate::simulated_selections;
 use formulations::prism::{validate::validate, Gpu, Instance, MoeModel, Network, Server, Workload};
 use formulations::{Error, ProblemKind};
 use rand::RngCore;
@@ -540,16 +540,8 @@ impl GeneratorConfig {
                 return knobs.bad("workload.tokens_per_request", "must be >= 1".into());
             }
             // The instance's own limit, at the largest servers, layers and K drawn.
-            let selections = [servers, layers, m.top_k.max.into()]
-                .into_iter()
-                .fold(u64::from(w.requests_per_server), u64::saturating_mul);
-            knobs.at_most(
-                "workload.requests_per_server",
-                "expert selections (requests_per_server x servers x layers x top_k)",
-                selections,
-                MAX_SIMULATED_SELECTIONS,
-                "formulations::prism::validate::MAX_SIMULATED_SELECTIONS",
-            )?;
+            simulated_selections(w.requests_per_server, servers, layers, m.top_k.max.into())
+                .map_err(|e| e.in_file(knobs.0))?;
         }
         Ok(())
     }

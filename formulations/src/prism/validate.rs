@@ -181,20 +181,11 @@ pub fn validate(instance: &Instance) -> Check {
         if w.tokens_per_request == 0 {
             return fail("workload.tokens_per_request", "must be >= 1");
         }
-        // Saturating: a saturated product is above the limit, as the true one is.
-        let selections = [
+        simulated_selections(
+            w.requests_per_server,
             n as u64,
             instance.model.layers.into(),
             instance.model.top_k.into(),
-        ]
-        .into_iter()
-        .fold(u64::from(w.requests_per_server), u64::saturating_mul);
-        crate::error::at_most(
-            "workload.requests_per_server",
-            "expert selections (requests_per_server x servers x layers x top_k)",
-            selections,
-            MAX_SIMULATED_SELECTIONS,
-            "formulations::prism::validate::MAX_SIMULATED_SELECTIONS",
         )?;
     }
     Ok(())
@@ -245,6 +236,27 @@ pub fn validate_placement(instance: &Instance, placement: &Placement) -> Check {
         }
     }
     Ok(())
+}
+
+/// The workload's simulated expert selections, requests_per_server x servers x layers x top_k,
+/// at most [`MAX_SIMULATED_SELECTIONS`] (the simulator allocates per selection). Saturating: a
+/// saturated product is above the limit, as the true one is.
+pub fn simulated_selections(
+    requests_per_server: u32,
+    servers: u64,
+    layers: u64,
+    top_k: u64,
+) -> Check {
+    let selections = [servers, layers, top_k]
+        .into_iter()
+        .fold(u64::from(requests_per_server), u64::saturating_mul);
+    crate::error::at_most(
+        "workload.requests_per_server",
+        "expert selections (requests_per_server x servers x layers x top_k)",
+        selections,
+        MAX_SIMULATED_SELECTIONS,
+        "formulations::prism::validate::MAX_SIMULATED_SELECTIONS",
+    )
 }
 
 #[cfg(test)]
