@@ -687,6 +687,7 @@ fn regressions() -> Vec<(&'static str, &'static str, Value)> {
         // Experts of u64::MAX bytes overflowed the GPU memories drawn (a panic).
         ("prism-config", "/model/expert_bytes", json!(u64::MAX)),
         ("prism-config", "/memory/model_fraction/max", json!(1e12)),
+        ("prism", "/model/hidden_bytes", json!(u64::MAX)),
         ("sweep-spec", "/axes/0/values/0", json!(1e308)),
         // Layer numbers of 2^32 sized per-layer tables (an allocation abort).
         ("cache-trace-config", "/layers", json!(4_294_967_296u64)),

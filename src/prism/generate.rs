@@ -78,9 +78,6 @@ pub const MAX_EXPERTS_PER_LAYER: u64 = 1 << 16;
 pub const MAX_SERVERS: u64 = 1024;
 /// Most GPUs of one server.
 pub const MAX_GPUS_PER_SERVER: u64 = 1024;
-/// Most bytes of an expert or a hidden state (64 GiB; real experts are under 1 GiB): GPU
-/// memories, experts times bytes, stay far inside u64.
-pub const MAX_BYTES: u64 = 1 << 36;
 /// Most activation frequencies drawn, max(servers, tasks) x layers x experts (`f64` each: 128
 /// MB at the limit).
 pub const MAX_FREQUENCIES: u64 = 1 << 24;
@@ -415,8 +412,8 @@ impl GeneratorConfig {
                 field,
                 "bytes",
                 bytes,
-                MAX_BYTES,
-                "moe_opt::prism::generate::MAX_BYTES",
+                formulations::prism::validate::MAX_BYTES,
+                "formulations::prism::validate::MAX_BYTES",
             )?;
         }
         match &self.servers {

@@ -26,6 +26,10 @@ pub const FREQUENCY_TOLERANCE: f64 = 1e-6;
 /// presets draw about 40,000).
 pub const MAX_SIMULATED_SELECTIONS: u64 = 1 << 26;
 
+/// Most bytes of an expert or a hidden state (64 GiB; real experts are under 1 GiB): memories,
+/// experts times bytes and tokens times bytes stay far inside u64.
+pub const MAX_BYTES: u64 = 1 << 36;
+
 fn square(field: &str, m: &[Vec<f64>], n: usize) -> Check {
     if m.len() != n {
         return fail(
@@ -84,11 +88,21 @@ pub fn validate(instance: &Instance) -> Check {
             ),
         );
     }
-    if let Some(l) = m.expert_bytes.iter().position(|&b| b == 0) {
-        return fail(format!("model.expert_bytes[{l}]"), "must be > 0");
-    }
-    if m.hidden_bytes == 0 {
-        return fail("model.hidden_bytes", "must be > 0");
+    let bytes = m.expert_bytes.iter().enumerate();
+    for (field, b) in bytes
+        .map(|(l, &b)| (format!("model.expert_bytes[{l}]"), b))
+        .chain([("model.hidden_bytes".to_string(), m.hidden_bytes)])
+    {
+        if b == 0 {
+            return fail(field, "must be > 0");
+        }
+        crate::error::at_most(
+            field,
+            "bytes",
+            b,
+            MAX_BYTES,
+            "formulations::prism::validate::MAX_BYTES",
+        )?;
     }
     if instance.servers.is_empty() {
         return fail("servers", "needs at least one server");
