@@ -688,6 +688,12 @@ fn regressions() -> Vec<(&'static str, &'static str, Value)> {
         ("prism-config", "/model/expert_bytes", json!(u64::MAX)),
         ("prism-config", "/memory/model_fraction/max", json!(1e12)),
         ("prism", "/model/hidden_bytes", json!(u64::MAX)),
+        (
+            "slimcaching-config",
+            "/library/synthetic/expert_bytes/max",
+            json!(u64::MAX),
+        ),
+        ("slimcaching", "/models/0/expert_bytes", json!(u64::MAX)),
         ("sweep-spec", "/axes/0/values/0", json!(1e308)),
         // Layer numbers of 2^32 sized per-layer tables (an allocation abort).
         ("cache-trace-config", "/layers", json!(4_294_967_296u64)),

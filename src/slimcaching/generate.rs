@@ -77,7 +77,7 @@
 use std::collections::BTreeMap;
 
 use formulations::slimcaching::validate::{
-    validate, MAX_EXPERTS_PER_LAYER, MAX_LAYERS, MAX_MODELS, MAX_SERVERS, MAX_TOP_K,
+    validate, MAX_BYTES, MAX_EXPERTS_PER_LAYER, MAX_LAYERS, MAX_MODELS, MAX_SERVERS, MAX_TOP_K,
     MAX_TOTAL_EXPERTS, MAX_USERS,
 };
 use formulations::slimcaching::{
@@ -429,6 +429,13 @@ impl GeneratorConfig {
                         ),
                     )?;
                 }
+                knobs.at_most(
+                    "library.synthetic.expert_bytes.max",
+                    "bytes",
+                    s.expert_bytes.max,
+                    MAX_BYTES,
+                    &format!("{v}::MAX_BYTES"),
+                )?;
                 if s.top_k.is_empty() {
                     knobs.bad("library.synthetic.top_k", "needs at least one K".into())?;
                 }

@@ -34,6 +34,9 @@ pub const MAX_EXPERTS_PER_LAYER: u32 = 1 << 16;
 pub const MAX_TOTAL_EXPERTS: u64 = 1 << 20;
 /// Most users an instance may have.
 pub const MAX_USERS: usize = 1 << 16;
+/// Most bytes of an expert or a hidden state (64 GiB; real experts are under 1 GiB): sizes
+/// summed over every expert stay far inside u64.
+pub const MAX_BYTES: u64 = 1 << 36;
 /// Relative tolerance of the symmetry check.
 const SYMMETRY_TOLERANCE: f64 = 1e-9;
 
@@ -147,11 +150,20 @@ pub fn validate(instance: &Instance) -> Check {
                 format!("{} exceeds the supported maximum {MAX_TOP_K}", m.top_k),
             );
         }
-        if m.expert_bytes == 0 {
-            return fail(f("expert_bytes"), "must be positive");
-        }
-        if m.hidden_bytes == 0 {
-            return fail(f("hidden_bytes"), "must be positive");
+        for (field, bytes) in [
+            ("expert_bytes", m.expert_bytes),
+            ("hidden_bytes", m.hidden_bytes),
+        ] {
+            if bytes == 0 {
+                return fail(f(field), "must be positive");
+            }
+            at_most(
+                f(field),
+                "bytes",
+                bytes,
+                MAX_BYTES,
+                "formulations::slimcaching::validate::MAX_BYTES",
+            )?;
         }
         positive(&f("expert_flops"), m.expert_flops)?;
         // Both factors are bounded above, so neither the product nor the sum overflows.
