@@ -144,38 +144,33 @@ impl ImportArgs {
     /// else the --config file.
     pub fn name_source(&self, e: Error) -> Error {
         let flags = [
-            ("servers", self.servers.is_some()),
-            ("users", self.users.is_some()),
-            ("storage_bytes", self.storage_bytes.is_some()),
-            ("local_experts_per_user", self.local_experts.is_some()),
+            ("servers", "--servers", self.servers.is_some()),
+            ("users", "--users", self.users.is_some()),
+            (
+                "storage_bytes",
+                "--storage-bytes",
+                self.storage_bytes.is_some(),
+            ),
+            (
+                "local_experts_per_user",
+                "--local-experts",
+                self.local_experts.is_some(),
+            ),
         ];
-        match e {
-            Error::Invalid {
-                path,
-                field,
-                reason,
-            } if path.to_string_lossy().starts_with('<') => {
-                match flags.iter().find(|(f, given)| *given && field == *f) {
-                    Some(_) if field == "local_experts_per_user" => {
-                        Error::command_line("--local-experts", reason)
-                    }
-                    Some((f, _)) => {
-                        Error::command_line(format!("--{}", f.replace('_', "-")), reason)
-                    }
-                    None => {
-                        let e = Error::Invalid {
-                            path,
-                            field,
-                            reason,
-                        };
-                        match &self.config {
-                            Some(file) => e.with_file(file),
-                            None => e,
-                        }
-                    }
-                }
+        if let Error::Invalid {
+            path,
+            field,
+            reason,
+        } = &e
+        {
+            let set_by = flags.iter().find(|(f, _, given)| *given && field == f);
+            if let (true, Some((_, flag, _))) = (path.to_string_lossy().starts_with('<'), set_by) {
+                return Error::command_line(*flag, reason.clone());
             }
-            other => other,
+        }
+        match &self.config {
+            Some(file) => e.with_file(file),
+            None => e,
         }
     }
 
