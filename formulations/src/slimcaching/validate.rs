@@ -82,6 +82,14 @@ fn same_link(a: &Link, b: &Link) -> bool {
         }
 }
 
+/// A list of at least one and at most `limit` entries (`one` names an entry).
+fn listed(field: &str, one: &str, len: usize, limit: usize, name: &str) -> Check {
+    if len == 0 {
+        return fail(field, format!("at least one {one} is required"));
+    }
+    at_most(field, field, len as u64, limit as u64, name)
+}
+
 /// Checks every rule; the first violation is returned.
 pub fn validate(instance: &Instance) -> Check {
     let n = instance.servers.len();
@@ -102,14 +110,11 @@ pub fn validate(instance: &Instance) -> Check {
     }
     positive("cloud.compute_flops", instance.cloud.compute_flops)?;
     validate_backhaul(instance)?;
-    if instance.models.is_empty() {
-        return fail("models", "at least one MoE model is required");
-    }
-    at_most(
+    listed(
         "models",
-        "models",
-        instance.models.len() as u64,
-        MAX_MODELS as u64,
+        "MoE model",
+        instance.models.len(),
+        MAX_MODELS,
         "formulations::slimcaching::validate::MAX_MODELS",
     )?;
     let mut total_experts = 0u64;
@@ -176,14 +181,11 @@ pub fn validate(instance: &Instance) -> Check {
         MAX_TOTAL_EXPERTS,
         "formulations::slimcaching::validate::MAX_TOTAL_EXPERTS",
     )?;
-    if instance.users.is_empty() {
-        return fail("users", "at least one user is required");
-    }
-    at_most(
+    listed(
         "users",
-        "users",
-        instance.users.len() as u64,
-        MAX_USERS as u64,
+        "user",
+        instance.users.len(),
+        MAX_USERS,
         "formulations::slimcaching::validate::MAX_USERS",
     )?;
     let catalogue = ExpertCatalogue::new(&instance.models);
