@@ -688,6 +688,7 @@ fn regressions() -> Vec<(&'static str, &'static str, Value)> {
         ("prism-config", "/model/expert_bytes", json!(u64::MAX)),
         ("prism-config", "/memory/model_fraction/max", json!(1e12)),
         ("prism", "/model/hidden_bytes", json!(u64::MAX)),
+        ("prism", "/servers/1/gpus/1/memory_bytes", json!(u64::MAX)),
         (
             "slimcaching-config",
             "/library/synthetic/expert_bytes/max",

@@ -26,6 +26,9 @@ pub const FREQUENCY_TOLERANCE: f64 = 1e-6;
 /// presets draw about 40,000).
 pub const MAX_SIMULATED_SELECTIONS: u64 = 1 << 26;
 
+/// Most GPU memory of all servers together (1 EiB): every sum of memories fits in u64.
+pub const MAX_TOTAL_MEMORY_BYTES: u64 = 1 << 60;
+
 /// Most bytes of an expert or a hidden state (64 GiB; real experts are under 1 GiB): memories,
 /// experts times bytes and tokens times bytes stay far inside u64.
 pub const MAX_BYTES: u64 = 1 << 36;
@@ -107,6 +110,19 @@ pub fn validate(instance: &Instance) -> Check {
     if instance.servers.is_empty() {
         return fail("servers", "needs at least one server");
     }
+    // Saturating: a saturated sum is above the limit, as the true one is.
+    let memory = instance
+        .servers
+        .iter()
+        .flat_map(|s| &s.gpus)
+        .fold(0u64, |t, g| t.saturating_add(g.memory_bytes));
+    crate::error::at_most(
+        "servers",
+        "bytes of GPU memory in all",
+        memory,
+        MAX_TOTAL_MEMORY_BYTES,
+        "formulations::prism::validate::MAX_TOTAL_MEMORY_BYTES",
+    )?;
     let (layers, experts, k) = (instance.layers(), instance.experts_per_layer(), m.top_k);
     for (n, s) in instance.servers.iter().enumerate() {
         let at = format!("servers[{n}]");
