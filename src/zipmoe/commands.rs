@@ -285,7 +285,7 @@ impl Commands for ZipMoe {
         let mut config: ImportConfig = args.config()?;
         config.seed = args.seed.unwrap_or(config.seed);
         Ok(Made::new(
-            &generate::import(counts, &config)?,
+            &generate::import(counts, &config).map_err(|e| args.name_source(e))?,
             String::new(),
         ))
     }

@@ -513,10 +513,8 @@ pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
         reason,
     };
     if config.prompts.is_empty() {
-        return Err(bad(
-            "prompts".into(),
-            "at least one prompt is required".into(),
-        ));
+        // The configuration's fault (named by the command as its --config file).
+        return Err(invalid("prompts", "at least one prompt is required"));
     }
     let device = match config.device {
         Some(d) => d,
