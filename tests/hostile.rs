@@ -1197,3 +1197,38 @@ fn every_kind_has_a_fuzz_test() {
         );
     }
 }
+
+/// ZipMoE's import configuration (any field alone): an error of its own is named as the
+/// configuration file and the field, not as the count file.
+#[test]
+fn an_import_configuration_error_names_the_configuration_file() {
+    let dir = scratch("hostile-import-config");
+    let counts = dir.join("counts.json");
+    std::fs::write(&counts, warm_start_counts().to_string()).unwrap();
+    let (config, out) = (dir.join("config.json"), dir.join("out.json"));
+    let states = json!({"full": 2.0, "compressed": 0.0, "sm_cached": 0.0, "e_cached": 0.0});
+    for (content, field) in [
+        (json!({"prompts": []}), "prompts"),
+        (json!({ "states": states }), "states"),
+    ] {
+        std::fs::write(&config, content.to_string()).unwrap();
+        let args = [
+            "import",
+            "zipmoe",
+            "--counts",
+            counts.to_str().unwrap(),
+            "--config",
+        ]
+        .into_iter()
+        .map(String::from)
+        .chain([
+            config.display().to_string(),
+            "-o".into(),
+            out.display().to_string(),
+        ]);
+        let outcome = run_capped(args.collect::<Vec<_>>());
+        let fault = outcome.refusal_fault(&format!("config.json: {field}:"));
+        assert!(fault.is_none(), "{content}: {fault:?}: {}", outcome.stderr);
+        assert!(!out.exists());
+    }
+}
