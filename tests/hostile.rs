@@ -9,8 +9,9 @@
 //! - the fuzz harness: seeded, structure-aware random mutations (proptest) of the same files,
 //!   each run through the command under a memory cap; any exit but 0 or 2, or a refusal that is
 //!   not one line naming the file, is a finding, shrunk to its fewest mutations and saved under
-//!   target/fuzz-findings/. By default a short run of each kind; `./dev fuzz MINUTES` sets
-//!   MOE_OPT_FUZZ_SECONDS and runs each kind that long.
+//!   target/tmp/fuzz-findings/ (each finding fixed is kept in the corpus: [`regressions`]). By
+//!   default a short run of each kind; `./dev fuzz MINUTES` sets MOE_OPT_FUZZ_SECONDS and runs
+//!   each kind that long.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
