@@ -145,17 +145,7 @@ mod tests {
             (Box::new(|i| i.experts[1].id = 0), "experts[1].id"),
             (Box::new(|i| i.experts[0].gpu_s = -1.0), "experts[0].gpu_s"),
             // 5 x 64 x 256 > 2^16, each factor within its own limit.
-            (
-                Box::new(|i| {
-                    i.tensors_per_expert = MAX_TENSORS;
-                    i.shards = MAX_SHARDS;
-                    let e = i.experts[0].clone();
-                    i.experts = (0..5)
-                        .map(|id| SelectedExpert { id, ..e.clone() })
-                        .collect();
-                }),
-                "shards",
-            ),
+            (Box::new(|i| *i = widest(5)), "shards"),
         ];
         for (mutate, field) in cases {
             let mut i = valid();
@@ -164,17 +154,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn shard_operations_at_the_limit_pass_and_one_expert_more_fails() {
-        // 4 x 64 x 256 = 2^16 exactly.
+    /// The valid instance with `experts` copies of its first expert, each of the most tensors
+    /// and shards.
+    fn widest(experts: u32) -> Instance {
         let mut i = valid();
         i.tensors_per_expert = MAX_TENSORS;
         i.shards = MAX_SHARDS;
         let e = i.experts[0].clone();
-        i.experts = (0..4)
+        i.experts = (0..experts)
             .map(|id| SelectedExpert { id, ..e.clone() })
             .collect();
+        i
+    }
+
+    #[test]
+    fn shard_operations_at_the_limit_pass_and_one_expert_more_fails() {
+        // 4 x 64 x 256 = 2^16 exactly.
+        let mut i = widest(4);
         assert_eq!(validate(&i), Ok(()));
+        let e = i.experts[0].clone();
         i.experts.push(SelectedExpert { id: 4, ..e });
         let err = validate(&i).unwrap_err();
         assert_eq!(err.field, "shards");
