@@ -368,6 +368,13 @@ enum Command {
     ///
     /// `--csv`: a row per policy and layer, plus a `total` row per policy.
     Replay(cache::ReplayArgs),
+    /// Miss-ratio curves: the loads of LRU and Belady at every capacity (K..=E per layer, or
+    /// K..=L E for a pool) in one pass over a token stream (stack distances), equal to a
+    /// `replay` per capacity.
+    ///
+    /// `--csv`: a row per policy, capacity and layer, plus a `total` row per policy and
+    /// capacity (replay's columns, with `capacity` on every row).
+    Mrc(cache::MrcArgs),
     /// Replay a token stream with one cache-aware router (paper 002) and LRU caches.
     ///
     /// `--csv`: a row per layer's cache, plus a `total` row, with the router's quality proxies
@@ -644,6 +651,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Replay(args) => args.run(),
+        Command::Mrc(args) => args.run(),
         Command::Route(args) => args.run(),
         Command::Pareto(args) => args.run(),
         Command::Offline(args) => args.run(),

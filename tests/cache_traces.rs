@@ -7,6 +7,7 @@ use formulations::cache::model::Trace;
 use moe_opt::cache::commands::{self, PolicyChoice};
 use moe_opt::cache::generate::{generate, GeneratorConfig, Preset};
 use moe_opt::cache::import::{self, ImportOptions};
+use moe_opt::cache::mrc::{mrc, POLICIES};
 use moe_opt::cache::policies::{replay_trace, PolicySpec, Scope};
 use moe_opt::cache::stats::{trace_stats, CalibrationGrid};
 
@@ -303,5 +304,67 @@ fn print_table1_presets() {
             s.half_capacity,
             s.lru_miss_rate_half
         );
+    }
+}
+
+/// `mrc`'s one pass against `replay_trace` at each capacity: every capacity of each real log
+/// with per-layer caches; with a pool (up to L E capacities, each replay costing up to C per
+/// Belady miss) the first, the last and 10 more spread between them. Loads must agree for
+/// the whole trace and for every layer.
+#[test]
+fn mrc_equals_a_replay_per_capacity_on_the_real_logs() {
+    for (rel, _) in LOGS {
+        let Some(t) = real_log(rel) else { return };
+        for scope in [Scope::PerLayer, Scope::Pool] {
+            let points = if scope == Scope::PerLayer {
+                usize::MAX
+            } else {
+                11
+            };
+            mrc_equals_replay(&t, scope, rel, points);
+        }
+    }
+}
+
+/// The same on generated traces: every preset's shape (shortened to 4 layers of 120 tokens),
+/// two seeds, every capacity of both scopes.
+#[test]
+fn mrc_equals_a_replay_per_capacity_on_generated_traces() {
+    for &preset in Preset::ALL {
+        for seed in 0..2 {
+            let mut config = GeneratorConfig::preset(preset);
+            config.layers = 4;
+            config.sequences = 2;
+            config.tokens_per_sequence = 60;
+            let t = generate(&config, seed).unwrap();
+            for scope in [Scope::PerLayer, Scope::Pool] {
+                mrc_equals_replay(&t, scope, &format!("{preset} seed {seed}"), usize::MAX);
+            }
+        }
+    }
+}
+
+/// Asserts that `mrc` gives `replay`'s loads and requests, total and per layer, at about
+/// `points` evenly spaced capacities and the last (`usize::MAX`: every capacity).
+fn mrc_equals_replay(t: &Trace, scope: Scope, name: &str, points: usize) {
+    let m = mrc(t, &POLICIES, scope).unwrap();
+    let n = m.capacities.len();
+    let step = n.div_ceil(points);
+    for i in (0..n).filter(|i| i % step == 0 || i + 1 == n) {
+        let c = m.capacities[i];
+        for curve in &m.curves {
+            let r = replay_trace(t, curve.policy, c, scope, None).unwrap();
+            let what = format!("{name} {scope:?} {} C = {c}", curve.policy);
+            assert_eq!(curve.loads[i], r.total.loads, "{what}");
+            assert_eq!(m.requests, r.total.requests, "{what}");
+            for (layer, replayed) in curve.layers.iter().zip(&r.layers) {
+                assert_eq!(
+                    layer.loads[i], replayed.loads,
+                    "{what} layer {}",
+                    layer.layer
+                );
+                assert_eq!(layer.requests, replayed.requests, "{what}");
+            }
+        }
     }
 }

@@ -179,3 +179,50 @@ fn a_real_log_replays_under_every_weight_free_policy() {
     ]));
     assert!(err.contains("no logits"));
 }
+
+/// `mrc --csv` on the real Switch log (E = 8, K = 1, 6 layers, 215 tokens): a row per policy,
+/// capacity and layer plus a total, each total equal to `replay --capacity C`'s; a policy
+/// that is not a stack algorithm is refused on the flag.
+#[test]
+fn mrc_writes_every_capacity_and_agrees_with_replay() {
+    let Some(log) = shared_data("token-traces/switch_base8_encoder_top1.jsonl.gz") else {
+        return;
+    };
+    let dir = scratch("mrc");
+    let csv = dir.join("mrc.csv");
+    let rows = csv_table(moe_opt().arg("mrc").arg(&log), &csv);
+    // 2 policies x 8 capacities x (6 layers + total).
+    assert_eq!(rows.len(), 2 * 8 * 7);
+    for policy in ["lru", "belady"] {
+        for capacity in 1..=8 {
+            let total = rows
+                .iter()
+                .find(|r| {
+                    r["policy"] == policy
+                        && r["capacity"] == capacity.to_string()
+                        && r["layer"] == "total"
+                })
+                .unwrap_or_else(|| panic!("{policy} C = {capacity}: no total row"));
+            assert_eq!(total["requests"], "1290", "215 tokens x 6 layers x K = 1");
+            let replay: serde_json::Value =
+                serde_json::from_str(&ok(moe_opt().arg("replay").arg(&log).args([
+                    "--capacity",
+                    &capacity.to_string(),
+                    "--methods",
+                    policy,
+                    "--json",
+                ])))
+                .unwrap();
+            assert_eq!(
+                total["loads"],
+                replay["results"][0]["total"]["loads"].to_string(),
+                "{policy} C = {capacity}"
+            );
+        }
+    }
+    let err = refused(moe_opt().arg("mrc").arg(&log).args(["--methods", "lfu"]));
+    assert!(
+        err.contains("--methods") && err.contains("stack algorithm"),
+        "{err}"
+    );
+}

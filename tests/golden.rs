@@ -10,7 +10,7 @@
 //!
 //! Covered: `generate` (every preset's `--print-config`, written instances), `solve` (every
 //! method, `--json` and `--csv`), `compare`, `write-lp`, `eplb`, `migrate`, `plan`, `replay`,
-//! `route`, `pareto`, `offline`, `tpot`, `claims`, `verify` (runs and re-checks), `sweep`,
+//! `mrc`, `route`, `pareto`, `offline`, `tpot`, `claims`, `verify` (runs and re-checks), `sweep`,
 //! `merge` (equal to the unsharded run) and `import` (only where ../shared/data exists, see
 //! `import_real_data`). `demo` prints text tables only and is not pinned.
 //!
@@ -684,6 +684,15 @@ fn cache_trace() {
             ],
         );
         assert_json_and_csv(&format!("replay_{name}"), &report, &clean_csv(&table));
+    }
+    // mrc: LRU and Belady at every capacity, per layer and in one pool.
+    for (name, scope) in [("per_layer", "per-layer"), ("pool", "pool")] {
+        let (report, table) = run_json_csv(
+            &dir,
+            &format!("mrc-{name}"),
+            &["mrc", trace, "--scope", scope],
+        );
+        assert_json_and_csv(&format!("mrc_{name}"), &report, &clean_csv(&table));
     }
     let some = run_json(&[
         "replay",

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::generate::{generate as generate_trace, GeneratorConfig, Locality, Preset};
 use super::import::{self, FrequencyWarmStart, ImportOptions};
+use super::mrc::{mrc, Mrc};
 use super::policies::{replay_trace, PolicySpec, Scope, TraceReplay};
 use super::policy::CacheStats;
 use super::stats::{
@@ -493,6 +494,85 @@ pub fn replay_file(
     let trace = import::load_any(path, options)?;
     let warm = warm_start.map(import::import_counts).transpose()?;
     replay(&trace, capacity, policies, scope, warm.as_ref()).map_err(|e| e.with_file(path))
+}
+
+/// The report of `mrc`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MrcReport {
+    /// moe-opt version.
+    pub moe_opt_version: &'static str,
+    /// The trace walked.
+    pub trace: TraceInfo,
+    /// The curves.
+    #[serde(flatten)]
+    pub mrc: Mrc,
+}
+
+/// Most capacities the text shows; `--json` and `--csv` hold them all.
+const MRC_TEXT_ROWS: usize = 32;
+
+impl MrcReport {
+    /// For humans: the miss rate and loads of each policy at each capacity (every n-th one
+    /// when there are many, and the last).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        self.trace.text(&mut out);
+        let caps = &self.mrc.capacities;
+        let every = caps.len().div_ceil(MRC_TEXT_ROWS).max(1);
+        let _ = writeln!(
+            out,
+            "{}, {} requests, C = {}..={} in one pass{}",
+            self.mrc.scope.caches(),
+            self.mrc.requests,
+            caps.first().unwrap_or(&0),
+            caps.last().unwrap_or(&0),
+            if every > 1 {
+                format!(" (one capacity in {every} shown, and the last; --json and --csv hold all)")
+            } else {
+                String::new()
+            }
+        );
+        let names: Vec<String> = (self.mrc.curves.iter())
+            .flat_map(|c| {
+                [
+                    format!("{} miss rate", c.policy),
+                    format!("{} loads", c.policy),
+                ]
+            })
+            .collect();
+        let headers: Vec<&str> = std::iter::once("C")
+            .chain(names.iter().map(String::as_str))
+            .collect();
+        let shown = (0..caps.len()).filter(|i| i % every == 0 || i + 1 == caps.len());
+        let rows: Vec<Vec<String>> =
+            shown
+                .map(|i| {
+                    std::iter::once(caps[i].to_string())
+                        .chain(self.mrc.curves.iter().flat_map(|c| {
+                            [format!("{:.4}", c.miss_rate[i]), c.loads[i].to_string()]
+                        }))
+                        .collect()
+                })
+                .collect();
+        out.push_str(&table(&headers, &rows, 1));
+        out
+    }
+}
+
+/// The miss-ratio curves of a file: a token log, or a cache-trace JSON.
+pub fn mrc_file(
+    path: &Path,
+    options: &ImportOptions,
+    policies: &[PolicySpec],
+    scope: Scope,
+) -> Result<MrcReport, Error> {
+    let trace = import::load_any(path, options)?;
+    let mrc = mrc(&trace, policies, scope).map_err(|e| e.with_file(path))?;
+    Ok(MrcReport {
+        moe_opt_version: VERSION,
+        trace: TraceInfo::new(&trace),
+        mrc,
+    })
 }
 
 /// The report of `calibrate`.

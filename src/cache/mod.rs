@@ -11,6 +11,7 @@
 //! * [`stats`]: locality statistics of a trace and the calibration of the generator;
 //! * [`commands`]: what the command line calls (generate, import, replay, calibrate);
 //! * [`belady`]: Belady's MIN over a known stream (the fixed-routing optimum);
+//! * [`mrc`]: miss-ratio curves of LRU and Belady at every capacity in one pass;
 //! * [`bounds`]: the exact offline bounds (MILPs, exhaustive search) and their reports;
 //! * [`claims`]: paper 002's offline caching claims (Sec. 4.8);
 //! * [`mutate`]: moves on offline instances for the worst-case search and shrinking;
@@ -27,6 +28,7 @@ pub mod commands;
 pub mod entry;
 pub mod generate;
 pub mod import;
+pub mod mrc;
 pub mod mutate;
 pub mod pareto;
 pub mod policies;

@@ -722,7 +722,7 @@ fn fill_scores(buf: &mut Vec<f32>, logits: &Option<Vec<f32>>) -> bool {
     }
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
+pub(crate) fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0
     } else {

@@ -116,6 +116,73 @@ impl ReplayArgs {
     }
 }
 
+/// `moe-opt mrc`.
+#[derive(Debug, Args)]
+pub(super) struct MrcArgs {
+    #[command(flatten)]
+    trace: TraceArgs,
+    /// Comma-separated stack policies: lru, belady.
+    #[arg(
+        long = "methods",
+        visible_alias = "policies",
+        default_value = "lru,belady",
+        value_delimiter = ','
+    )]
+    policies: Vec<String>,
+    /// per-layer (one cache per MoE layer, C = K..=E) or pool (one cache over all layers, C =
+    /// K..=L E).
+    #[arg(long, default_value = "per-layer")]
+    scope: String,
+    #[command(flatten)]
+    output: Output,
+}
+
+impl MrcArgs {
+    pub(super) fn run(self) -> Result<(), CliError> {
+        let policies = (self.policies.iter())
+            .map(|p| {
+                let policy = p.parse::<PolicySpec>()?;
+                crate::cache::mrc::check_policy(policy).map(|()| policy)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| CliError::flag("--methods", e))?;
+        let scope: Scope = self
+            .scope
+            .parse()
+            .map_err(|e| CliError::flag("--scope", e))?;
+        let options = ImportOptions {
+            experts: self.trace.experts,
+            ..ImportOptions::default()
+        };
+        let report = cc::mrc_file(&self.trace.trace, &options, &policies, scope)?;
+        let mut rows = Vec::new();
+        for curve in &report.mrc.curves {
+            for (i, &capacity) in report.mrc.capacities.iter().enumerate() {
+                let layers = curve
+                    .layers
+                    .iter()
+                    .map(|l| (l.layer.to_string(), l.requests, l.loads[i]));
+                let total = ("total".to_string(), report.mrc.requests, curve.loads[i]);
+                for (layer, requests, loads) in layers.chain(once(total)) {
+                    rows.push(serde_json::json!({
+                        "policy": curve.policy.to_string(),
+                        "capacity": capacity,
+                        "layer": layer,
+                        "requests": requests,
+                        "loads": loads,
+                        "miss_rate": crate::cache::policies::ratio(loads, requests),
+                    }));
+                }
+            }
+        }
+        let mut context = report.trace.context();
+        context.push(("scope", self.scope.clone().into()));
+        let table = Table::new(context, rows);
+        let rendered = Rendered::new(&report, report.text()).with_table(table);
+        self.output.emit(rendered)
+    }
+}
+
 /// `moe-opt route`.
 #[derive(Debug, Args)]
 pub(super) struct RouteArgs {
