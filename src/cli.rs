@@ -231,7 +231,8 @@ enum Command {
         /// Output folder: journal.jsonl, claims.csv, instances.csv, counterexamples/.
         #[arg(short, long, visible_alias = "output", default_value = "verify-out")]
         out: PathBuf,
-        /// Continue an interrupted run from OUT/journal.jsonl.
+        /// Continue an interrupted run from OUT/journal.jsonl; refused when OUT/run.json holds
+        /// other options (seed, instances, claims, search, restarts, time limit).
         #[arg(long)]
         resume: bool,
     },

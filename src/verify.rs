@@ -22,7 +22,10 @@
 //!    --claim ID`.
 //!
 //! Every finished instance is appended to `OUT/journal.jsonl` at once (a crash loses nothing
-//! already finished); `--resume` reads the journal and skips what it holds. At the end the
+//! already finished); `--resume` reads the journal and skips what it holds. The journal's
+//! records are keyed by claim and index only, so `OUT/run.json` records the settings the run
+//! started with ([`RunSettings`]) and `--resume` refuses a folder written with others, naming
+//! the flag (as `sweep` refuses another spec hash). At the end the
 //! journal is rewritten in a fixed order and the tables are written, so the same seed gives
 //! byte-identical files whatever `--jobs` and however often the run was interrupted. No
 //! wall-clock time enters any output.
@@ -428,6 +431,110 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
     }
 }
 
+/// What a run's results depend on (`--jobs` changes none): `OUT/run.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettings {
+    /// The claims checked, in run order (`--claim`, `--paper`).
+    pub claims: Vec<String>,
+    /// `--instances`.
+    pub instances: u64,
+    /// `--seed`.
+    pub seed: u64,
+    /// `--search`.
+    pub search: usize,
+    /// `--restarts`.
+    pub restarts: usize,
+    /// Successful shrink steps at most.
+    pub shrink_steps: usize,
+    /// `--time-limit`, seconds.
+    pub time_limit_s: Option<f64>,
+    /// HiGHS `mip_rel_gap` of the checks.
+    pub mip_rel_gap: f64,
+    /// HiGHS `threads` of the checks.
+    pub threads: u32,
+}
+
+impl RunSettings {
+    fn of(claims: Vec<String>, options: &VerifyOptions) -> Self {
+        let solve = &options.check.solve;
+        RunSettings {
+            claims,
+            instances: options.instances,
+            seed: options.seed,
+            search: options.search_iterations,
+            restarts: options.search_restarts,
+            shrink_steps: options.shrink_steps,
+            time_limit_s: solve.time_limit_s,
+            mip_rel_gap: solve.mip_rel_gap,
+            threads: solve.threads,
+        }
+    }
+
+    /// The first setting in which `self` (the folder's) differs from `now`, as (field, flag,
+    /// folder's value, this run's value).
+    fn difference(&self, now: &Self) -> Option<(&'static str, &'static str, String, String)> {
+        let limit = |t: Option<f64>| t.map_or("none".to_string(), |t| t.to_string());
+        let pairs = [
+            (
+                "claims",
+                "--claim/--paper",
+                self.claims.join(","),
+                now.claims.join(","),
+            ),
+            (
+                "instances",
+                "--instances",
+                self.instances.to_string(),
+                now.instances.to_string(),
+            ),
+            (
+                "seed",
+                "--seed",
+                self.seed.to_string(),
+                now.seed.to_string(),
+            ),
+            (
+                "search",
+                "--search",
+                self.search.to_string(),
+                now.search.to_string(),
+            ),
+            (
+                "restarts",
+                "--restarts",
+                self.restarts.to_string(),
+                now.restarts.to_string(),
+            ),
+            (
+                "shrink_steps",
+                "shrink steps",
+                self.shrink_steps.to_string(),
+                now.shrink_steps.to_string(),
+            ),
+            (
+                "time_limit_s",
+                "--time-limit",
+                limit(self.time_limit_s),
+                limit(now.time_limit_s),
+            ),
+            (
+                "mip_rel_gap",
+                "the MILP gap",
+                self.mip_rel_gap.to_string(),
+                now.mip_rel_gap.to_string(),
+            ),
+            (
+                "threads",
+                "the HiGHS threads",
+                self.threads.to_string(),
+                now.threads.to_string(),
+            ),
+        ];
+        pairs.into_iter().find(|(_, _, old, new)| old != new)
+    }
+}
+
 /// The journal: records keyed by (claim, source, index), appended as they finish.
 struct Journal {
     path: PathBuf,
@@ -436,13 +543,40 @@ struct Journal {
 }
 
 impl Journal {
-    fn open(out: &Path, resume: bool) -> Result<Self, formulations::Error> {
+    /// Opens `OUT/journal.jsonl` afresh, or with `resume` continues it when `OUT/run.json`
+    /// holds `settings`; writes `settings` to `OUT/run.json`.
+    fn open(out: &Path, resume: bool, settings: &RunSettings) -> Result<Self, formulations::Error> {
         let io = |source| formulations::Error::Io {
             path: out.to_path_buf(),
             source,
         };
         std::fs::create_dir_all(out).map_err(io)?;
         let path = out.join("journal.jsonl");
+        let head = out.join("run.json");
+        if resume && path.exists() {
+            if !head.exists() {
+                return Err(formulations::Error::Invalid {
+                    path: path.clone(),
+                    field: "run.json".into(),
+                    reason: "the folder has no run.json to say which options wrote the journal \
+                             (an older moe-opt): rerun without --resume, or choose another --out"
+                        .into(),
+                });
+            }
+            let old: RunSettings = formulations::error::read_json(&head)?;
+            if let Some((field, flag, was, now)) = old.difference(settings) {
+                return Err(formulations::Error::Invalid {
+                    path: head,
+                    field: field.into(),
+                    reason: format!(
+                        "the journal was written with {flag} {was}, this run has {now}: resume \
+                         with the same options, rerun without --resume, or choose another --out"
+                    ),
+                });
+            }
+        }
+        let text = serde_json::to_string_pretty(settings).expect("settings serialise") + "\n";
+        std::fs::write(&head, text).map_err(io)?;
         let mut done = BTreeMap::new();
         if resume && path.exists() {
             let reader = BufReader::new(File::open(&path).map_err(io)?);
@@ -514,7 +648,12 @@ pub fn run(
     groups: &[&dyn ClaimGroup],
     options: &VerifyOptions,
 ) -> Result<Vec<ClaimRow>, formulations::Error> {
-    let mut journal = Journal::open(&options.out, options.resume)?;
+    let ids = groups
+        .iter()
+        .flat_map(|g| g.infos())
+        .map(|i| i.id.to_string())
+        .collect();
+    let mut journal = Journal::open(&options.out, options.resume, &RunSettings::of(ids, options))?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
         .build()
@@ -894,7 +1033,8 @@ mod tests {
             resume: false,
         };
         let rows = run(&[&chosen], &options).unwrap();
-        let journal = Journal::open(&out, true).unwrap();
+        let ids = chosen.iter().map(|c| c.info.id.to_string()).collect();
+        let journal = Journal::open(&out, true, &RunSettings::of(ids, &options)).unwrap();
         for (claim, row) in chosen.iter().zip(&rows) {
             let id = claim.info.id;
             let records: Vec<&Record> = journal.done.values().filter(|r| r.claim == id).collect();

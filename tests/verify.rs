@@ -130,8 +130,83 @@ fn a_torn_last_journal_line_is_dropped_and_redone() {
         format!("{}\n{half}", keep.join("\n")),
     )
     .unwrap();
+    std::fs::copy(dir.join("whole/run.json"), torn.join("run.json")).unwrap();
     verify(&torn, &[&args[..], &["--resume"]].concat());
     assert_eq!(files(&dir.join("whole")), files(&torn));
+}
+
+/// The journal is keyed by claim and index only: `--resume` with another seed, instance
+/// count, claim or time limit would return the old run's results as the new one's. It is
+/// refused, naming run.json and the flag, and leaves the folder as it was; the same options
+/// resume to the uninterrupted result.
+#[test]
+fn resume_refuses_a_journal_written_with_other_options() {
+    let dir = scratch("resume-other-options");
+    let run = dir.join("run");
+    // The run's options as flag/value pairs; `with` replaces one.
+    let base = [
+        ("--claim", "slimcaching/prop3-greedy-ratio"),
+        ("--instances", "6"),
+        ("--search", "0"),
+        ("--time-limit", "20"),
+    ];
+    let with = |flag: &str, value: &'static str| {
+        let mut cmd = moe_opt();
+        cmd.args([
+            "verify",
+            "--seed",
+            if flag == "--seed" { value } else { "7" },
+        ]);
+        cmd.arg("--out").arg(&run).arg("--resume");
+        for (f, v) in base {
+            cmd.args([f, if f == flag { value } else { v }]);
+        }
+        cmd
+    };
+    let args: Vec<&str> = base.iter().flat_map(|(f, v)| [*f, *v]).collect();
+    verify(&run, &args);
+    let before = files(&run);
+    for (flag, was, now) in [
+        ("--seed", "7", "8"),
+        ("--instances", "6", "9"),
+        ("--time-limit", "20", "5"),
+        ("--search", "0", "4"),
+        (
+            "--claim",
+            "slimcaching/prop3-greedy-ratio",
+            "slimcaching/prop2-monotone",
+        ),
+    ] {
+        let err = refused(&mut with(flag, now));
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("run.json"), "{err}");
+        let flag = if flag == "--claim" {
+            "--claim/--paper"
+        } else {
+            flag
+        };
+        assert!(
+            err.contains(&format!("written with {flag} {was}, this run has {now}")),
+            "{err}"
+        );
+        assert_eq!(
+            files(&run),
+            before,
+            "a refused resume leaves the folder alone"
+        );
+    }
+
+    let head = std::fs::read(run.join("run.json")).unwrap();
+    std::fs::remove_file(run.join("run.json")).unwrap();
+    let err = refused(&mut with("--seed", "7"));
+    assert!(
+        err.contains("journal.jsonl") && err.contains("no run.json"),
+        "{err}"
+    );
+
+    std::fs::write(run.join("run.json"), head).unwrap();
+    ok(&mut with("--seed", "7"));
+    assert_eq!(files(&run), before);
 }
 
 /// `verify --json --claim ID --instance FILE`: the check's JSON.
