@@ -1,9 +1,15 @@
 //! The claims registry: every claim of the papers that moe-opt checks, as a hypothesis with
 //! an id, its place in the paper, what is measured and the bound, and the outcome of checking
 //! it on one instance. The verdict of a claim comes only from these per-instance outcomes: a
-//! claim is `violated` when some instance fails it, `holds` when it was checked (against a
-//! proved optimum where it is a ratio claim) on at least one instance and none failed, and
-//! `inconclusive` otherwise.
+//! claim is `violated` when some instance fails it, `holds` when it was checked on at least
+//! one instance and none failed, and `inconclusive` otherwise.
+//!
+//! A ratio claim's outcome on an instance rests on a [`Certificate`]: the optimum OPT is known
+//! to lie in `[lower, upper]` (a proved optimum: both equal; a solver stopped by a limit: its
+//! best bound on one side, its incumbent re-evaluated by the problem's one evaluator on the
+//! other). For `ALG >= b OPT` (maximisation) the check passes when `ALG >= b upper` (then it
+//! holds whatever OPT is), fails when `ALG < b lower` (a feasible solution beats ALG by more
+//! than the ratio allows), and is inconclusive in between; minimisation claims the mirror.
 
 use formulations::milp::SolveOptions;
 use serde::{Deserialize, Serialize};
@@ -95,6 +101,18 @@ pub enum ReferenceKind {
     None,
 }
 
+/// What decided a ratio check's pass or fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Certificate {
+    /// A proved optimum (exhaustive search, closed form, or a MILP solved to optimality).
+    Optimum,
+    /// A proved bound on OPT on the claim's side: the claim holds for every OPT it allows.
+    Bound,
+    /// A feasible solution's value: OPT is at least as good, and ALG misses the ratio to it.
+    Incumbent,
+}
+
 /// What checking a claim on one instance found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
@@ -127,6 +145,16 @@ pub struct Check {
     /// none (nothing to drive down). Journals written before the field read as `None`.
     #[serde(default)]
     pub margin: Option<f64>,
+    /// Ratio claims: a proved lower bound on the reference OPT (its value where proved
+    /// optimal; for a maximisation, a feasible solution's value).
+    #[serde(default)]
+    pub lower: Option<f64>,
+    /// Ratio claims: a proved upper bound on OPT (for a maximisation, the solver's best bound).
+    #[serde(default)]
+    pub upper: Option<f64>,
+    /// What decided the outcome of a ratio claim (none when inconclusive).
+    #[serde(default)]
+    pub certificate: Option<Certificate>,
 }
 
 impl Outcome {
@@ -156,6 +184,9 @@ impl Check {
             note: note.into(),
             witness: None,
             margin: None,
+            lower: None,
+            upper: None,
+            certificate: None,
         }
     }
 
@@ -182,7 +213,8 @@ impl Check {
     }
 
     /// `value` compared with a proved `optimum`, found as `status` says (exhaustive search,
-    /// a MILP's status, a closed form); ratio, bound, witness and margin by struct update.
+    /// a MILP's status, a closed form), which certifies a pass or fail; ratio, bound, witness
+    /// and margin by struct update.
     pub fn against_optimum(
         outcome: Outcome,
         value: f64,
@@ -195,6 +227,9 @@ impl Check {
             reference: Some(optimum),
             reference_kind: ReferenceKind::Optimum,
             solver_status: Some(status.into()),
+            lower: Some(optimum),
+            upper: Some(optimum),
+            certificate: (outcome != Outcome::Inconclusive).then_some(Certificate::Optimum),
             ..Check::new(outcome, note)
         }
     }

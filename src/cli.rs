@@ -984,8 +984,22 @@ fn problems_text(registry: &Registry) -> String {
 fn check_text(claim: &ClaimInfo, check: &crate::claims::Check) -> String {
     let num = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
     let outcome = serde_json::to_value(check.outcome).expect("outcomes serialise");
+    // Ratio claims: the bounds on OPT and what decided the outcome.
+    let certified = if check.lower.is_some() || check.upper.is_some() {
+        let by = check.certificate.map_or(serde_json::Value::Null, |c| {
+            serde_json::to_value(c).expect("certificates serialise")
+        });
+        format!(
+            "  OPT in [{}, {}], certified by {}\n",
+            num(check.lower),
+            num(check.upper),
+            by.as_str().unwrap_or("nothing (inconclusive)")
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{} ({}): {}\n  {}\n  value {}, reference {} ({}), ratio {}, bound {}, margin {}\n",
+        "{} ({}): {}\n  {}\n  value {}, reference {} ({}), ratio {}, bound {}, margin {}\n{}",
         claim.id,
         claim.place,
         outcome.as_str().unwrap_or_default(),
@@ -999,6 +1013,7 @@ fn check_text(claim: &ClaimInfo, check: &crate::claims::Check) -> String {
         num(check.ratio),
         num(check.bound),
         num(check.margin),
+        certified,
     )
 }
 

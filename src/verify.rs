@@ -42,7 +42,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use verification::search::{local_search, shrink, SearchOptions};
 
-use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome};
+use crate::claims::{Certificate, Check, CheckOptions, Claim, ClaimInfo, Outcome};
 use crate::report::canonical_sha256;
 
 /// An instance type whose claims `moe-opt verify` can check: how to read it back, describe its
@@ -213,6 +213,12 @@ pub struct ClaimRow {
     pub failed: usize,
     /// Instances without a conclusion.
     pub inconclusive: usize,
+    /// Checked instances whose outcome a proved optimum decided ([`Certificate::Optimum`]).
+    pub by_optimum: usize,
+    /// Passes decided by a proved bound on OPT alone ([`Certificate::Bound`]).
+    pub by_bound: usize,
+    /// Fails decided by a feasible solution alone ([`Certificate::Incumbent`]).
+    pub by_incumbent: usize,
     /// Lowest margin ([`Check::margin`]) over the claim's instances, generated and searched:
     /// < 0 when violated (how badly), otherwise how close the claim came to failing.
     pub worst_margin: Option<f64>,
@@ -837,6 +843,12 @@ fn verdict(
     } else {
         "inconclusive"
     };
+    let certified = |c: Certificate| {
+        records
+            .iter()
+            .filter(|r| r.check.certificate == Some(c))
+            .count()
+    };
     Ok(ClaimRow {
         id: info.id.into(),
         paper: info.paper.into(),
@@ -845,6 +857,9 @@ fn verdict(
         checked,
         failed: failed.len(),
         inconclusive,
+        by_optimum: certified(Certificate::Optimum),
+        by_bound: certified(Certificate::Bound),
+        by_incumbent: certified(Certificate::Incumbent),
         worst_margin,
         worst_ratio: worst.map(|w| w.0),
         bound_at_worst: worst.and_then(|w| w.1),
@@ -935,6 +950,9 @@ fn finish(
         "value",
         "reference",
         "reference_kind",
+        "lower",
+        "upper",
+        "certificate",
         "solver_status",
         "ratio",
         "bound",
@@ -966,6 +984,9 @@ fn finish(
             opt(c.value),
             opt(c.reference),
             enum_name(&c.reference_kind),
+            opt(c.lower),
+            opt(c.upper),
+            c.certificate.as_ref().map_or(String::new(), enum_name),
             c.solver_status.clone().unwrap_or_default(),
             opt(c.ratio),
             opt(c.bound),

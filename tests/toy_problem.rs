@@ -13,7 +13,7 @@ use std::path::Path;
 use clap::Parser;
 use formulations::milp::{Milp, Sense as MilpSense};
 use formulations::{Error, ValidationError};
-use moe_opt::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome, ReferenceKind};
+use moe_opt::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome};
 use moe_opt::cli::{run_with, Cli};
 use moe_opt::problem::{self, Problem, RunOptions, Sense, Solved};
 use moe_opt::registry::{Commands, ProblemEntry, Registry};
@@ -280,21 +280,17 @@ fn check(k: &Knapsack, options: &CheckOptions, method: Method) -> Check {
     let opt = problem::run::<KnapsackProblem>(k, Method::Exhaustive, &run_options).unwrap();
     let (a, o) = (alg.objective().unwrap(), opt.objective().unwrap());
     let margin = a - o / 2.0;
+    let outcome = if margin < -1e-9 {
+        Outcome::Fail
+    } else {
+        Outcome::Pass
+    };
+    let note = format!("{method} {a} against the optimum {o}");
     Check {
-        outcome: if margin < -1e-9 {
-            Outcome::Fail
-        } else {
-            Outcome::Pass
-        },
-        value: Some(a),
-        reference: Some(o),
-        reference_kind: ReferenceKind::Optimum,
-        solver_status: Some("exhaustive".into()),
         ratio: (o > 0.0).then(|| a / o),
         bound: Some(0.5),
-        note: format!("{method} {a} against the optimum {o}"),
-        witness: None,
         margin: Some(margin),
+        ..Check::against_optimum(outcome, a, o, "exhaustive", note)
     }
 }
 

@@ -9,7 +9,7 @@ use verification::{
 };
 
 use super::references::{
-    judge, p1_reference, p2_reference, ratio_check, ratio_of, reference_note, Reference,
+    judge, p1_reference, p2_reference, ratio_check, ratio_of, reference_note, Judged, Reference,
 };
 use super::set_functions::{
     only_server, prefix, server_ground, set_mode, top_k, PlacementFunction,
@@ -19,7 +19,7 @@ use super::{
     alg3, compile, fmt_opt, EXHAUSTIVE_SET_LIMIT, NEGLIGIBLE_COMPUTE, PROP6_END_POINT,
     PROP6_SINGLE_TOLERANCE, TOLERANCE,
 };
-use crate::claims::{Check, CheckOptions, Outcome};
+use crate::claims::{Certificate, Check, CheckOptions, Outcome};
 use crate::slimcaching::algorithms;
 
 /// kappa_n of one server of a successive run.
@@ -90,6 +90,7 @@ struct ServerRatio {
     bound: Option<f64>,
     outcome: Outcome,
     margin: Option<f64>,
+    certificate: Option<Certificate>,
 }
 
 /// Claim `prop5-subproblem-ratio`.
@@ -111,7 +112,11 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
         let value = model.objective(&with_n) - model.objective(&base);
         let reference = p2_reference(&model, &base, n, options, Some(&with_n), force_milp);
         let bound = kappa.kappa.map(|k| 1.0 - k);
-        let (outcome, margin) = judge(value, reference.value, reference.kind, bound);
+        let Judged {
+            outcome,
+            margin,
+            certificate,
+        } = judge(value, &reference, bound);
         servers.push(ServerRatio {
             server: n,
             value,
@@ -120,6 +125,7 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
             bound,
             outcome,
             margin,
+            certificate,
         });
     }
     let rank = |o: Outcome| match o {
@@ -156,6 +162,21 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
         None
     } else {
         servers.iter().filter_map(|s| s.margin).reduce(f64::min)
+    };
+    // A fail rests on the failing server's certificate (the worst); a pass on every server's.
+    let certificate = match outcome {
+        Outcome::Fail => worst.certificate,
+        Outcome::Inconclusive => None,
+        Outcome::Pass => Some(
+            if servers
+                .iter()
+                .all(|s| s.certificate == Some(Certificate::Optimum))
+            {
+                Certificate::Optimum
+            } else {
+                Certificate::Bound
+            },
+        ),
     };
     let premise_broken: Vec<usize> = servers
         .iter()
@@ -201,6 +222,8 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
                 "optimum_placement": s.reference.placement.as_ref()
                     .map(|x| placement_json(cat, &only_server(x, s.server))),
                 "solver_status": s.reference.status,
+                "incumbent": s.reference.incumbent,
+                "certificate": s.certificate,
                 "kappa": s.kappa,
                 "bound": s.bound,
                 "margin": s.margin,
@@ -210,8 +233,15 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
     Check {
         bound: worst.bound,
         witness,
-        margin,
-        ..worst.reference.check(outcome, worst.value, note)
+        ..worst.reference.check(
+            Judged {
+                outcome,
+                margin,
+                certificate,
+            },
+            worst.value,
+            note,
+        )
     }
 }
 

@@ -1,6 +1,8 @@
 //! The ratio claims against a reference (an optimum of P1 or P2_n by exhaustive search or the
-//! MILP, or only a bound): the references, the judging of value >= bound x reference, and the
-//! claims that need no curvature: Prop. 3, Remark 2 and Alg. 3 = Alg. 2 (two optima compared).
+//! MILP, or, when the MILP stops at a limit, its best bound and its incumbent): the
+//! references, the judging of value >= bound x reference on both sides (see
+//! [`crate::claims::Certificate`]), and the claims that need no curvature: Prop. 3, Remark 2
+//! and Alg. 3 = Alg. 2 (two optima compared).
 
 use formulations::milp::MilpStatus;
 use formulations::slimcaching::{
@@ -13,31 +15,53 @@ use verification::SetFunction;
 use super::set_functions::{eid, prefix, server_ground, sid, PlacementFunction};
 use super::witnesses::placement_json;
 use super::{compile, compile_top_k, fmt_opt, normalised, P2_ENUMERATION_LIMIT, TOLERANCE};
-use crate::claims::{Check, CheckOptions, Outcome, ReferenceKind};
+use crate::claims::{Certificate, Check, CheckOptions, Outcome, ReferenceKind};
 use crate::slimcaching::algorithms;
 
-/// A reference value for a ratio claim.
+/// A reference value for a ratio claim: OPT (maximised) where proved, else an upper bound.
 #[derive(Debug, Clone)]
 pub(super) struct Reference {
+    /// OPT, or an upper bound on it (`kind`).
     pub(super) value: Option<f64>,
     pub(super) kind: ReferenceKind,
     pub(super) status: Option<String>,
+    /// The optimum's placement, or the solver's incumbent.
     pub(super) placement: Option<Placement>,
+    /// A lower bound on OPT: `placement`'s value by the evaluator (`F`, minus the offset).
+    pub(super) incumbent: Option<f64>,
 }
 
 impl Reference {
-    /// `value` compared with this reference: its value, kind and solver status, and the ratio
-    /// where defined; bound, witness and margin by struct update.
-    pub(super) fn check(&self, outcome: Outcome, value: f64, note: String) -> Check {
+    /// `value` compared with this reference: its value, kind, solver status and the bounds
+    /// on OPT, the certificate of the outcome, and the ratio where defined; bound, witness
+    /// and margin by struct update.
+    pub(super) fn check(&self, judged: Judged, value: f64, note: String) -> Check {
+        let (lower, upper) = match self.kind {
+            ReferenceKind::Optimum => (self.value, self.value),
+            ReferenceKind::Bound => (self.incumbent, self.value),
+            ReferenceKind::None => (self.incumbent, None),
+        };
         Check {
             value: Some(value),
             reference: self.value,
             reference_kind: self.kind,
             solver_status: self.status.clone(),
             ratio: ratio_of(value, self.value),
-            ..Check::new(outcome, note)
+            lower,
+            upper,
+            certificate: judged.certificate,
+            margin: judged.margin,
+            ..Check::new(judged.outcome, note)
         }
     }
+}
+
+/// A ratio check's outcome, its margin and what certified it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Judged {
+    pub(super) outcome: Outcome,
+    pub(super) margin: Option<f64>,
+    pub(super) certificate: Option<Certificate>,
 }
 
 fn status_name(s: MilpStatus) -> String {
@@ -74,6 +98,7 @@ fn milp_reference(
                 value,
                 kind,
                 status: Some(status_name(s.status)),
+                incumbent: sol.placement.as_ref().map(|x| model.objective(x) - offset),
                 placement: sol.placement,
             }
         }
@@ -82,6 +107,7 @@ fn milp_reference(
             kind: ReferenceKind::None,
             status: Some(format!("error: {e}")),
             placement: None,
+            incumbent: None,
         },
     }
 }
@@ -98,6 +124,7 @@ pub(super) fn p1_reference(
             kind: ReferenceKind::Optimum,
             status: Some("exhaustive".into()),
             placement: Some(placement),
+            incumbent: Some(value),
         },
         Err(_) => milp_reference(model, &SlimCachingMilp::p1(model), options, start, 0.0),
     }
@@ -140,6 +167,7 @@ pub(super) fn p2_reference(
             kind: ReferenceKind::Optimum,
             status: Some("exhaustive".into()),
             placement: Some(placement),
+            incumbent: Some(best.0),
         };
     }
     let scopes: Vec<Scope> = (0..model.servers())
@@ -178,33 +206,62 @@ fn enumerate_within(
     }
 }
 
-/// Pass / fail of `value >= bound * reference` against a proved optimum, inconclusive
-/// otherwise, and the margin (see the module doc): the distance of the raw slack
-/// v - b r from the tolerance band [-allowance, allowance] over |r|, i.e. ratio - bound moved
-/// towards 0 by allowance / r; `None` inside the band (the bound is met with equality) and
-/// when the ratio is undefined (|r| <= the absolute tolerance), except on a fail, which keeps
-/// its slack over max(|r|, 1e-12) (then a large negative number: the algorithm loses value
-/// where nothing is to gain). Negative exactly on a fail.
-pub(super) fn judge(
-    value: f64,
-    reference: Option<f64>,
-    kind: ReferenceKind,
-    bound: Option<f64>,
-) -> (Outcome, Option<f64>) {
-    match (kind, reference, bound) {
-        (ReferenceKind::Optimum, Some(r), Some(b)) => {
-            let target = b * r;
-            let slack = TOLERANCE.slack(value, target);
-            if slack < 0.0 {
-                return (Outcome::Fail, Some(normalised(slack, r.abs())));
-            }
-            let raw = value - target;
-            let allowance = TOLERANCE.abs + TOLERANCE.rel * value.abs().max(target.abs());
-            let margin = (raw > allowance && ratio_of(value, reference).is_some())
-                .then(|| normalised(raw - allowance, r.abs()));
-            (Outcome::Pass, margin)
+/// Pass / fail of `value >= bound * OPT` from the bounds on OPT (see
+/// [`crate::claims::Certificate`]): a pass when it holds against the reference, OPT where
+/// proved or else the solver's upper bound; a fail when it fails against OPT, or else against
+/// the incumbent (a lower bound); inconclusive in between. The margin (see the module doc) is
+/// taken against the value that decided: the distance of the raw slack v - b r from the
+/// tolerance band [-allowance, allowance] over |r|, i.e. ratio - bound moved towards 0 by
+/// allowance / r; `None` inside the band (the bound is met with equality) and when the ratio
+/// is undefined (|r| <= the absolute tolerance), except on a fail, which keeps its slack over
+/// max(|r|, 1e-12) (then a large negative number: the algorithm loses value where nothing is
+/// to gain). Negative exactly on a fail.
+pub(super) fn judge(value: f64, reference: &Reference, bound: Option<f64>) -> Judged {
+    let inconclusive = Judged {
+        outcome: Outcome::Inconclusive,
+        margin: None,
+        certificate: None,
+    };
+    let Some(b) = bound else {
+        return inconclusive;
+    };
+    let (pass_by, fail_by) = match reference.kind {
+        ReferenceKind::Optimum => (reference.value, reference.value),
+        ReferenceKind::Bound => (reference.value, reference.incumbent),
+        ReferenceKind::None => (None, reference.incumbent),
+    };
+    let certificate = |by_optimum: bool, other: Certificate| {
+        Some(if by_optimum {
+            Certificate::Optimum
+        } else {
+            other
+        })
+    };
+    let proved = reference.kind == ReferenceKind::Optimum;
+    if let Some(r) = fail_by {
+        let slack = TOLERANCE.slack(value, b * r);
+        if slack < 0.0 {
+            return Judged {
+                outcome: Outcome::Fail,
+                margin: Some(normalised(slack, r.abs())),
+                certificate: certificate(proved, Certificate::Incumbent),
+            };
         }
-        _ => (Outcome::Inconclusive, None),
+    }
+    let Some(r) = pass_by else {
+        return inconclusive;
+    };
+    let target = b * r;
+    if TOLERANCE.slack(value, target) < 0.0 {
+        return inconclusive;
+    }
+    let raw = value - target;
+    let allowance = TOLERANCE.abs + TOLERANCE.rel * value.abs().max(target.abs());
+    Judged {
+        outcome: Outcome::Pass,
+        margin: (raw > allowance && ratio_of(value, Some(r)).is_some())
+            .then(|| normalised(raw - allowance, r.abs())),
+        certificate: certificate(proved, Certificate::Bound),
     }
 }
 
@@ -226,12 +283,11 @@ pub(super) fn ratio_check(
     note: String,
     witness: impl FnOnce() -> Value,
 ) -> Check {
-    let (outcome, margin) = judge(value, reference.value, reference.kind, bound);
+    let judged = judge(value, reference, bound);
     Check {
         bound,
-        witness: (outcome == Outcome::Fail).then(witness),
-        margin,
-        ..reference.check(outcome, value, note)
+        witness: (judged.outcome == Outcome::Fail).then(witness),
+        ..reference.check(judged, value, note)
     }
 }
 
@@ -274,6 +330,8 @@ pub(super) fn check_prop3(instance: &Instance, options: &CheckOptions) -> Check 
             "value": value,
             "optimum_placement": reference.placement.as_ref().map(|x| placement_json(cat, x)),
             "optimum": reference.value,
+            "optimum_kind": reference.kind,
+            "incumbent": reference.incumbent,
             "bound": bound,
         })
     })
@@ -303,7 +361,7 @@ pub(super) fn check_remark2(instance: &Instance, options: &CheckOptions) -> Chec
     let bound = 0.5;
     let failing: Vec<&str> = results
         .iter()
-        .filter(|r| judge(r.2, reference.value, reference.kind, Some(bound)).0 == Outcome::Fail)
+        .filter(|r| judge(r.2, &reference, Some(bound)).outcome == Outcome::Fail)
         .map(|r| r.0)
         .collect();
     // The worse algorithm decides value and ratio (Alg. 2 on ties).
@@ -332,6 +390,8 @@ pub(super) fn check_remark2(instance: &Instance, options: &CheckOptions) -> Chec
             })).collect::<Vec<_>>(),
             "optimum_placement": reference.placement.as_ref().map(|x| placement_json(cat, x)),
             "optimum": reference.value,
+            "optimum_kind": reference.kind,
+            "incumbent": reference.incumbent,
             "bound": bound,
         })
     })

@@ -6,12 +6,12 @@ use super::curvature::{
     prop6_premises,
 };
 use super::properties::{check_prop1, check_prop2_monotone, check_prop2_neither, check_prop4};
-use super::references::{check_prop3, check_remark2, p2_reference};
+use super::references::{check_prop3, check_remark2, judge, p2_reference, Judged, Reference};
 use super::set_functions::{
     eid, full_ground, prefix, server_ground, sid, top_k, PlacementFunction,
 };
 use super::*;
-use crate::claims::{Check, Outcome, ReferenceKind};
+use crate::claims::{Certificate, Check, Outcome, ReferenceKind};
 use crate::slimcaching::algorithms;
 use formulations::slimcaching::validate::validate;
 use formulations::slimcaching::{ExpertCatalogue, ExpertId, ServerId};
@@ -101,13 +101,34 @@ fn assert_consistent(id: &str, c: &Check) {
             "{id}: {s:?}"
         );
     }
+    // Independent restatement of `v >= b x` with the same tolerance.
+    let holds = |v: f64, x: f64, b: f64| v >= b * x - (1e-12 + 1e-9 * v.abs().max((b * x).abs()));
+    if let (Some(l), Some(u)) = (c.lower, c.upper) {
+        assert!(
+            l <= u + 1e-9 * u.abs().max(1.0),
+            "{id}: lower above upper: {c:?}"
+        );
+    }
     let ratio_claim = c.reference_kind != ReferenceKind::None;
     if ratio_claim && c.outcome != Outcome::Inconclusive {
-        assert_eq!(c.reference_kind, ReferenceKind::Optimum, "{id}");
-        let (v, r, b) = (c.value.unwrap(), c.reference.unwrap(), c.bound.unwrap());
-        // Independent restatement of the inequality with the same tolerance.
-        let holds = v >= b * r - (1e-12 + 1e-9 * v.abs().max((b * r).abs()));
-        assert_eq!(c.outcome == Outcome::Pass, holds, "{id}: {c:?}");
+        let (v, b) = (c.value.unwrap(), c.bound.unwrap());
+        match c.certificate {
+            Some(Certificate::Optimum) => {
+                assert_eq!(c.reference_kind, ReferenceKind::Optimum, "{id}");
+                assert_eq!((c.lower, c.upper), (c.reference, c.reference), "{id}");
+                let r = c.reference.unwrap();
+                assert_eq!(c.outcome == Outcome::Pass, holds(v, r, b), "{id}: {c:?}");
+            }
+            Some(Certificate::Bound) => {
+                assert_eq!(c.outcome, Outcome::Pass, "{id}");
+                assert!(holds(v, c.upper.unwrap(), b), "{id}: {c:?}");
+            }
+            Some(Certificate::Incumbent) => {
+                assert_eq!(c.outcome, Outcome::Fail, "{id}");
+                assert!(!holds(v, c.lower.unwrap(), b), "{id}: {c:?}");
+            }
+            None => panic!("{id}: a decided ratio check without a certificate: {c:?}"),
+        }
     }
     if c.outcome == Outcome::Fail {
         assert!(c.witness.is_some(), "{id}: a failure carries its witness");
@@ -593,4 +614,68 @@ fn a_server_left_with_nothing_to_gain_has_kappa_zero() {
     assert!((c.value.unwrap() - 0.5).abs() < 1e-12 && c.note.contains("end point 1/2"));
     // Margin min(kappa - 1/2, 1 - kappa) - 1e-9 = -1e-9.
     assert!((c.margin.unwrap() + 1e-9).abs() < 1e-12, "{:?}", c.margin);
+}
+
+/// `value >= b OPT` judged from bounds on OPT, numbers by hand (b = 0.5): OPT in
+/// [lower, upper] = [incumbent, solver bound].
+#[test]
+fn judge_certifies_from_bounds_on_both_sides() {
+    let reference = |kind, value, incumbent| Reference {
+        value,
+        kind,
+        status: None,
+        placement: None,
+        incumbent,
+    };
+    let bound = |upper, incumbent| reference(ReferenceKind::Bound, Some(upper), incumbent);
+    let decided = |value, r: &Reference| {
+        let Judged {
+            outcome,
+            certificate,
+            ..
+        } = judge(value, r, Some(0.5));
+        (outcome, certificate)
+    };
+    // 0.6 >= 0.5 x 1.1 = 0.55 whatever OPT <= 1.1 is: a pass the bound certifies.
+    assert_eq!(
+        decided(0.6, &bound(1.1, Some(0.9))),
+        (Outcome::Pass, Some(Certificate::Bound))
+    );
+    // 0.4 < 0.5 x 0.9 = 0.45 <= 0.5 OPT: a fail the incumbent certifies.
+    assert_eq!(
+        decided(0.4, &bound(1.1, Some(0.9))),
+        (Outcome::Fail, Some(Certificate::Incumbent))
+    );
+    // 0.5: above 0.45, below 0.55: nothing proved either way.
+    assert_eq!(
+        decided(0.5, &bound(1.1, Some(0.9))),
+        (Outcome::Inconclusive, None)
+    );
+    // Without a bound only a fail can be certified; without an incumbent only a pass.
+    assert_eq!(
+        decided(0.4, &reference(ReferenceKind::None, None, Some(0.9))),
+        (Outcome::Fail, Some(Certificate::Incumbent))
+    );
+    assert_eq!(
+        decided(0.4, &bound(1.1, None)),
+        (Outcome::Inconclusive, None)
+    );
+    // A proved optimum certifies both ways; equality within the tolerance is a pass.
+    let optimum = reference(ReferenceKind::Optimum, Some(1.0), Some(1.0));
+    assert_eq!(
+        decided(0.5, &optimum),
+        (Outcome::Pass, Some(Certificate::Optimum))
+    );
+    assert_eq!(
+        decided(0.49, &optimum),
+        (Outcome::Fail, Some(Certificate::Optimum))
+    );
+    // The margin of a fail is taken against the value that decided it: (0.4 - 0.45) / 0.9.
+    let m = judge(0.4, &bound(1.1, Some(0.9)), Some(0.5))
+        .margin
+        .unwrap();
+    assert!(
+        (m - (0.4 - 0.45 + 1e-12 + 1e-9 * 0.45) / 0.9).abs() < 1e-12,
+        "{m}"
+    );
 }
