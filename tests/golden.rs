@@ -809,6 +809,35 @@ fn cache_trace() {
 }
 
 /// `solve`, `compare` and `write-lp` of cache-offline instances made with `offline`.
+/// `export`: layer 0 of the small trace as libCacheSim csv (whole), the pooled stream as
+/// oracleGeneral (its size and SHA-256).
+#[test]
+fn export_libcachesim() {
+    let dir = scratch("golden-export");
+    let (_, trace) = small_trace(&dir);
+    let (csv, bin) = (dir.join("layer0.csv"), dir.join("pool.oracleGeneral"));
+    run(&[
+        "export",
+        arg(&trace),
+        "--format",
+        "csv",
+        "--layer",
+        "0",
+        "-o",
+        arg(&csv),
+    ]);
+    insta::assert_snapshot!(
+        "export_libcachesim_layer0_csv",
+        std::fs::read_to_string(&csv).unwrap()
+    );
+    run(&["export", arg(&trace), "-o", arg(&bin)]);
+    let bytes = std::fs::read(&bin).unwrap();
+    insta::assert_json_snapshot!(
+        "export_libcachesim_pool_oracle_general",
+        json!({"bytes": bytes.len(), "sha256": sha256(&bytes)})
+    );
+}
+
 #[test]
 fn cache_offline() {
     let dir = scratch("golden-cache-offline");
