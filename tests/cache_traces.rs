@@ -1,6 +1,7 @@
 //! Cache traces end to end: the real token logs of ../shared/data/token-traces/ through the
 //! importer, every policy and the statistics; activation counts refused for replay; the
-//! calibrated generator presets against the real logs' statistics. Tests that read the real
+//! calibrated generator presets against the real logs' statistics; the real logs through
+//! libCacheSim's formats and back. Tests that read the real
 //! data skip with a printed reason where the folder is absent.
 
 use formulations::cache::model::Trace;

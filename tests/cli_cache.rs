@@ -1,6 +1,7 @@
 //! The command line on expert caches over token streams (papers 002 and 004): the offline
 //! bounds beside the routers (`offline`, `compare --methods` with routers), the Pareto sweep's
-//! tables (`pareto --csv`) and eq. (5)'s alpha selection (`tpot --alphas --csv`), end to end.
+//! tables (`pareto --csv`), eq. (5)'s alpha selection (`tpot --alphas --csv`) and libCacheSim's
+//! formats (`export`, `import cache-trace --libcachesim`), end to end.
 
 mod common;
 

@@ -10,7 +10,7 @@
 //!
 //! Covered: `generate` (every preset's `--print-config`, written instances), `solve` (every
 //! method, `--json` and `--csv`), `compare`, `write-lp`, `eplb`, `migrate`, `plan`, `replay`,
-//! `route`, `pareto`, `offline`, `tpot`, `claims`, `verify` (runs and re-checks), `sweep`,
+//! `route`, `pareto`, `offline`, `export`, `tpot`, `claims`, `verify` (runs and re-checks), `sweep`,
 //! `merge` (equal to the unsharded run) and `import` (only where ../shared/data exists, see
 //! `import_real_data`). `demo` prints text tables only and is not pinned.
 //!

@@ -1,9 +1,10 @@
 //! libCacheSim's trace formats: a trace's request stream out to an `oracleGeneral` binary or a
-//! csv file (`moe-opt export libcachesim`), so that any of libCacheSim's policies runs on
+//! csv file (`moe-opt export`), so that any of libCacheSim's policies runs on
 //! moe-opt's traces, and such a file back into a trace (`moe-opt import cache-trace
 //! --libcachesim`), so that moe-opt's exact bounds run on libCacheSim's traces.
 //!
-//! ## The formats (verified in libCacheSim's source, commit aa0fc40 of 2024-10-07)
+//! ## The formats (read in libCacheSim's source, commit aa0fc40 of 2024-10-07; the PyPI package
+//! libcachesim 0.3.5 reads moe-opt's files as described, `./dev libcachesim-test`)
 //!
 //! `oracleGeneral` (libCacheSim/traceReader/customizedReader/oracle/oracleGeneralBin.h, and
 //! the writer libCacheSim/bin/traceUtils/traceConv.cpp): no header, 24-byte packed records,
@@ -21,12 +22,13 @@
 //! request is written as -1, and the reader takes -1 or i64::MAX alike. Only relative order
 //! matters to libCacheSim's Belady (libCacheSim/cache/eviction/Belady.c keys its priority
 //! queue on the value). Records of size 0 are skipped by libCacheSim's reader
-//! (`ignore_size_zero_req`), so moe-opt neither writes nor reads them.
+//! (`ignore_size_zero_req`): moe-opt never writes one and refuses one on import.
 //!
 //! csv (libCacheSim/traceReader/generalReader/csv.c, options parsed in
 //! libCacheSim/bin/cli_reader_utils.c): moe-opt writes the header
 //! `time,obj_id,obj_size,next_access_vtime` and one line per request. libCacheSim's csv reader
-//! is told the 1-based columns: `cachesim FILE csv LRU 4 --trace-type-params
+//! is told the 1-based columns (`cachesim trace_path trace_type eviction_algo cache_size`):
+//! `cachesim FILE csv LRU 4 --trace-type-params
 //! "time-col=1,obj-id-col=2,obj-size-col=3,has-header=true,delimiter=,"` (Python:
 //! `ReaderInitParam` with `time_field=1, obj_id_field=2, obj_size_field=3, has_header=True`).
 //! That reader has no next-access column, so libCacheSim's Belady needs the binary.
@@ -53,12 +55,14 @@
 //!
 //! The format carries the routing only: the imported trace has one sequence (tokens 0, 1,
 //! ...), phase `decode`, no weights nor logits, and is `ranked` only for K = 1 (as a token log
-//! without weights, [`super::import`]). Exporting it again gives the same bytes.
+//! without weights, [`super::import`]). Exporting it again (same `--object-size`) gives the
+//! same bytes.
 //!
 //! A foreign libCacheSim trace (arbitrary obj ids and times) imports with `--renumber`: every
 //! record is one token of a single layer with K = 1, obj ids become experts 0, 1, ... in order
 //! of first appearance (at most [`MAX_EXPERTS`] distinct), times and sizes are not used (the
-//! bounds are those of unit-size objects: libCacheSim's `ignore_obj_size`).
+//! bounds are those of unit-size objects: libCacheSim's `ignore_obj_size`); sizes must still
+//! be nonzero and `next_access_vtime` right, as above.
 //!
 //! Errors name the file and the record (0-based for the binary, `record 17.obj_size`) or the
 //! csv line (1-based, `line 19.obj_size`).
