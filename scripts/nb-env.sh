@@ -5,8 +5,10 @@
 #                                  Jupyter kernel `moe-opt-nb` inside it (scripts/notebooks.py
 #                                  runs the notebooks on that kernel)
 #   source scripts/nb-env.sh ray   .tools/ray-venv from requirements-ray.txt (opt-in: Ray is large)
+#   source scripts/nb-env.sh libcachesim  .tools/lcs-venv from requirements-libcachesim.txt
+#                                  (opt-in: libCacheSim's Python bindings)
 #
-# Sets MOE_NB_PYTHON (or MOE_RAY_PYTHON) to the environment's python. Idempotent and quiet after
+# Sets MOE_NB_PYTHON (or MOE_RAY_PYTHON, MOE_LCS_PYTHON) to the environment's python. Idempotent and quiet after
 # the first run: packages are installed again only when the requirements file changes (its
 # SHA-256 is kept in the environment as .requirements.sha256). Needs python3 with venv and pip.
 
@@ -14,7 +16,8 @@ moe_nb_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 case "${1:-notebooks}" in
   notebooks) moe_nb_name=nb-venv;  moe_nb_req="$moe_nb_root/requirements-notebooks.txt" ;;
   ray)       moe_nb_name=ray-venv; moe_nb_req="$moe_nb_root/requirements-ray.txt" ;;
-  *) echo "moe-opt: scripts/nb-env.sh: unknown environment '$1' (notebooks or ray)" >&2; return 2 ;;
+  libcachesim) moe_nb_name=lcs-venv; moe_nb_req="$moe_nb_root/requirements-libcachesim.txt" ;;
+  *) echo "moe-opt: scripts/nb-env.sh: unknown environment '$1' (notebooks, ray or libcachesim)" >&2; return 2 ;;
 esac
 moe_nb_venv="$moe_nb_root/.tools/$moe_nb_name"
 moe_nb_stamp="$moe_nb_venv/.requirements.sha256"
@@ -38,9 +41,9 @@ if [ ! -x "$moe_nb_venv/bin/python" ] || [ "$(cat "$moe_nb_stamp" 2>/dev/null)" 
   echo "$moe_nb_want" > "$moe_nb_stamp"
 fi
 
-if [ "$moe_nb_name" = nb-venv ]; then
-  export MOE_NB_PYTHON="$moe_nb_venv/bin/python"
-else
-  export MOE_RAY_PYTHON="$moe_nb_venv/bin/python"
-fi
+case "$moe_nb_name" in
+  nb-venv)  export MOE_NB_PYTHON="$moe_nb_venv/bin/python" ;;
+  ray-venv) export MOE_RAY_PYTHON="$moe_nb_venv/bin/python" ;;
+  *)        export MOE_LCS_PYTHON="$moe_nb_venv/bin/python" ;;
+esac
 unset moe_nb_root moe_nb_name moe_nb_req moe_nb_venv moe_nb_stamp moe_nb_want

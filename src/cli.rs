@@ -387,6 +387,13 @@ enum Command {
     /// Build an offline caching instance (cache-offline) from one layer of a trace, for the
     /// exact fixed- and flexible-routing bounds (`solve`, `compare`).
     Offline(cache::OfflineArgs),
+    /// Write a trace's request stream as a libCacheSim trace (oracleGeneral binary or csv),
+    /// for libCacheSim's policies; `import cache-trace --libcachesim` reads it back.
+    ///
+    /// One request per (token, layer, expert): obj_id = layer x E + expert, time = the step
+    /// (token x L + layer), next_access_vtime the 1-based index of the object's next request
+    /// (-1: none). With --layer, one layer's stream: obj_id = expert, time = token.
+    Export(cache::ExportArgs),
     /// SMoE's decode pipeline over a trace (paper 004, Fig. 9): the TPOT proxy, or with
     /// --alphas the alpha selection of eq. (5).
     ///
@@ -657,6 +664,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
         Command::Pareto(args) => args.run(),
         Command::Offline(args) => args.run(),
         Command::Tpot(args) => args.run(),
+        Command::Export(args) => args.run(),
         Command::Demo {
             instances,
             seed,
@@ -1172,7 +1180,7 @@ fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), CliErro
     write_file(path, text.as_bytes())
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     std::fs::write(path, bytes).map_err(|source| {
         formulations::Error::Io {
             path: path.to_path_buf(),

@@ -77,15 +77,29 @@ impl Made {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ImportArgs {
     /// The activation-count file (gzip JSON, format moe-activation-counts/v1).
-    #[arg(long, required_unless_present = "log")]
+    #[arg(long, required_unless_present_any = ["log", "libcachesim"])]
     pub counts: Option<PathBuf>,
     /// cache-trace: a token log (JSON Lines, maybe gzip: {seq, token, layer, experts,
     /// weights, phase}; ../shared/data/token-traces).
     #[arg(long, conflicts_with = "counts")]
     pub log: Option<PathBuf>,
-    /// cache-trace: E, for a log that is not one of the known files.
+    /// cache-trace: a libCacheSim trace (`moe-opt export`): oracleGeneral binary, or csv if the
+    /// name ends in .csv; with --experts, --layers and --top-k, or --renumber.
+    #[arg(long, conflicts_with_all = ["counts", "log"])]
+    pub libcachesim: Option<PathBuf>,
+    /// cache-trace: E, for a log that is not one of the known files, or of a libCacheSim trace.
     #[arg(long, value_parser = crate::cli::flags::at_least_one::<usize>)]
     pub experts: Option<usize>,
+    /// cache-trace: L of a libCacheSim trace (1 for one layer's export).
+    #[arg(long, requires = "libcachesim", value_parser = crate::cli::flags::at_least_one::<usize>)]
+    pub layers: Option<usize>,
+    /// cache-trace: K of a libCacheSim trace.
+    #[arg(long, requires = "libcachesim", value_parser = crate::cli::flags::at_least_one::<usize>)]
+    pub top_k: Option<usize>,
+    /// cache-trace: a foreign libCacheSim trace: each request one token of one layer (K = 1),
+    /// objects renumbered 0, 1, ... by first appearance.
+    #[arg(long, requires = "libcachesim", conflicts_with_all = ["experts", "layers", "top_k"])]
+    pub renumber: bool,
     /// Import configuration (JSON; the problem's ImportConfig, see its module doc).
     /// SlimCaching's default: the paper network (4 servers, 20 users, 5 GB, 200 local
     /// experts); Prism's: the paper's testbed; ZipMoE's: prompt 0 at its first MoE layer on
@@ -112,12 +126,13 @@ pub struct ImportArgs {
 impl ImportArgs {
     /// The activation-count file, or an error saying this problem imports one.
     pub fn counts(&self, tag: &str) -> Result<&Path, Error> {
-        match (&self.counts, &self.log) {
-            (Some(c), None) => Ok(c),
+        match (&self.counts, &self.log, &self.libcachesim) {
+            (Some(c), None, None) => Ok(c),
             _ => Err(Error::command_line(
                 "--counts",
                 format!(
-                    "{tag} imports an activation-count file (--counts); --log is cache-trace's"
+                    "{tag} imports an activation-count file (--counts); --log and --libcachesim \
+                     are cache-trace's"
                 ),
             )),
         }

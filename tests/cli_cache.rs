@@ -1,6 +1,7 @@
 //! The command line on expert caches over token streams (papers 002 and 004): the offline
 //! bounds beside the routers (`offline`, `compare --methods` with routers), the Pareto sweep's
-//! tables (`pareto --csv`) and eq. (5)'s alpha selection (`tpot --alphas --csv`), end to end.
+//! tables (`pareto --csv`), eq. (5)'s alpha selection (`tpot --alphas --csv`) and libCacheSim's
+//! formats (`export`, `import cache-trace --libcachesim`), end to end.
 
 mod common;
 
@@ -225,4 +226,114 @@ fn mrc_writes_every_capacity_and_agrees_with_replay() {
         err.contains("--methods") && err.contains("stack algorithm"),
         "{err}"
     );
+}
+
+#[test]
+fn libcachesim_export_imports_back_to_the_same_routing_and_bytes() {
+    let dir = scratch("libcachesim");
+    // A generated trace (E = 8, K = 2, 32 layers).
+    let trace = trace(&dir, "mixtral-8x7b");
+    let original: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let experts = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+        v["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| {
+                t["layers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r["experts"].clone())
+            })
+            .collect()
+    };
+    let (e, k, l) = (
+        original["experts"].to_string(),
+        original["top_k"].to_string(),
+        original["layers"].to_string(),
+    );
+    for name in ["t.oracleGeneral", "t.csv"] {
+        let format = if name.ends_with("csv") {
+            "csv"
+        } else {
+            "oracle-general"
+        };
+        let (first, back, again) = (
+            dir.join(name),
+            dir.join("back.json"),
+            dir.join(format!("again-{name}")),
+        );
+        ok(moe_opt()
+            .arg("export")
+            .arg(&trace)
+            .args(["--format", format, "-o"])
+            .arg(&first));
+        ok(moe_opt()
+            .args(["import", "cache-trace", "--libcachesim"])
+            .arg(&first)
+            .args(["--experts", &e, "--layers", &l, "--top-k", &k, "-o"])
+            .arg(&back));
+        let imported: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&back).unwrap()).unwrap();
+        assert_eq!(experts(&imported), experts(&original), "{name}");
+        ok(moe_opt()
+            .arg("export")
+            .arg(&back)
+            .args(["--format", format, "-o"])
+            .arg(&again));
+        assert_eq!(
+            std::fs::read(&again).unwrap(),
+            std::fs::read(&first).unwrap(),
+            "{name}"
+        );
+    }
+    // One layer's export is a one-layer trace; --renumber reads it as a foreign trace, whose
+    // experts are numbered by first appearance.
+    let layer = dir.join("layer2.oracleGeneral");
+    ok(moe_opt()
+        .arg("export")
+        .arg(&trace)
+        .args(["--layer", "2", "-o"])
+        .arg(&layer));
+    let bytes = std::fs::read(&layer).unwrap();
+    let tokens = original["tokens"].as_array().unwrap();
+    assert_eq!(bytes.len(), 24 * tokens.len() * k.parse::<usize>().unwrap());
+    let one = dir.join("one.json");
+    ok(moe_opt()
+        .args(["import", "cache-trace", "--libcachesim"])
+        .arg(&layer)
+        .args(["--experts", &e, "--layers", "1", "--top-k", &k, "-o"])
+        .arg(&one));
+    let one: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&one).unwrap()).unwrap();
+    let layer2: Vec<serde_json::Value> = tokens
+        .iter()
+        .map(|t| t["layers"][2]["experts"].clone())
+        .collect();
+    assert_eq!(experts(&one), layer2);
+    let renumbered = dir.join("renumbered.json");
+    ok(moe_opt()
+        .args(["import", "cache-trace", "--libcachesim"])
+        .arg(&layer)
+        .args(["--renumber", "-o"])
+        .arg(&renumbered));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&renumbered).unwrap()).unwrap();
+    // By hand: the layer's requests in order, each id replaced by its rank of first appearance.
+    let mut order: Vec<u64> = Vec::new();
+    let mut want = Vec::new();
+    for id in layer2.iter().flat_map(|x| x.as_array().unwrap()) {
+        let id = id.as_u64().unwrap();
+        if !order.contains(&id) {
+            order.push(id);
+        }
+        want.push(serde_json::json!([order
+            .iter()
+            .position(|&x| x == id)
+            .unwrap()]));
+    }
+    assert_eq!(experts(&r), want);
+    assert_eq!(r["experts"], serde_json::json!(order.len()));
 }

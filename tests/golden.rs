@@ -10,7 +10,7 @@
 //!
 //! Covered: `generate` (every preset's `--print-config`, written instances), `solve` (every
 //! method, `--json` and `--csv`), `compare`, `write-lp`, `eplb`, `migrate`, `plan`, `replay`,
-//! `mrc`, `route`, `pareto`, `offline`, `tpot`, `claims`, `verify` (runs and re-checks), `sweep`,
+//! `mrc`, `route`, `pareto`, `offline`, `export`, `tpot`, `claims`, `verify` (runs and re-checks), `sweep`,
 //! `merge` (equal to the unsharded run) and `import` (only where ../shared/data exists, see
 //! `import_real_data`). `demo` prints text tables only and is not pinned.
 //!
@@ -818,6 +818,35 @@ fn cache_trace() {
 }
 
 /// `solve`, `compare` and `write-lp` of cache-offline instances made with `offline`.
+/// `export`: layer 0 of the small trace as libCacheSim csv (whole), the pooled stream as
+/// oracleGeneral (its size and SHA-256).
+#[test]
+fn export_libcachesim() {
+    let dir = scratch("golden-export");
+    let (_, trace) = small_trace(&dir);
+    let (csv, bin) = (dir.join("layer0.csv"), dir.join("pool.oracleGeneral"));
+    run(&[
+        "export",
+        arg(&trace),
+        "--format",
+        "csv",
+        "--layer",
+        "0",
+        "-o",
+        arg(&csv),
+    ]);
+    insta::assert_snapshot!(
+        "export_libcachesim_layer0_csv",
+        std::fs::read_to_string(&csv).unwrap()
+    );
+    run(&["export", arg(&trace), "-o", arg(&bin)]);
+    let bytes = std::fs::read(&bin).unwrap();
+    insta::assert_json_snapshot!(
+        "export_libcachesim_pool_oracle_general",
+        json!({"bytes": bytes.len(), "sha256": sha256(&bytes)})
+    );
+}
+
 #[test]
 fn cache_offline() {
     let dir = scratch("golden-cache-offline");

@@ -941,6 +941,34 @@ const FLAG_CASES: &[(&str, &str)] = &[
         "import cache-trace --log TRACE --experts 0 -o OUT",
     ),
     (
+        "--experts",
+        "import cache-trace --libcachesim LCS --experts 100000 --layers 1 --top-k 1 -o OUT",
+    ),
+    (
+        "--layers",
+        "import cache-trace --libcachesim LCS --experts 8 --layers 5000 --top-k 1 -o OUT",
+    ),
+    (
+        "--layers",
+        "import cache-trace --libcachesim LCS --experts 8 --layers 0 --top-k 1 -o OUT",
+    ),
+    (
+        "--top-k",
+        "import cache-trace --libcachesim LCS --experts 8 --layers 6 --top-k 9 -o OUT",
+    ),
+    (
+        "--libcachesim",
+        "import cache-trace --libcachesim LCS --experts 8 -o OUT",
+    ),
+    ("--format", "export TRACE --format bin -o OUT"),
+    ("--object-size", "export TRACE --object-size 0 -o OUT"),
+    (
+        "--object-size",
+        "export TRACE --object-size 5000000000 -o OUT",
+    ),
+    ("--layer", "export TRACE --layer 6 -o OUT"),
+    ("--layer", "export TRACE --layer=-1 -o OUT"),
+    (
         "--servers",
         "import slimcaching --counts COUNTS --servers 0 -o OUT",
     ),
@@ -954,6 +982,214 @@ const FLAG_CASES: &[(&str, &str)] = &[
     ),
 ];
 
+/// One oracleGeneral record (24 bytes, little-endian: u32 time, u64 obj_id, u32 obj_size, i64
+/// next_access_vtime).
+fn oracle_record(time: u32, obj_id: u64, obj_size: u32, next: i64) -> Vec<u8> {
+    let mut r = time.to_le_bytes().to_vec();
+    r.extend_from_slice(&obj_id.to_le_bytes());
+    r.extend_from_slice(&obj_size.to_le_bytes());
+    r.extend_from_slice(&next.to_le_bytes());
+    r
+}
+
+#[test]
+fn every_malformed_libcachesim_trace_is_refused_in_one_line_naming_it() {
+    let dir = scratch("hostile-libcachesim");
+    let bin = |records: &[(u32, u64, u32, i64)]| -> Vec<u8> {
+        records
+            .iter()
+            .flat_map(|&(t, id, size, next)| oracle_record(t, id, size, next))
+            .collect()
+    };
+    // Read as E = 4, L = 2, K = 2 (ids of layer 1 are 4..7), or with --renumber.
+    let shape = ["--experts", "4", "--layers", "2", "--top-k", "2"];
+    let good = [(0, 1, 1, -1), (0, 2, 1, -1), (1, 4, 1, -1), (1, 5, 1, -1)];
+    let mut cases: Vec<(&str, &str, Vec<u8>, bool)> = vec![
+        ("the valid base", "", bin(&good), false),
+        (
+            "the valid base with reuse",
+            "",
+            bin(&[
+                (0, 1, 1, 5),
+                (0, 2, 1, -1),
+                (1, 4, 1, -1),
+                (1, 5, 1, 7),
+                (2, 1, 1, -1),
+                (2, 3, 1, -1),
+                (3, 5, 1, i64::MAX),
+                (3, 6, 1, -1),
+            ]),
+            false,
+        ),
+        ("empty", "no request", vec![], false),
+        (
+            "truncated record",
+            "record 1",
+            bin(&good)[..40].to_vec(),
+            false,
+        ),
+        (
+            "bad sentinel",
+            "record 1.next_access_vtime",
+            bin(&[(0, 1, 1, -1), (0, 2, 1, -2), (1, 4, 1, -1), (1, 5, 1, -1)]),
+            false,
+        ),
+        (
+            "wrong next index",
+            "record 0.next_access_vtime",
+            bin(&[(0, 1, 1, 2), (0, 2, 1, -1), (1, 4, 1, -1), (1, 5, 1, -1)]),
+            false,
+        ),
+        (
+            "size 0",
+            "record 2.obj_size",
+            bin(&[(0, 1, 1, -1), (0, 2, 1, -1), (1, 4, 0, -1), (1, 5, 1, -1)]),
+            false,
+        ),
+        (
+            "mixed sizes",
+            "record 3.obj_size",
+            bin(&[(0, 1, 1, -1), (0, 2, 1, -1), (1, 4, 1, -1), (1, 5, 2, -1)]),
+            false,
+        ),
+        (
+            "huge id",
+            "record 3.obj_id",
+            bin(&[
+                (0, 1, 1, -1),
+                (0, 2, 1, -1),
+                (1, 4, 1, -1),
+                (1, u64::MAX, 1, -1),
+            ]),
+            false,
+        ),
+        (
+            "expert of another layer",
+            "record 0.obj_id",
+            bin(&[(0, 4, 1, -1), (0, 2, 1, -1), (1, 5, 1, -1), (1, 6, 1, -1)]),
+            false,
+        ),
+        (
+            "repeated expert",
+            "record 1.obj_id",
+            bin(&[(0, 1, 1, 2), (0, 1, 1, -1), (1, 4, 1, -1), (1, 5, 1, -1)]),
+            false,
+        ),
+        (
+            "more than K experts",
+            "record 2.time",
+            bin(&[
+                (0, 1, 1, -1),
+                (0, 2, 1, -1),
+                (0, 3, 1, -1),
+                (1, 4, 1, -1),
+                (1, 5, 1, -1),
+            ]),
+            false,
+        ),
+        (
+            "a time gap",
+            "record 2.time",
+            bin(&[(0, 1, 1, -1), (0, 2, 1, -1), (2, 4, 1, -1), (2, 5, 1, -1)]),
+            false,
+        ),
+        (
+            "huge time",
+            "record 0.time",
+            bin(&[(u32::MAX, 1, 1, -1)]),
+            false,
+        ),
+        (
+            "half a token",
+            "record 1.time",
+            bin(&[(0, 1, 1, -1), (0, 2, 1, -1)]),
+            false,
+        ),
+        (
+            "renumbered, truncated",
+            "record 0",
+            bin(&good)[..23].to_vec(),
+            true,
+        ),
+    ];
+    // More distinct objects than a layer may have experts, with --renumber.
+    let many: Vec<(u32, u64, u32, i64)> = (0..=65536u64).map(|i| (0, i << 20, 1, -1)).collect();
+    cases.push(("too many objects", "record 65536.obj_id", bin(&many), true));
+    let csv = |body: &str| format!("time,obj_id,obj_size,next_access_vtime\n{body}").into_bytes();
+    let csv_cases: Vec<(&str, &str, Vec<u8>)> = vec![
+        ("csv: no header", "line 1", b"0,1,1,3\n".to_vec()),
+        ("csv: three columns", "line 2", csv("0,1,1\n")),
+        (
+            "csv: id past u64",
+            "line 2.obj_id",
+            csv("0,99999999999999999999,1,-1\n"),
+        ),
+        ("csv: negative size", "line 2.obj_size", csv("0,1,-1,-1\n")),
+        ("csv: not utf-8", "", vec![0xff, 0xfe, 0x00]),
+        (
+            "csv: bad sentinel",
+            "line 3.next_access_vtime",
+            csv("0,1,1,-1\n0,2,1,-7\n1,4,1,-1\n1,5,1,-1\n"),
+        ),
+    ];
+    let mut faults = Vec::new();
+    let mut run = |label: &str, field: &str, file: PathBuf, bytes: &[u8], renumber: bool| {
+        std::fs::write(&file, bytes).unwrap();
+        let out = dir.join("out.json");
+        let mut args = vec![
+            "import",
+            "cache-trace",
+            "--libcachesim",
+            file.to_str().unwrap(),
+        ];
+        if renumber {
+            args.push("--renumber");
+        } else {
+            args.extend(shape);
+        }
+        args.extend(["-o", out.to_str().unwrap()]);
+        let outcome = run_capped(args.iter().map(|a| a.to_string()));
+        let name = file.file_name().unwrap().to_str().unwrap().to_string();
+        let fault = if label.starts_with("the valid base") {
+            (outcome.code != Some(0)).then(|| "the valid base is refused".to_string())
+        } else {
+            outcome
+                .refusal_fault(&name)
+                .or_else(|| outcome.refusal_fault(field))
+                .or_else(|| {
+                    out.exists()
+                        .then(|| "left a file at the output path".into())
+                })
+        };
+        let _ = std::fs::remove_file(&out);
+        if let Some(fault) = fault {
+            faults.push(format!(
+                "{label}: {fault}\n    {}",
+                outcome.stderr.trim_end()
+            ));
+        }
+    };
+    for (i, (label, field, bytes, renumber)) in cases.iter().enumerate() {
+        run(
+            label,
+            field,
+            dir.join(format!("case-{i}.oracleGeneral")),
+            bytes,
+            *renumber,
+        );
+    }
+    for (i, (label, field, bytes)) in csv_cases.iter().enumerate() {
+        run(
+            label,
+            field,
+            dir.join(format!("case-{i}.csv")),
+            bytes,
+            false,
+        );
+    }
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+}
+
 #[test]
 fn every_malformed_flag_is_refused_in_one_line_naming_it() {
     let dir = scratch("hostile-flags");
@@ -966,6 +1202,8 @@ fn every_malformed_flag_is_refused_in_one_line_naming_it() {
         r#"{"seq": 0, "token": 0, "layer": 0, "experts": [1], "weights": null, "phase": "decode"}"#,
     )
     .unwrap();
+    let lcs = dir.join("switch.oracleGeneral");
+    ok(moe_opt().arg("export").arg(&switch).arg("-o").arg(&lcs));
     let out = dir.join("out");
     let mut faults = Vec::new();
     for (flag, args) in FLAG_CASES {
@@ -978,6 +1216,7 @@ fn every_malformed_flag_is_refused_in_one_line_naming_it() {
                     "EPLB" => common::EPLB_EXAMPLE,
                     "COUNTS" => counts.to_str().unwrap(),
                     "LOG" => log.to_str().unwrap(),
+                    "LCS" => lcs.to_str().unwrap(),
                     "OUT" => out.to_str().unwrap(),
                     other => other,
                 }

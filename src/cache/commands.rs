@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::generate::{generate as generate_trace, GeneratorConfig, Locality, Preset};
 use super::import::{self, FrequencyWarmStart, ImportOptions};
+use super::libcachesim::Shape;
 use super::mrc::{mrc, Mrc};
 use super::policies::{replay_trace, PolicySpec, Scope, TraceReplay};
 use super::policy::CacheStats;
@@ -245,7 +246,15 @@ fn usable_for(trace: &Trace) -> String {
 
 /// Imports a token log (JSON Lines, gzip or plain).
 pub fn import_token_log(path: &Path, options: &ImportOptions) -> Result<Imported, Error> {
-    let trace = import::import_token_log(path, options)?;
+    imported(path, import::import_token_log(path, options)?)
+}
+
+/// Imports a libCacheSim trace (oracleGeneral or csv).
+pub fn import_libcachesim(path: &Path, shape: Shape) -> Result<Imported, Error> {
+    imported(path, super::libcachesim::import(path, shape)?)
+}
+
+fn imported(path: &Path, trace: Trace) -> Result<Imported, Error> {
     let report = ImportReport {
         moe_opt_version: VERSION,
         source: path.display().to_string(),

@@ -13,6 +13,7 @@ use super::bounds::{self, OfflineMethod};
 use super::commands as cc;
 use super::generate::{GeneratorConfig, Preset};
 use super::import::ImportOptions;
+use super::libcachesim::Shape;
 use crate::export::Table;
 use crate::registry::{self, Entry, GeneratorEntry, ImportArgs, Made, MethodInfo, Rendered};
 use crate::report::RunOptions;
@@ -48,6 +49,28 @@ impl Entry for CacheTraceEntry {
     /// A token log into a trace; an activation-count file is refused (no token order), with
     /// the way to use it instead.
     fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
+        if let Some(file) = &args.libcachesim {
+            let shape = match (args.renumber, args.experts, args.layers, args.top_k) {
+                (true, ..) => Shape::Renumber,
+                (false, Some(experts), Some(layers), Some(top_k)) => Shape::Export {
+                    experts,
+                    layers,
+                    top_k,
+                },
+                _ => {
+                    return Err(Error::command_line(
+                        "--libcachesim",
+                        "a libCacheSim trace does not state E, L and K: give --experts, \
+                         --layers and --top-k (or --renumber for a foreign trace)",
+                    ))
+                }
+            };
+            let imported = cc::import_libcachesim(file, shape)?;
+            return Ok(Made::new(
+                &imported.trace,
+                imported.report.text().trim_end().to_string(),
+            ));
+        }
         let Some(log) = &args.log else {
             let counts = args
                 .counts

@@ -7,6 +7,7 @@
 //! * [`policies`]: LFU, FIFO, SMoE's score window, ZipMoE's frequency counts, policy names,
 //!   and the replay of a trace through per-layer caches or one pool;
 //! * [`import`]: token logs (JSON Lines) and activation counts;
+//! * [`libcachesim`]: libCacheSim's `oracleGeneral` and csv traces, out and back in;
 //! * [`generate`]: the seeded logit generator with temporal locality and its presets;
 //! * [`stats`]: locality statistics of a trace and the calibration of the generator;
 //! * [`commands`]: what the command line calls (generate, import, replay, calibrate);
@@ -28,6 +29,7 @@ pub mod commands;
 pub mod entry;
 pub mod generate;
 pub mod import;
+pub mod libcachesim;
 pub mod mrc;
 pub mod mutate;
 pub mod pareto;

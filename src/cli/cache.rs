@@ -14,6 +14,7 @@ use super::{problems, write_json, CliError, Output};
 use crate::cache::bounds;
 use crate::cache::commands::{self as cc, PolicyChoice};
 use crate::cache::import::{load_any, ImportOptions};
+use crate::cache::libcachesim::{self, Format};
 use crate::cache::pareto::{self, SweepOptions};
 use crate::cache::policies::{PolicySpec, Scope};
 use crate::cache::routers::ReplayOptions;
@@ -502,5 +503,39 @@ mod tests {
             rejoin_knobs(&pieces),
             ["max-rank:m=4,j=1", "lru", "cumsum:p=0.5,j=0", "top-k"]
         );
+    }
+}
+
+/// `moe-opt export`.
+#[derive(Debug, Args)]
+pub(super) struct ExportArgs {
+    #[command(flatten)]
+    trace: TraceArgs,
+    /// oracle-general (24-byte binary records) or csv (with the header
+    /// time,obj_id,obj_size,next_access_vtime).
+    #[arg(long, value_enum, default_value = "oracle-general")]
+    format: Format,
+    /// Only this MoE layer's stream (a per-layer cache in libCacheSim), 0-based.
+    #[arg(long)]
+    layer: Option<usize>,
+    /// obj_size of every request: 1 (a capacity counts experts) or the expert's bytes.
+    #[arg(long, default_value_t = 1, value_parser = super::flags::at_least_one::<u32>)]
+    object_size: u32,
+    /// Output file.
+    #[arg(short, long, visible_alias = "out")]
+    output: PathBuf,
+}
+
+impl ExportArgs {
+    pub(super) fn run(self) -> Result<(), CliError> {
+        let trace = self.trace.load()?;
+        let records = libcachesim::records(&trace, self.layer, self.object_size)?;
+        super::write_file(&self.output, &libcachesim::encode(&records, self.format))?;
+        eprintln!(
+            "wrote {} ({} requests)",
+            self.output.display(),
+            records.len()
+        );
+        Ok(())
     }
 }
