@@ -41,6 +41,11 @@ enum Format {
     /// JSON Lines, gzip-compressed (the token logs); held as an array of records.
     JsonlGz,
     Toml,
+    /// libCacheSim's oracleGeneral binary, held as an array of `[time, obj_id, obj_size,
+    /// next_access_vtime]` records: the mutations act on the records' fields.
+    OracleGeneral,
+    /// libCacheSim's csv with moe-opt's header, held like [`Format::OracleGeneral`].
+    LibCacheSimCsv,
 }
 
 /// A file kind: a valid file of it and the command that reads it (`FILE` and `OUT` stand for
@@ -80,6 +85,8 @@ impl Kind {
             Format::JsonGz => "json.gz",
             Format::JsonlGz => "jsonl.gz",
             Format::Toml => "toml",
+            Format::OracleGeneral => "oracleGeneral.bin",
+            Format::LibCacheSimCsv => "csv",
         };
         format!("{stem}.{ext}")
     }
@@ -87,6 +94,9 @@ impl Kind {
     /// The bytes of `value` in this kind's format; None where the format cannot hold it (TOML
     /// has no null).
     fn encode(&self, value: &Value) -> Option<Vec<u8>> {
+        if let Some(bytes) = encode_records(self.format, value) {
+            return Some(bytes);
+        }
         let text = match self.format {
             Format::Json | Format::JsonGz => value.to_string(),
             Format::JsonlGz => match value {
@@ -94,10 +104,11 @@ impl Kind {
                 other => other.to_string(),
             },
             Format::Toml => toml::to_string(value).ok()?,
+            Format::OracleGeneral | Format::LibCacheSimCsv => unreachable!("encoded above"),
         };
         Some(match self.format {
             Format::JsonGz | Format::JsonlGz => gzip(text.as_bytes()),
-            Format::Json | Format::Toml => text.into_bytes(),
+            _ => text.into_bytes(),
         })
     }
 
@@ -109,6 +120,64 @@ impl Kind {
             _ => a.clone(),
         });
         run_capped(args)
+    }
+}
+
+/// The bytes of a libCacheSim trace held as records (see [`Format::OracleGeneral`]), whatever
+/// the mutations made of them: a field that is no number is written as 0 (binary) or its JSON
+/// text (csv), numbers are cast to the field's width (wrapping), and an element that is no
+/// record, or a value that is no array, is written as its JSON text (torn records). None for
+/// the other formats.
+fn encode_records(format: Format, value: &Value) -> Option<Vec<u8>> {
+    let Value::Array(records) = value else {
+        return matches!(format, Format::OracleGeneral | Format::LibCacheSimCsv)
+            .then(|| value.to_string().into_bytes());
+    };
+    let field = |r: &Value, i: usize| -> i128 {
+        match r.get(i) {
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| n.as_u64().map(i128::from))
+                .unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i128),
+            _ => 0,
+        }
+    };
+    match format {
+        Format::OracleGeneral => {
+            let mut bytes = Vec::new();
+            for r in records {
+                if !r.is_array() {
+                    bytes.extend(r.to_string().into_bytes());
+                    continue;
+                }
+                bytes.extend((field(r, 0) as u32).to_le_bytes());
+                bytes.extend((field(r, 1) as u64).to_le_bytes());
+                bytes.extend((field(r, 2) as u32).to_le_bytes());
+                bytes.extend((field(r, 3) as i64).to_le_bytes());
+            }
+            Some(bytes)
+        }
+        Format::LibCacheSimCsv => {
+            let mut text = String::from("time,obj_id,obj_size,next_access_vtime\n");
+            for r in records {
+                let line = match r {
+                    Value::Array(fields) => fields
+                        .iter()
+                        .map(|f| match f {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    other => other.to_string(),
+                };
+                text.push_str(&line);
+                text.push('\n');
+            }
+            Some(text.into_bytes())
+        }
+        _ => None,
     }
 }
 
@@ -128,6 +197,16 @@ fn read_value(path: &Path, format: Format) -> Value {
             text
         }
         Format::Json | Format::Toml => String::from_utf8(bytes).unwrap(),
+        Format::LibCacheSimCsv => {
+            // The records of moe-opt's own csv export: a header, then numbers.
+            let text = String::from_utf8(bytes).unwrap();
+            let rows = text.lines().skip(1).map(|l| {
+                let fields = l.split(',').map(|f| json!(f.parse::<i64>().unwrap()));
+                Value::Array(fields.collect())
+            });
+            return Value::Array(rows.collect());
+        }
+        Format::OracleGeneral => unreachable!("the fuzz bases are read from csv"),
     };
     match format {
         Format::Json | Format::JsonGz => serde_json::from_str(&text).unwrap(),
@@ -139,6 +218,7 @@ fn read_value(path: &Path, format: Format) -> Value {
         Format::Toml => {
             serde_json::to_value(toml::from_str::<toml::Value>(&text).unwrap()).unwrap()
         }
+        Format::OracleGeneral | Format::LibCacheSimCsv => unreachable!("returned above"),
     }
 }
 
@@ -378,6 +458,47 @@ fn kinds(dir: &Path) -> Vec<Kind> {
             &["plan", "--counts", "FILE", "--csv", "OUT"],
         ));
     }
+    // libCacheSim traces: one layer of the generated Switch trace (E = 8, K = 1), exported
+    // as csv by moe-opt and held as records, so the mutations reach every field.
+    let records = dir.join("switch-layer0.csv");
+    ok(moe_opt()
+        .args([
+            "export",
+            switch_trace,
+            "--layer",
+            "0",
+            "--format",
+            "csv",
+            "-o",
+        ])
+        .arg(&records));
+    let records = read_value(&records, Format::LibCacheSimCsv);
+    let import_lcs = [
+        "import",
+        "cache-trace",
+        "--libcachesim",
+        "FILE",
+        "--experts",
+        "8",
+        "--layers",
+        "1",
+        "--top-k",
+        "1",
+        "-o",
+        "OUT",
+    ];
+    kinds.push(Kind::new(
+        "libcachesim-oracle",
+        Format::OracleGeneral,
+        records.clone(),
+        &import_lcs,
+    ));
+    kinds.push(Kind::new(
+        "libcachesim-csv",
+        Format::LibCacheSimCsv,
+        records,
+        &import_lcs,
+    ));
     if let Some(log) = shared_data("token-traces/switch_base8_encoder_top1.jsonl.gz") {
         let mut log = read_value(&log, Format::JsonlGz);
         log.as_array_mut().unwrap().truncate(60);
@@ -1407,6 +1528,8 @@ macro_rules! fuzz_tests {
 
 fuzz_tests! {
     fuzz_slimcaching: "slimcaching",
+    fuzz_libcachesim_oracle: "libcachesim-oracle",
+    fuzz_libcachesim_csv: "libcachesim-csv",
     fuzz_slimcaching_lp: "slimcaching-lp",
     fuzz_prism: "prism",
     fuzz_zipmoe: "zipmoe",
