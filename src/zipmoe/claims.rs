@@ -3,8 +3,11 @@
 //! ## Optima
 //! OPT comes from [`algorithms::exhaustive`] when the layer has at most
 //! [`algorithms::EXHAUSTIVE_MAX_PAIRS`] (I/O order, decompression order) pairs (status
-//! `exhaustive`), otherwise from the MILP (a proved optimum only with status `optimal`; else
-//! the instance is inconclusive). Ratio claims pass or fail only against a proved optimum.
+//! `exhaustive`), otherwise from the MILP (a proved optimum with status `optimal`). When the
+//! MILP stops at its limit, OPT lies between its best bound and its incumbent's makespan
+//! (re-evaluated by the simulator), and both claims, `a <= b OPT`, are judged from those
+//! ([`crate::claims::Certificate`]): a pass when `a <= b` x the lower bound, a fail when
+//! `a > b` x the incumbent, inconclusive in between.
 //!
 //! ## The claims (ids `zipmoe/...`)
 //! 1. `thm31-ratio`, Thm. 3.1 / B.7: the makespan of Alg. 1 (App. A; [`algorithms::cache_affinity`]
@@ -29,7 +32,7 @@ use serde_json::json;
 
 use super::algorithms::{self, Candidates};
 use super::generate::{generate, GeneratorConfig, Preset};
-use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome};
+use crate::claims::{Certificate, Check, CheckOptions, Claim, ClaimInfo, Outcome, ReferenceKind};
 
 /// The paper's file.
 pub const PAPER: &str = "003_f13bf7f446ba8bd3.txt";
@@ -91,12 +94,23 @@ pub struct Optimum {
     pub status: String,
 }
 
-/// OPT by exhaustive search within its limit, else by the MILP. `Ok(Err(status))` when the
+/// What a MILP stopped by a limit proved about OPT.
+#[derive(Debug, Clone)]
+pub struct Bounded {
+    /// The solver's best bound: OPT >= it, seconds.
+    pub lower_s: Option<f64>,
+    /// The incumbent, re-evaluated by the simulator: OPT <= its makespan.
+    pub incumbent: Option<Schedule>,
+    /// The solver's status.
+    pub status: String,
+}
+
+/// OPT by exhaustive search within its limit, else by the MILP. `Ok(Err(bounds))` when the
 /// MILP stopped without proving optimality.
 pub fn optimum(
     instance: &Instance,
     options: &CheckOptions,
-) -> Result<Result<Optimum, String>, Error> {
+) -> Result<Result<Optimum, Bounded>, Error> {
     if algorithms::exhaustive_pairs(instance) <= algorithms::EXHAUSTIVE_MAX_PAIRS {
         let schedule = algorithms::exhaustive(instance)?;
         return Ok(Ok(Optimum {
@@ -112,7 +126,11 @@ pub fn optimum(
             schedule,
             status: "optimal".into(),
         })),
-        (status, _) => Ok(Err(status.to_string())),
+        (status, incumbent) => Ok(Err(Bounded {
+            lower_s: solved.solution.best_bound,
+            incumbent,
+            status: status.to_string(),
+        })),
     }
 }
 
@@ -137,90 +155,232 @@ fn judge(a: f64, b: f64, opt: f64) -> (Outcome, Option<f64>) {
     (outcome, margin)
 }
 
+/// `f` on a proved optimum; otherwise `a <= factor OPT` judged from the MILP's bounds with
+/// `bounded(value, factor)` naming a and the claim's factor.
 fn with_optimum(
     instance: &Instance,
     options: &CheckOptions,
     f: impl FnOnce(Optimum) -> Check,
+    bounded: impl FnOnce(&Bounded) -> Check,
 ) -> Check {
     match optimum(instance, options) {
         Ok(Ok(opt)) => f(opt),
-        Ok(Err(status)) => {
-            let note = format!("the MILP stopped without a proved optimum ({status})");
-            Check {
-                solver_status: Some(status),
-                ..Check::inconclusive(note)
-            }
-        }
+        Ok(Err(bounds)) => bounded(&bounds),
         Err(e) => Check::inconclusive(format!("no optimum: {e}")),
     }
 }
 
-fn check_thm31(instance: &Instance, options: &CheckOptions) -> Check {
-    with_optimum(instance, options, |opt| {
-        let blocks = algorithms::cache_affinity(instance, Candidates::Algorithm1);
-        let alg = match Simulator::new(instance).run(&blocks.priority) {
-            Ok(s) => s,
-            Err(e) => return Check::inconclusive(format!("evaluator refused Alg. 1's order: {e}")),
-        };
-        let bound = 3.0 - 1.0 / f64::from(instance.threads);
-        let (outcome, margin) = judge(alg.makespan_s, bound * opt.makespan_s, opt.makespan_s);
-        let ratio = (opt.makespan_s > 1e-12).then(|| alg.makespan_s / opt.makespan_s);
-        let note = format!(
-            "ALG {:.6e} s, OPT {:.6e} s, ratio {}, bound 3 - 1/{} = {bound:.4}, {} blocks",
-            alg.makespan_s,
-            opt.makespan_s,
-            ratio.map_or("-".into(), |r| format!("{r:.4}")),
-            instance.threads,
-            blocks.blocks.len()
-        );
-        Check {
-            ratio,
-            bound: Some(bound),
-            witness: (outcome == Outcome::Fail).then(|| {
-                json!({ "blocks": blocks.priority.blocks, "alg_gantt": alg.rows,
-                        "optimal_gantt": opt.schedule.rows })
-            }),
-            margin,
-            ..Check::against_optimum(outcome, alg.makespan_s, opt.makespan_s, &*opt.status, note)
+/// `a <= factor OPT` with OPT in [bounds.lower_s, incumbent makespan] (module doc): a pass the
+/// lower bound certifies, a fail the incumbent certifies, or inconclusive. Margins as against
+/// an optimum, over the value that decided.
+fn judge_bounded(a: f64, factor: f64, bounds: &Bounded, note: &str) -> Check {
+    let lower = bounds.lower_s;
+    let upper = bounds.incumbent.as_ref().map(|s| s.makespan_s);
+    let decided = match (upper, lower) {
+        (Some(u), _) if judge(a, factor * u, u).0 == Outcome::Fail => Some((
+            Outcome::Fail,
+            judge(a, factor * u, u).1,
+            Certificate::Incumbent,
+        )),
+        (_, Some(l)) if judge(a, factor * l, l).0 == Outcome::Pass => {
+            Some((Outcome::Pass, judge(a, factor * l, l).1, Certificate::Bound))
         }
-    })
+        _ => None,
+    };
+    let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6e}"));
+    let (outcome, margin, certificate) = match decided {
+        Some((o, m, c)) => (o, m, Some(c)),
+        None => (Outcome::Inconclusive, None, None),
+    };
+    let why = match certificate {
+        Some(Certificate::Bound) => "certified by the lower bound",
+        Some(_) => "certified by the incumbent",
+        None => "not decided by either",
+    };
+    Check {
+        value: Some(a),
+        reference: lower,
+        reference_kind: if lower.is_some() {
+            ReferenceKind::Bound
+        } else {
+            ReferenceKind::None
+        },
+        solver_status: Some(bounds.status.clone()),
+        ratio: lower.filter(|&l| l > 1e-12).map(|l| a / l),
+        bound: Some(factor),
+        lower,
+        upper,
+        certificate,
+        margin,
+        ..Check::new(
+            outcome,
+            format!(
+                "{note}; the MILP stopped ({}): OPT in [{}, {}] s, {why}",
+                bounds.status,
+                fmt(lower),
+                fmt(upper)
+            ),
+        )
+    }
+}
+
+fn check_thm31(instance: &Instance, options: &CheckOptions) -> Check {
+    let blocks = algorithms::cache_affinity(instance, Candidates::Algorithm1);
+    let alg = match Simulator::new(instance).run(&blocks.priority) {
+        Ok(s) => s,
+        Err(e) => return Check::inconclusive(format!("evaluator refused Alg. 1's order: {e}")),
+    };
+    let bound = 3.0 - 1.0 / f64::from(instance.threads);
+    let about = format!(
+        "ALG {:.6e} s, bound 3 - 1/{} = {bound:.4}, {} blocks",
+        alg.makespan_s,
+        instance.threads,
+        blocks.blocks.len()
+    );
+    with_optimum(
+        instance,
+        options,
+        |opt| {
+            let (outcome, margin) = judge(alg.makespan_s, bound * opt.makespan_s, opt.makespan_s);
+            let ratio = (opt.makespan_s > 1e-12).then(|| alg.makespan_s / opt.makespan_s);
+            let note = format!(
+                "ALG {:.6e} s, OPT {:.6e} s, ratio {}, bound 3 - 1/{} = {bound:.4}, {} blocks",
+                alg.makespan_s,
+                opt.makespan_s,
+                ratio.map_or("-".into(), |r| format!("{r:.4}")),
+                instance.threads,
+                blocks.blocks.len()
+            );
+            Check {
+                ratio,
+                bound: Some(bound),
+                witness: (outcome == Outcome::Fail).then(|| {
+                    json!({ "blocks": blocks.priority.blocks, "alg_gantt": alg.rows,
+                            "optimal_gantt": opt.schedule.rows })
+                }),
+                margin,
+                ..Check::against_optimum(
+                    outcome,
+                    alg.makespan_s,
+                    opt.makespan_s,
+                    &*opt.status,
+                    note,
+                )
+            }
+        },
+        |bounds| {
+            let check = judge_bounded(alg.makespan_s, bound, bounds, &about);
+            Check {
+                witness: (check.outcome == Outcome::Fail).then(|| {
+                    json!({ "blocks": blocks.priority.blocks, "alg_gantt": alg.rows,
+                            "incumbent_gantt": bounds.incumbent.as_ref().map(|s| &s.rows) })
+                }),
+                ..check
+            }
+        },
+    )
 }
 
 fn check_lemma_b3(instance: &Instance, options: &CheckOptions) -> Check {
-    with_optimum(instance, options, |opt| {
-        let lb = lower_bound(instance);
-        let (outcome, margin) = judge(lb.value_s, opt.makespan_s, opt.makespan_s);
-        let o = opt.makespan_s;
-        let over: Vec<&str> = [
-            ("I", lb.io_s),
-            ("C/L", lb.compute_per_thread_s),
-            ("P", lb.token_s),
-            ("Z", lb.critical_path_s),
-        ]
-        .iter()
-        .filter(|(_, v)| judge(*v, o, o).0 == Outcome::Fail)
-        .map(|(n, _)| *n)
-        .collect();
-        let note = format!(
-            "LB {:.6e} s (I {:.3e}, C/L {:.3e}, P {:.3e}, Z {:.3e}), OPT {o:.6e} s{}",
-            lb.value_s,
-            lb.io_s,
-            lb.compute_per_thread_s,
-            lb.token_s,
-            lb.critical_path_s,
-            if over.is_empty() {
-                String::new()
-            } else {
-                format!("; above OPT: {}", over.join(", "))
+    let lb = lower_bound(instance);
+    let terms = format!(
+        "LB {:.6e} s (I {:.3e}, C/L {:.3e}, P {:.3e}, Z {:.3e})",
+        lb.value_s, lb.io_s, lb.compute_per_thread_s, lb.token_s, lb.critical_path_s,
+    );
+    with_optimum(
+        instance,
+        options,
+        |opt| {
+            let (outcome, margin) = judge(lb.value_s, opt.makespan_s, opt.makespan_s);
+            let o = opt.makespan_s;
+            let over: Vec<&str> = [
+                ("I", lb.io_s),
+                ("C/L", lb.compute_per_thread_s),
+                ("P", lb.token_s),
+                ("Z", lb.critical_path_s),
+            ]
+            .iter()
+            .filter(|(_, v)| judge(*v, o, o).0 == Outcome::Fail)
+            .map(|(n, _)| *n)
+            .collect();
+            let note = format!(
+                "{terms}, OPT {o:.6e} s{}",
+                if over.is_empty() {
+                    String::new()
+                } else {
+                    format!("; above OPT: {}", over.join(", "))
+                }
+            );
+            Check {
+                ratio: (o > 1e-12).then(|| lb.value_s / o),
+                bound: Some(1.0),
+                witness: (outcome == Outcome::Fail)
+                    .then(|| json!({ "lower_bound": lb, "optimal_gantt": opt.schedule.rows })),
+                margin,
+                ..Check::against_optimum(outcome, lb.value_s, o, &*opt.status, note)
             }
+        },
+        |bounds| {
+            let check = judge_bounded(lb.value_s, 1.0, bounds, &terms);
+            Check {
+                witness: (check.outcome == Outcome::Fail).then(|| {
+                    json!({ "lower_bound": lb,
+                            "incumbent_gantt": bounds.incumbent.as_ref().map(|s| &s.rows) })
+                }),
+                ..check
+            }
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `a <= 2 OPT` with OPT in [1, 3] s (hand numbers): 1.9 <= 2 x 1 passes whatever OPT is;
+    /// 6.5 > 2 x 3 fails against the incumbent; 4 lies between 2 and 6: inconclusive.
+    #[test]
+    fn bounds_on_both_sides_certify_a_pass_or_a_fail() {
+        let incumbent = Schedule {
+            makespan_s: 3.0,
+            io_end_s: 1.0,
+            decompress_end_s: 2.0,
+            charge_s: 0.0,
+            rows: Vec::new(),
+        };
+        let bounds = Bounded {
+            lower_s: Some(1.0),
+            incumbent: Some(incumbent),
+            status: "time_limit".into(),
+        };
+        let decided = |a: f64, b: &Bounded| {
+            let c = judge_bounded(a, 2.0, b, "test");
+            (c.outcome, c.certificate, c.lower, c.upper)
+        };
+        let (l, u) = (Some(1.0), Some(3.0));
+        assert_eq!(
+            decided(1.9, &bounds),
+            (Outcome::Pass, Some(Certificate::Bound), l, u)
         );
-        Check {
-            ratio: (o > 1e-12).then(|| lb.value_s / o),
-            bound: Some(1.0),
-            witness: (outcome == Outcome::Fail)
-                .then(|| json!({ "lower_bound": lb, "optimal_gantt": opt.schedule.rows })),
-            margin,
-            ..Check::against_optimum(outcome, lb.value_s, o, &*opt.status, note)
-        }
-    })
+        assert_eq!(
+            decided(6.5, &bounds),
+            (Outcome::Fail, Some(Certificate::Incumbent), l, u)
+        );
+        assert_eq!(decided(4.0, &bounds), (Outcome::Inconclusive, None, l, u));
+        // A pass's margin is as against an optimum of 1: (2 - 1.9 - t) / 1.
+        let m = judge_bounded(1.9, 2.0, &bounds, "test").margin.unwrap();
+        assert!((m - (0.1 - 1e-12 - 2e-9)).abs() < 1e-12, "{m}");
+        // Without an incumbent nothing can fail; without a bound nothing can pass.
+        let no_incumbent = Bounded {
+            incumbent: None,
+            ..bounds.clone()
+        };
+        assert_eq!(decided(6.5, &no_incumbent).0, Outcome::Inconclusive);
+        let no_bound = Bounded {
+            lower_s: None,
+            ..bounds
+        };
+        assert_eq!(decided(1.9, &no_bound).0, Outcome::Inconclusive);
+        assert_eq!(decided(6.5, &no_bound).1, Some(Certificate::Incumbent));
+    }
 }
