@@ -19,12 +19,27 @@ use formulations::cache::offline::{Schedule, ScheduleStep};
 
 use super::policy::{Policy, Request, Residents, Simulation};
 
-const NEVER: u32 = u32::MAX;
+pub(crate) const NEVER: u32 = u32::MAX;
 
 /// The eviction key of a resident id: next request step in the high half, the complemented id
 /// in the low half, so the largest key is the farthest next use, ties to the lowest id.
 fn key(next: u32, id: u32) -> u64 {
     (u64::from(next) << 32) | u64::from(!id)
+}
+
+/// For every position of `requests.ids`, the step of that id's next request ([`NEVER`] when
+/// none): Belady's eviction keys, shared with the one-pass curves of [`super::mrc`].
+pub(crate) fn next_requests(requests: &Requests) -> Vec<u32> {
+    let mut next = vec![NEVER; requests.ids.len()];
+    let mut seen = vec![NEVER; requests.universe];
+    for t in (0..requests.len()).rev() {
+        let (lo, hi) = (requests.offsets[t], requests.offsets[t + 1]);
+        for (slot, &id) in next[lo..hi].iter_mut().zip(&requests.ids[lo..hi]) {
+            *slot = seen[id as usize];
+            seen[id as usize] = t as u32;
+        }
+    }
+    next
 }
 
 /// Belady / MIN over a known request stream.
@@ -48,18 +63,9 @@ impl Belady {
             requests.len() < NEVER as usize,
             "stream too long for Belady"
         );
-        let mut next = vec![NEVER; requests.ids.len()];
-        let mut seen = vec![NEVER; requests.universe];
-        for t in (0..requests.len()).rev() {
-            let (lo, hi) = (requests.offsets[t], requests.offsets[t + 1]);
-            for (slot, &id) in next[lo..hi].iter_mut().zip(&requests.ids[lo..hi]) {
-                *slot = seen[id as usize];
-                seen[id as usize] = t as u32;
-            }
-        }
         Belady {
             capacity,
-            next,
+            next: next_requests(requests),
             offsets: requests.offsets.clone(),
             cached: Residents::new(capacity, requests.universe),
             keys: Vec::with_capacity(capacity + 1),

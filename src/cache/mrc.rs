@@ -30,10 +30,10 @@ use formulations::cache::model::{Requests, Trace};
 use formulations::Error;
 use serde::Serialize;
 
+use super::belady::{next_requests, NEVER};
 use super::policies::{ratio, PolicySpec, Scope};
 
 const NONE: u32 = u32::MAX;
-const NEVER: u32 = u32::MAX;
 
 /// How deep the requests of one layer were found: `at[d - 1]` requests at depth d, `cold`
 /// requests of an id never requested before.
@@ -163,18 +163,9 @@ struct BeladyStack {
 
 impl BeladyStack {
     fn new(requests: &Requests) -> Self {
-        let mut next = vec![NEVER; requests.ids.len()];
-        let mut seen = vec![NEVER; requests.universe];
-        for t in (0..requests.len()).rev() {
-            let (lo, hi) = (requests.offsets[t], requests.offsets[t + 1]);
-            for (slot, &id) in next[lo..hi].iter_mut().zip(&requests.ids[lo..hi]) {
-                *slot = seen[id as usize];
-                seen[id as usize] = t as u32;
-            }
-        }
         BeladyStack {
             stack: Stack::new(requests.universe),
-            next,
+            next: next_requests(requests),
             offsets: requests.offsets.clone(),
             upcoming: vec![NEVER; requests.universe],
             pool: Vec::new(),
