@@ -478,66 +478,40 @@ impl RunSettings {
     }
 
     /// The first setting in which `self` (the folder's) differs from `now`, as (field, flag,
-    /// folder's value, this run's value).
-    fn difference(&self, now: &Self) -> Option<(&'static str, &'static str, String, String)> {
-        let limit = |t: Option<f64>| t.map_or("none".to_string(), |t| t.to_string());
-        let pairs = [
-            (
-                "claims",
-                "--claim/--paper",
-                self.claims.join(","),
-                now.claims.join(","),
-            ),
-            (
-                "instances",
-                "--instances",
-                self.instances.to_string(),
-                now.instances.to_string(),
-            ),
-            (
-                "seed",
-                "--seed",
-                self.seed.to_string(),
-                now.seed.to_string(),
-            ),
-            (
-                "search",
-                "--search",
-                self.search.to_string(),
-                now.search.to_string(),
-            ),
-            (
-                "restarts",
-                "--restarts",
-                self.restarts.to_string(),
-                now.restarts.to_string(),
-            ),
-            (
-                "shrink_steps",
-                "shrink steps",
-                self.shrink_steps.to_string(),
-                now.shrink_steps.to_string(),
-            ),
-            (
-                "time_limit_s",
-                "--time-limit",
-                limit(self.time_limit_s),
-                limit(now.time_limit_s),
-            ),
-            (
-                "mip_rel_gap",
-                "the MILP gap",
-                self.mip_rel_gap.to_string(),
-                now.mip_rel_gap.to_string(),
-            ),
-            (
-                "threads",
-                "the HiGHS threads",
-                self.threads.to_string(),
-                now.threads.to_string(),
-            ),
-        ];
-        pairs.into_iter().find(|(_, _, old, new)| old != new)
+    /// folder's value, this run's value), in the order of the fields.
+    fn difference(&self, now: &Self) -> Option<(String, &'static str, String, String)> {
+        let fields = |s: &Self| match serde_json::to_value(s).expect("settings serialise") {
+            serde_json::Value::Object(map) => map,
+            _ => unreachable!("a struct serialises to an object"),
+        };
+        let (old, new) = (fields(self), fields(now));
+        let text = |v: &serde_json::Value| match v {
+            serde_json::Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(","),
+            serde_json::Value::Null => "none".into(),
+            // 20 s as the flag was given, not 20.0.
+            serde_json::Value::Number(n) if n.is_f64() => {
+                n.as_f64().unwrap_or_default().to_string()
+            }
+            other => other.to_string(),
+        };
+        let (field, was) = old.into_iter().find(|(k, v)| new.get(k) != Some(v))?;
+        let flag = match field.as_str() {
+            "claims" => "--claim/--paper",
+            "time_limit_s" => "--time-limit",
+            "instances" => "--instances",
+            "seed" => "--seed",
+            "search" => "--search",
+            "restarts" => "--restarts",
+            "mip_rel_gap" => "the MILP gap",
+            "threads" => "the HiGHS threads",
+            _ => "shrink steps",
+        };
+        let now = text(&new[&field]);
+        Some((field, flag, text(&was), now))
     }
 }
 
@@ -573,7 +547,7 @@ impl Journal {
             if let Some((field, flag, was, now)) = old.difference(settings) {
                 return Err(formulations::Error::Invalid {
                     path: head,
-                    field: field.into(),
+                    field,
                     reason: format!(
                         "the journal was written with {flag} {was}, this run has {now}: resume \
                          with the same options, rerun without --resume, or choose another --out"
