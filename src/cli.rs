@@ -179,8 +179,8 @@ enum Command {
     /// The LP is moe-opt's writer; the MPS is HiGHS's own (`Highs_writeModel`), so it is
     /// exactly what HiGHS reads. Both carry the objective's constant (the LP as the variable
     /// `obj_constant` fixed to 1, the MPS as the objective row's RHS), so a solver's optimum
-    /// of either file is the `exact.objective` of `solve --method milp --json` (ZipMoE's and
-    /// SlimCaching's objectives are scaled: README, section Exact models in other solvers).
+    /// of either file is the `exact.objective` of `solve --method milp --json`, in the unit its
+    /// LP name states (`_ms`: milliseconds; README, section Exact models in other solvers).
     WriteLp {
         /// Instance file (JSON).
         file: PathBuf,
