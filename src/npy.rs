@@ -7,10 +7,10 @@
 //! structured dtypes, pickles) is refused, naming the file, the field (`magic`, `version`,
 //! `header`, `descr`, `fortran_order`, `shape`, `data`) and the reason.
 //!
-//! Sizes are checked before anything is allocated: the header's length against
-//! [`MAX_HEADER_BYTES`], the shape's product against [`MAX_VALUES`] (with overflow checked), and
-//! the data's length against the file's, which must match exactly (no truncation, no trailing
-//! bytes). Integers are converted to f64 only when exact (|x| <= 2^53).
+//! Sizes are checked before anything is allocated: the file's length (at most what the limits
+//! allow), the header's length against [`MAX_HEADER_BYTES`], the shape's product against
+//! [`MAX_VALUES`] (with overflow checked), and the data's length against the shape's, which must
+//! match exactly (no truncation, no trailing bytes). Integers are converted to f64 only when exact (|x| <= 2^53).
 
 use std::path::Path;
 
@@ -121,12 +121,28 @@ impl Dtype {
     }
 }
 
-/// Reads a `.npy` file (module doc).
+/// The longest file read: the largest header and [`MAX_VALUES`] values of 8 bytes.
+const MAX_FILE_BYTES: u64 = 12 + MAX_HEADER_BYTES as u64 + 8 * MAX_VALUES as u64;
+
+/// Reads a `.npy` file (module doc); a file longer than any array within the limits could be
+/// is refused by its length before it is read.
 pub fn read(path: &Path) -> Result<NpyArray, Error> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+    let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let len = std::fs::metadata(path).map_err(io)?.len();
+    if len > MAX_FILE_BYTES {
+        return Err(Error::Invalid {
+            path: path.to_path_buf(),
+            field: "data".into(),
+            reason: format!(
+                "{len} bytes is longer than any array within the limit of {MAX_VALUES} values \
+                 (moe_opt::npy::MAX_VALUES)"
+            ),
+        });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
     parse(&bytes).map_err(|(field, reason)| Error::Invalid {
         path: path.to_path_buf(),
         field: field.into(),
@@ -356,6 +372,19 @@ mod tests {
         out.extend(h.as_bytes());
         out.extend(data);
         out
+    }
+
+    #[test]
+    fn a_file_too_long_for_any_array_is_refused_before_it_is_read() {
+        let path =
+            std::env::temp_dir().join(format!("moe-opt-npy-long-{}.npy", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        // Sparse: 1 GB of length, no data written.
+        file.set_len(1 << 30).unwrap();
+        let e = read(&path).unwrap_err().to_string();
+        std::fs::remove_file(&path).unwrap();
+        assert!(e.contains(": data: 1073741824 bytes is longer"), "{e}");
+        assert!(e.contains(&path.display().to_string()), "{e}");
     }
 
     fn field(bytes: &[u8]) -> (&'static str, String) {
