@@ -32,7 +32,7 @@ use clap::{Args, Parser, Subcommand};
 use formulations::milp::SolveOptions;
 
 use crate::claims::{CheckOptions, ClaimInfo};
-use crate::registry::{Entry, ImportArgs, Made, Registry, Rendered};
+use crate::registry::{Entry, ImportArgs, LpFormat, LpModel, Made, Registry, Rendered};
 use crate::render::table;
 use crate::report::{RunOptions, VERSION};
 use crate::verify::{ClaimGroup, ClaimRow, VerifyOptions};
@@ -174,13 +174,26 @@ enum Command {
         #[command(flatten)]
         output: Output,
     },
-    /// Write the exact MILP in CPLEX LP format.
+    /// Write the exact MILP in CPLEX LP format (or MPS, `--format mps`).
+    ///
+    /// The LP is moe-opt's writer; the MPS is HiGHS's own (`Highs_writeModel`), so it is
+    /// exactly what HiGHS reads. Both carry the objective's constant (the LP as the variable
+    /// `obj_constant` fixed to 1, the MPS as the objective row's RHS), so a solver's optimum
+    /// of either file is the `exact.objective` of `solve --method milp --json`, in the unit its
+    /// LP name states (`_ms`: milliseconds; README, section Exact models in other solvers).
     WriteLp {
         /// Instance file (JSON).
         file: PathBuf,
-        /// Output file (.lp).
+        /// Output file (.lp or .mps).
         #[arg(short, long, visible_alias = "out")]
         output: PathBuf,
+        /// File format: lp (CPLEX LP) or mps (HiGHS's MPS writer).
+        #[arg(long, default_value = "lp")]
+        format: LpFormat,
+        /// Which MILP, for the problems with several: smoe routing (default) or split (the
+        /// split MILP of (4) on Alg. 1's misses); cache-offline flexible (default) or fixed.
+        #[arg(long)]
+        model: Option<LpModel>,
     },
     /// List the problems with their methods and presets.
     Problems {
@@ -242,8 +255,9 @@ enum Command {
     /// `--csv`: a row per layer and physical slot.
     Eplb {
         /// Weights: JSON `{"weight": [[load of expert e in layer l, ...], ...]}`, a bare JSON
-        /// matrix (numpy's / torch's `tolist()`), or CSV without a header (`.csv`, a line per
-        /// layer).
+        /// matrix (numpy's / torch's `tolist()`), CSV without a header (`.csv`, a line per
+        /// layer) or numpy's `.npy` of a 2-D array (`np.save`: little-endian float or integer,
+        /// C order).
         #[arg(long)]
         weights: PathBuf,
         /// Physical expert slots (replicas) per layer.
@@ -629,13 +643,28 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                     .map_err(|e| e.with_file(&file))?,
             )
         }
-        Command::WriteLp { file, output } => {
-            let (lp, size) = registry
+        Command::WriteLp {
+            file,
+            output,
+            format,
+            model,
+        } => {
+            let (milp, which) = registry
                 .of_file(&file)?
-                .write_lp(&file)
+                .exact_milp(&file, model)
                 .map_err(|e| e.with_file(&file))?;
-            write_file(&output, lp.as_bytes())?;
-            eprintln!("wrote {} ({size})", output.display());
+            let text = match format {
+                LpFormat::Lp => milp.to_lp(),
+                LpFormat::Mps => milp.to_mps().map_err(|e| e.with_file(&file))?,
+            };
+            write_file(&output, text.as_bytes())?;
+            eprintln!(
+                "wrote {} ({which}: {} variables, {} integer, {} rows)",
+                output.display(),
+                milp.num_vars(),
+                milp.num_integers(),
+                milp.num_rows()
+            );
             Ok(())
         }
         Command::Problems { json } => {

@@ -11,6 +11,7 @@ pub mod export;
 pub mod generate;
 pub mod mutate;
 pub mod named;
+pub mod npy;
 pub mod prism;
 pub mod problem;
 pub mod registry;

@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
+use formulations::milp::Milp;
 use formulations::Error;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -254,8 +255,13 @@ pub trait Entry: Sync {
     ) -> Result<Rendered, Error> {
         Err(self.not_for(file, "compare"))
     }
-    /// The exact MILP in CPLEX LP format, and one line on its size (`write-lp`).
-    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
+    /// The exact MILP of `write-lp` (`model`: which one, for a problem with several), and a
+    /// few words on which it is.
+    fn exact_milp(
+        &self,
+        file: &Path,
+        _model: Option<LpModel>,
+    ) -> Result<(Milp, &'static str), Error> {
         Err(self.not_for(file, "write-lp"))
     }
     /// The problem's claim groups (`claims`, `verify`), in paper order.
@@ -624,8 +630,12 @@ impl<P: Commands> Entry for ProblemEntry<P> {
         P::compare_report(&instance, &model, &runs, options)
     }
 
-    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
-        write_lp::<P>(file)
+    fn exact_milp(
+        &self,
+        file: &Path,
+        model: Option<LpModel>,
+    ) -> Result<(Milp, &'static str), Error> {
+        exact_milp::<P>(file, model)
     }
 
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
@@ -804,16 +814,59 @@ pub fn generator<P: Generator + 'static>() -> Option<Box<dyn GeneratorEntry>> {
     Some(Box::new(GeneratorOf::<P>(std::marker::PhantomData)))
 }
 
-/// `write-lp` of a [`Problem`]: its MILP in CPLEX LP format, and its size.
-pub fn write_lp<P: Problem>(file: &Path) -> Result<(String, String), Error> {
+/// `write-lp` of a [`Problem`]: its one MILP ([`Problem::milp`]); `--model` is refused.
+pub fn exact_milp<P: Problem>(
+    file: &Path,
+    model: Option<LpModel>,
+) -> Result<(Milp, &'static str), Error> {
     let milp = P::milp(&P::model(&P::load(file)?))?;
-    let size = format!(
-        "{} variables, {} integer, {} rows",
-        milp.num_vars(),
-        milp.num_integers(),
-        milp.num_rows()
-    );
-    Ok((milp.to_lp(), size))
+    match model {
+        None => Ok((milp, "the exact MILP")),
+        Some(m) => Err(LpModel::refused(m, P::TAG, &[])),
+    }
+}
+
+crate::named! {
+    /// Which MILP `write-lp --model` writes, for the problems with several (one set of names
+    /// for all: each problem takes its own and refuses the others).
+    pub enum LpModel: "model" {
+        /// smoe: the routing MILP of (1) (the default)
+        Routing,
+        /// smoe: the split MILP of (4) on the misses of Alg. 1's routing
+        Split,
+        /// cache-offline: the fixed-routing MILP (the optimum Belady must reach)
+        Fixed,
+        /// cache-offline: the flexible-routing MILP (the routers' bound; the default)
+        Flexible,
+    }
+}
+
+impl LpModel {
+    /// The error for a `--model` value that `problem` (whose models are `takes`) has not.
+    pub fn refused(model: LpModel, problem: &str, takes: &[LpModel]) -> Error {
+        let reason = if takes.is_empty() {
+            format!(
+                "{problem} has one MILP; `{model}` is not one of its models (leave --model out)"
+            )
+        } else {
+            let names: Vec<&str> = takes.iter().map(|m| m.name()).collect();
+            format!(
+                "{problem} has no MILP `{model}`; its models are {}",
+                names.join(", ")
+            )
+        };
+        Error::command_line("--model", reason)
+    }
+}
+
+crate::named! {
+    /// The file format of `write-lp --format`.
+    pub enum LpFormat: "format" {
+        /// CPLEX LP, moe-opt's writer (`Milp::to_lp`)
+        Lp,
+        /// MPS, HiGHS's own writer (`Milp::to_mps`)
+        Mps,
+    }
 }
 
 #[cfg(test)]

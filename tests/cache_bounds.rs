@@ -10,7 +10,7 @@ use formulations::cache::Trace;
 use formulations::milp::{MilpStatus, SolveOptions};
 use formulations::ProblemKind;
 use moe_opt::cache::belady::belady_schedule;
-use moe_opt::cache::bounds::{compare, instance_from_trace, write_lp, OfflineMethod};
+use moe_opt::cache::bounds::{compare, exact_milp, instance_from_trace, OfflineMethod};
 use moe_opt::cache::generate::{generate, GeneratorConfig, Locality};
 use moe_opt::cache::policy::{replay, Lru};
 use moe_opt::cache::routers::{DeltaEstimate, RouterSpec};
@@ -131,7 +131,7 @@ fn compare_reports_ratios_to_the_proved_optima() {
         .unwrap();
     assert_eq!(belady.ratio_to_fixed_optimum, Some(1.0));
     assert!(report.text().contains("milp-flexible"));
-    assert!(write_lp(&i, true).unwrap().contains("pick_0"));
+    assert!(exact_milp(&i, true).unwrap().to_lp().contains("pick_0"));
     // A capacity below K is refused with the field named.
     let err = instance_from_trace(&trace, 0, 1, freedom, "bad").unwrap_err();
     assert!(err.to_string().contains("capacity"), "{err}");

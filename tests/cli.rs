@@ -119,6 +119,36 @@ fn text_compare_names_every_method_and_the_reference() {
     }
 }
 
+/// `--format mps` is HiGHS's writer; `--model` is refused where the problem has no such MILP.
+#[test]
+fn write_lp_writes_mps_and_names_a_refused_model() {
+    let dir = scratch("mps");
+    let file = generate(&dir, "tiny", 1);
+    let mps = dir.join("p1.mps");
+    moe_opt()
+        .args(["write-lp", "--format", "mps", "-o"])
+        .arg(&mps)
+        .arg(&file)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&mps).unwrap();
+    for section in ["OBJSENSE", "ROWS", "COLUMNS", "RHS", "BOUNDS", "ENDATA"] {
+        assert!(text.contains(section), "{section} missing from:\n{text}");
+    }
+    let out = moe_opt()
+        .args(["write-lp", "--model", "split", "-o"])
+        .arg(dir.join("x.lp"))
+        .arg(&file)
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        stderr.starts_with("error: --model: slimcaching has one MILP"),
+        "{stderr}"
+    );
+    assert!(!dir.join("x.lp").exists());
+}
+
 #[test]
 fn write_lp_writes_a_cplex_lp_file() {
     let dir = scratch("lp");

@@ -342,8 +342,15 @@ fn compare(dir: &Path, file: &str, methods: Option<&str>) -> (Value, String) {
 
 /// `write-lp FILE -o OUT`: the LP text, numbers rounded.
 fn write_lp(dir: &Path, file: &str) -> String {
+    write_lp_model(dir, file, &[])
+}
+
+/// `write-lp FILE -o OUT` with more arguments (`--model fixed`).
+fn write_lp_model(dir: &Path, file: &str, extra: &[&str]) -> String {
     let lp = dir.join("model.lp");
-    run(&["write-lp", file, "-o", arg(&lp)]);
+    let mut args = vec!["write-lp", file, "-o", arg(&lp)];
+    args.extend(extra);
+    run(&args);
     clean_lp(&lp)
 }
 
@@ -889,6 +896,10 @@ fn cache_offline() {
 
     insta::assert_snapshot!("write_lp_cache_offline_rank", write_lp(&dir, rank));
     insta::assert_snapshot!("write_lp_cache_offline_mass", write_lp(&dir, mass));
+    insta::assert_snapshot!(
+        "write_lp_cache_offline_rank_fixed",
+        write_lp_model(&dir, rank, &["--model", "fixed"])
+    );
 }
 
 /// SMoE layers (paper 004): `generate`, `solve` (routing + split), `compare`, `write-lp`.
@@ -934,6 +945,10 @@ fn smoe() {
 
     insta::assert_snapshot!("write_lp_smoe_tiny0", write_lp(&dir, uniform));
     insta::assert_snapshot!("write_lp_smoe_per_expert4", write_lp(&dir, per_expert));
+    insta::assert_snapshot!(
+        "write_lp_smoe_tiny0_split",
+        write_lp_model(&dir, uniform, &["--model", "split"])
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1025,6 +1025,9 @@ const FLAG_CASES: &[(&str, &str)] = &[
     ("--default-io-bps", "migrate PRISM --default-io-bps 0"),
     ("--stats", "migrate PRISM --stats median"),
     ("--method", "migrate PRISM --method simplex"),
+    ("--model", "write-lp PRISM --model fixed -o OUT"),
+    ("--model", "write-lp PRISM --model quadratic -o OUT"),
+    ("--format", "write-lp PRISM --format xlsx -o OUT"),
     ("--seed", "plan --synthetic --seed=-1"),
     (
         "--instances",
@@ -1364,6 +1367,149 @@ fn every_malformed_flag_is_refused_in_one_line_naming_it() {
         faults.join("\n")
     );
     eprintln!("{} malformed flags, each refused cleanly", FLAG_CASES.len());
+}
+
+/// A `.npy` file as `np.save` (format 1.0) lays it out: magic, version, header length, the
+/// header dict padded to 64 bytes, the data.
+fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = header.to_string();
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((h.len() as u16).to_le_bytes());
+    out.extend(h.as_bytes());
+    out.extend(data);
+    out
+}
+
+/// Malformed `.npy` weight files: `eplb` refuses each with exit 2 and one line naming the file
+/// and the field; a good one of the same shape is read.
+#[test]
+fn malformed_npy_weights_are_refused_naming_the_file_and_the_field() {
+    let dir = scratch("hostile-npy");
+    let header = |descr: &str, fortran: &str, shape: &str| {
+        format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}")
+    };
+    let zeros = vec![0u8; 8 * 2 * 4];
+    let cases: Vec<(&str, &str, Vec<u8>)> = vec![
+        ("empty", "magic", Vec::new()),
+        ("zip", "magic", b"PK\x03\x04 not numpy".to_vec()),
+        (
+            "truncated",
+            "data",
+            npy_bytes(&header("<f8", "False", "(2, 4)"), &zeros[..40]),
+        ),
+        (
+            "trailing",
+            "data",
+            npy_bytes(
+                &header("<f8", "False", "(2, 4)"),
+                &[zeros.clone(), vec![0]].concat(),
+            ),
+        ),
+        (
+            "big-endian",
+            "descr",
+            npy_bytes(&header(">f8", "False", "(2, 4)"), &zeros),
+        ),
+        (
+            "object",
+            "descr",
+            npy_bytes(&header("|O", "False", "(2, 4)"), &zeros),
+        ),
+        (
+            "fortran",
+            "fortran_order",
+            npy_bytes(&header("<f8", "True", "(2, 4)"), &zeros),
+        ),
+        (
+            "three-d",
+            "shape",
+            npy_bytes(&header("<f8", "False", "(1, 2, 4)"), &zeros),
+        ),
+        (
+            "huge",
+            "shape",
+            npy_bytes(&header("<f8", "False", "(4294967296, 4294967296)"), &[]),
+        ),
+        (
+            "negative",
+            "shape",
+            npy_bytes(&header("<f8", "False", "(-2, 4)"), &zeros),
+        ),
+        (
+            "header",
+            "header",
+            b"\x93NUMPY\x01\x00\xff\xff{'descr'".to_vec(),
+        ),
+    ];
+    let mut faults = Vec::new();
+    for (name, field, bytes) in &cases {
+        let file = dir.join(format!("{name}.npy"));
+        std::fs::write(&file, bytes).unwrap();
+        let mut args = vec![
+            "eplb".to_string(),
+            "--weights".into(),
+            file.display().to_string(),
+        ];
+        args.extend(
+            [
+                "--replicas",
+                "8",
+                "--groups",
+                "2",
+                "--nodes",
+                "1",
+                "--gpus",
+                "2",
+            ]
+            .map(String::from),
+        );
+        let outcome = run_capped(args);
+        let fault = outcome
+            .refusal_fault(&file.display().to_string())
+            .or_else(|| outcome.refusal_fault(&format!(": {field}:")));
+        if let Some(fault) = fault {
+            faults.push(format!(
+                "{name}: {fault}\n    {}",
+                outcome.stderr.trim_end()
+            ));
+        }
+    }
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+    // The same layout with valid values is read: 2 layers of 4 experts, 8 slots on 2 GPUs.
+    let mut data = Vec::new();
+    for x in [4.0f64, 3.0, 2.0, 1.0, 1.0, 2.0, 3.0, 4.0] {
+        data.extend(x.to_le_bytes());
+    }
+    let good = dir.join("good.npy");
+    std::fs::write(&good, npy_bytes(&header("<f8", "False", "(2, 4)"), &data)).unwrap();
+    let out = std::process::Command::new(common::bin())
+        .args(["eplb", "--weights"])
+        .arg(&good)
+        .args([
+            "--replicas",
+            "8",
+            "--groups",
+            "2",
+            "--nodes",
+            "1",
+            "--gpus",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["layers"], 2);
+    assert_eq!(report["logical_experts"], 4);
 }
 
 // ---------------------------------------------------------------------------------------------

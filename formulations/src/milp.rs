@@ -76,6 +76,7 @@ struct Row {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Milp {
     name: String,
+    objective_name: String,
     sense: Sense,
     constant: f64,
     objective: Vec<(VarId, f64)>,
@@ -212,6 +213,7 @@ impl Milp {
     pub fn new(name: impl Into<String>, sense: Sense) -> Self {
         Milp {
             name: name.into(),
+            objective_name: "obj".into(),
             sense,
             constant: 0.0,
             objective: Vec::new(),
@@ -274,6 +276,21 @@ impl Milp {
         self.constant += c;
     }
 
+    /// Names the objective (`obj` by default) in the LP file: the name states its unit where
+    /// it has one (`latency_reduction_ms`, `makespan_s`).
+    pub fn set_objective_name(&mut self, name: impl Into<String>) {
+        self.objective_name = name.into();
+    }
+
+    /// Multiplies the objective, constant included, by `factor` > 0: the same optimal points,
+    /// the objective in another unit (a model solved in scaled units, written in seconds).
+    pub fn scale_objective(&mut self, factor: f64) {
+        for (_, c) in &mut self.objective {
+            *c *= factor;
+        }
+        self.constant *= factor;
+    }
+
     /// Number of variables.
     pub fn num_vars(&self) -> usize {
         self.vars.len()
@@ -322,7 +339,9 @@ impl Milp {
     }
 
     /// The model in CPLEX LP format. The objective constant, which LP readers treat
-    /// differently, becomes the coefficient of a variable `obj_constant` fixed to 1.
+    /// differently, becomes the coefficient of a variable `obj_constant` fixed to 1. A
+    /// variable's repeated terms are written once, summed: HiGHS 1.15's LP reader sums them in
+    /// a row but keeps only the last in the objective (`x + 3 x` read as `3 x`).
     pub fn to_lp(&self) -> String {
         use std::fmt::Write;
         let mut out = String::new();
@@ -338,21 +357,19 @@ impl Milp {
             Sense::Maximize => "Maximize\n",
             Sense::Minimize => "Minimize\n",
         });
-        let mut objective: Vec<(String, f64)> = self
-            .objective
-            .iter()
-            .map(|&(v, c)| (self.vars[v.0].name.clone(), c))
+        let mut objective: Vec<(String, f64)> = merged(&self.objective)
+            .into_iter()
+            .map(|(v, c)| (self.vars[v.0].name.clone(), c))
             .collect();
         if self.constant != 0.0 {
             objective.push(("obj_constant".into(), self.constant));
         }
-        write_terms(&mut out, " obj:", &objective);
+        write_terms(&mut out, &format!(" {}:", self.objective_name), &objective);
         out.push_str("Subject To\n");
         for r in &self.rows {
-            let terms: Vec<(String, f64)> = r
-                .terms
-                .iter()
-                .map(|&(v, c)| (self.vars[v.0].name.clone(), c))
+            let terms: Vec<(String, f64)> = merged(&r.terms)
+                .into_iter()
+                .map(|(v, c)| (self.vars[v.0].name.clone(), c))
                 .collect();
             let mut emit = |suffix: &str, op: &str, rhs: f64| {
                 write_terms(&mut out, &format!(" {}{suffix}:", r.name), &terms);
@@ -421,6 +438,98 @@ impl Milp {
         }
         out.push_str("End\n");
         out
+    }
+
+    /// The model in MPS format, written by HiGHS's own writer (`Highs_writeModel`), so the file
+    /// is exactly what HiGHS reads: the same columns, ranged rows, integrality and names as
+    /// [`Milp::to_lp`], the objective constant as HiGHS's objective offset (the RHS of the
+    /// objective row) and the sense in an `OBJSENSE` section. HiGHS writes only to a file: the
+    /// text goes through a temporary file, removed afterwards.
+    pub fn to_mps(&self) -> Result<String, Error> {
+        use std::ffi::CString;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static WRITTEN: AtomicUsize = AtomicUsize::new(0);
+        let failed = |what: &str| Error::Solver(format!("writing the MPS file: {what}"));
+        let mut problem = highs::ColProblem::default();
+        let rows: Vec<highs::Row> = self
+            .rows
+            .iter()
+            .map(|r| problem.add_row(r.lower..=r.upper))
+            .collect();
+        // HiGHS takes the matrix by columns, one entry per (row, column): repeated terms summed.
+        let mut columns: Vec<Vec<(usize, f64)>> = vec![Vec::new(); self.vars.len()];
+        for (i, r) in self.rows.iter().enumerate() {
+            for &(v, c) in &r.terms {
+                columns[v.0].push((i, c));
+            }
+        }
+        let mut cost = vec![0.0; self.vars.len()];
+        for &(v, c) in &self.objective {
+            cost[v.0] += c;
+        }
+        for ((d, mut entries), c) in self.vars.iter().zip(columns).zip(cost) {
+            entries.sort_by_key(|&(i, _)| i);
+            let mut merged: Vec<(highs::Row, f64)> = Vec::with_capacity(entries.len());
+            for (i, a) in entries {
+                match merged.last_mut() {
+                    Some((row, sum)) if *row == rows[i] => *sum += a,
+                    _ => merged.push((rows[i], a)),
+                }
+            }
+            problem.add_column_with_integrality(c, d.lower..=d.upper, &merged, d.integer);
+        }
+        let sense = match self.sense {
+            Sense::Maximize => highs::Sense::Maximise,
+            Sense::Minimize => highs::Sense::Minimise,
+        };
+        let mut model = problem
+            .try_optimise(sense)
+            .map_err(|e| failed(&format!("HiGHS refused the model ({e:?})")))?;
+        let path = std::env::temp_dir().join(format!(
+            "moe-opt-{}-{}.mps",
+            std::process::id(),
+            WRITTEN.fetch_add(1, Ordering::Relaxed)
+        ));
+        let c_string =
+            |name: &str| CString::new(name).map_err(|_| failed("a name holds a NUL byte"));
+        let c_path = c_string(&path.to_string_lossy())?;
+        let ptr = model.as_mut_ptr();
+        let ok = |status: highs_sys::HighsInt| status != highs_sys::STATUS_ERROR;
+        // SAFETY: `ptr` is the live HiGHS instance owned by `model`, which outlives every call;
+        // indices are in range (one name per column and row built above) and every string is a
+        // NUL-terminated CString that lives across its call.
+        unsafe {
+            if !ok(highs_sys::Highs_changeObjectiveOffset(ptr, self.constant)) {
+                return Err(failed("HiGHS refused the objective constant"));
+            }
+            for (j, d) in self.vars.iter().enumerate() {
+                let name = c_string(&d.name)?;
+                if !ok(highs_sys::Highs_passColName(
+                    ptr,
+                    j as highs_sys::HighsInt,
+                    name.as_ptr(),
+                )) {
+                    return Err(failed(&format!("HiGHS refused the column name {}", d.name)));
+                }
+            }
+            for (i, r) in self.rows.iter().enumerate() {
+                let name = c_string(&r.name)?;
+                if !ok(highs_sys::Highs_passRowName(
+                    ptr,
+                    i as highs_sys::HighsInt,
+                    name.as_ptr(),
+                )) {
+                    return Err(failed(&format!("HiGHS refused the row name {}", r.name)));
+                }
+            }
+            if !ok(highs_sys::Highs_writeModel(ptr, c_path.as_ptr())) {
+                let _ = std::fs::remove_file(&path);
+                return Err(failed(&format!("HiGHS could not write {}", path.display())));
+            }
+        }
+        let text = std::fs::read_to_string(&path);
+        let _ = std::fs::remove_file(&path);
+        text.map_err(|e| failed(&format!("{}: {e}", path.display())))
     }
 
     /// Solves with HiGHS. `start` is a full assignment used as the MIP start (HiGHS takes a
@@ -595,6 +704,23 @@ impl Milp {
     }
 }
 
+/// Each variable's terms summed into one, in the order of their first occurrence.
+fn merged(terms: &[(VarId, f64)]) -> Vec<(VarId, f64)> {
+    let mut at: std::collections::HashMap<VarId, usize> =
+        std::collections::HashMap::with_capacity(terms.len());
+    let mut out: Vec<(VarId, f64)> = Vec::with_capacity(terms.len());
+    for &(v, c) in terms {
+        match at.entry(v) {
+            std::collections::hash_map::Entry::Occupied(i) => out[*i.get()].1 += c,
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(out.len());
+                out.push((v, c));
+            }
+        }
+    }
+    out
+}
+
 fn number(x: f64) -> String {
     format!("{x}")
 }
@@ -669,6 +795,71 @@ mod tests {
             vec![0, 1, 1]
         );
         assert_eq!(m.max_violation(&v), 0.0);
+    }
+
+    /// HiGHS's optimum of a model file it reads back (`Highs_readModel`, then a MIP solve with
+    /// no gap), independent of good_lp and of `Milp::solve`.
+    fn highs_reads_and_solves(text: &str, extension: &str) -> f64 {
+        use std::ffi::CString;
+        let path = std::env::temp_dir().join(format!(
+            "moe-opt-milp-test-{}-{extension}.{extension}",
+            std::process::id()
+        ));
+        std::fs::write(&path, text).unwrap();
+        let c_path = CString::new(path.to_string_lossy().as_bytes()).unwrap();
+        // SAFETY: a fresh HiGHS instance, used and destroyed here; C strings outlive the calls.
+        let objective = unsafe {
+            let h = highs_sys::Highs_create();
+            highs_sys::Highs_setBoolOptionValue(h, c"output_flag".as_ptr(), 0);
+            highs_sys::Highs_setDoubleOptionValue(h, c"mip_rel_gap".as_ptr(), 0.0);
+            assert_eq!(
+                highs_sys::Highs_readModel(h, c_path.as_ptr()),
+                highs_sys::STATUS_OK
+            );
+            assert_eq!(highs_sys::Highs_run(h), highs_sys::STATUS_OK);
+            assert_eq!(
+                highs_sys::Highs_getModelStatus(h),
+                highs_sys::MODEL_STATUS_OPTIMAL
+            );
+            let objective = highs_sys::Highs_getObjectiveValue(h);
+            highs_sys::Highs_destroy(h);
+            objective
+        };
+        std::fs::remove_file(&path).unwrap();
+        objective
+    }
+
+    #[test]
+    fn mps_from_highs_writer_reads_back_to_the_hand_computed_optimum() {
+        let (m, _) = knapsack();
+        let mps = m.to_mps().unwrap();
+        // HiGHS's writer: the sense, integer markers, the constant as the objective's RHS.
+        assert!(mps.contains("OBJSENSE"), "{mps}");
+        assert!(mps.contains("MARKER"), "{mps}");
+        assert!((highs_reads_and_solves(&mps, "mps") - 25.0).abs() < 1e-9);
+        assert!((highs_reads_and_solves(&m.to_lp(), "lp") - 25.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn lp_and_mps_keep_ranged_rows_repeated_terms_and_bounds() {
+        // min x + 2y + 3x - 3 (x twice in the objective too), 2 <= x + x + y <= 5, y integer
+        // in [1, 4], x continuous in [0.5, 10]: by hand y = 1 and 2x + 1 >= 2 gives x = 0.5,
+        // so 4 * 0.5 + 2 - 3 = 1.
+        let mut m = Milp::new("ranged", Sense::Minimize);
+        let x = m.continuous("x", 0.5, 10.0);
+        let y = m.push_var("y".into(), 1.0, 4.0, true);
+        m.add_objective(x, 1.0);
+        m.add_objective(y, 2.0);
+        m.add_objective(x, 3.0);
+        m.add_constant(-3.0);
+        m.row("r", vec![(x, 1.0), (x, 1.0), (y, 1.0)], 2.0, 5.0);
+        let mps = m.to_mps().unwrap();
+        assert!(mps.contains("RANGES"), "{mps}");
+        assert!((highs_reads_and_solves(&mps, "mps") - 1.0).abs() < 1e-9);
+        let lp = m.to_lp();
+        assert!(lp.contains(" obj: 4 x + 2 y - 3 obj_constant\n"), "{lp}");
+        assert!(lp.contains(" r_lo: 2 x + y\n"), "{lp}");
+        assert!((highs_reads_and_solves(&lp, "lp") - 1.0).abs() < 1e-9);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Exact offline bounds of expert caching (paper 002 Sec. 4.8): building a `cache-offline`
 //! instance from one layer of a trace, running the offline methods (the two MILPs, the
 //! exhaustive search, Belady, LRU) and the reports the command line prints (solve, compare,
-//! write_lp).
+//! the MILP of `write-lp`, [`exact_milp`]).
 //!
 //! Methods ([`OfflineMethod`], names as on the command line): `milp-fixed` and `milp-flexible`
 //! (formulations::cache::milp, started from Belady's schedule, which is feasible for both),
@@ -51,7 +51,7 @@ use formulations::cache::offline::{
     self, evaluate, freedom_used, CacheInstance, Freedom, Schedule, ScheduleStep,
 };
 use formulations::cache::Trace;
-use formulations::milp::{MilpStatus, SolveOptions};
+use formulations::milp::{Milp, MilpStatus, SolveOptions};
 use formulations::{Error, ProblemKind};
 use serde::Serialize;
 
@@ -598,7 +598,7 @@ pub fn compare(
     })
 }
 
-/// `write_lp`: the fixed- or flexible-routing model in CPLEX LP format.
-pub fn write_lp(instance: &CacheInstance, flexible: bool) -> Result<String, Error> {
-    Ok(OfflineMilp::build(instance, flexible)?.milp.to_lp())
+/// `write-lp`: the fixed- or flexible-routing model.
+pub fn exact_milp(instance: &CacheInstance, flexible: bool) -> Result<Milp, Error> {
+    Ok(OfflineMilp::build(instance, flexible)?.milp)
 }

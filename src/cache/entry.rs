@@ -7,6 +7,7 @@ use std::path::Path;
 
 use formulations::cache::offline::{self, CacheInstance, Freedom};
 use formulations::cache::Trace;
+use formulations::milp::Milp;
 use formulations::Error;
 
 use super::bounds::{self, OfflineMethod};
@@ -15,7 +16,9 @@ use super::generate::{GeneratorConfig, Preset};
 use super::import::ImportOptions;
 use super::libcachesim::Shape;
 use crate::export::Table;
-use crate::registry::{self, Entry, GeneratorEntry, ImportArgs, Made, MethodInfo, Rendered};
+use crate::registry::{
+    self, Entry, GeneratorEntry, ImportArgs, LpModel, Made, MethodInfo, Rendered,
+};
 use crate::report::RunOptions;
 use crate::verify::ClaimGroup;
 
@@ -182,10 +185,31 @@ impl Entry for CacheOfflineEntry {
         Ok(Rendered::new(&report, report.text()).with_table(table))
     }
 
-    /// The flexible-routing model (the fixed one is the same with every step's set fixed).
-    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
-        let lp = bounds::write_lp(&offline::load(file)?, true)?;
-        Ok((lp, "the flexible-routing MILP".into()))
+    /// The flexible-routing model by default (the fixed one is the same with every step's set
+    /// fixed), `--model fixed` for the fixed one.
+    fn exact_milp(
+        &self,
+        file: &Path,
+        model: Option<LpModel>,
+    ) -> Result<(Milp, &'static str), Error> {
+        let instance = offline::load(file)?;
+        let flexible = match model.unwrap_or(LpModel::Flexible) {
+            LpModel::Flexible => true,
+            LpModel::Fixed => false,
+            other => {
+                return Err(LpModel::refused(
+                    other,
+                    self.tag(),
+                    &[LpModel::Fixed, LpModel::Flexible],
+                ))
+            }
+        };
+        let milp = bounds::exact_milp(&instance, flexible)?;
+        Ok(if flexible {
+            (milp, "the flexible-routing MILP")
+        } else {
+            (milp, "the fixed-routing MILP")
+        })
     }
 
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {

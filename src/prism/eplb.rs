@@ -532,7 +532,8 @@ pub fn rebalance_experts(
 /// The weights file of `moe-opt eplb`: one row per MoE layer, one load (e.g. a token count)
 /// per logical expert, all rows the same length. [`EplbWeights::read`] takes it as JSON
 /// `{"weight": [[load, ...], ...]}`, as a bare JSON matrix (what `weight.tolist()` writes
-/// from numpy or torch) or as CSV without a header (`.csv`: a line per layer).
+/// from numpy or torch), as CSV without a header (`.csv`: a line per layer) or as numpy's
+/// `.npy` of a 2-D array (`np.save`; [`crate::npy`]), chosen by the file's extension.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EplbWeights {
@@ -552,9 +553,16 @@ impl EplbWeights {
     /// Reads a weights file in any of its forms (type doc); errors name the file, and for CSV
     /// the line and column. The values' rules are [`rebalance_experts`]'s.
     pub fn read(path: &Path) -> Result<Self, Error> {
-        let is_csv = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+        let has = |ext: &str| {
+            path.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+        };
+        if has("npy") {
+            return Ok(EplbWeights {
+                weight: crate::npy::read_matrix(path)?,
+            });
+        }
+        let is_csv = has("csv");
         if !is_csv {
             let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
                 path: path.to_path_buf(),

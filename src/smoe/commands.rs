@@ -6,14 +6,14 @@
 //! * [`solve`]: one routing method then one split method on a layer;
 //! * [`compare`]: every routing method with Alg. 2 and the optimal split, against the optimum
 //!   of (1) and, per routing, the optimum of (4);
-//! * [`write_lp`]: the routing or split MILP in CPLEX LP format;
+//! * [`exact_milp`]: the routing or split MILP for `write-lp` (LP or MPS);
 //! * [`tpot`]: the pipeline's TPOT proxy over a trace with an LRU pool cache;
 //! * [`alpha`]: eq. (5), T(alpha) sampled, fitted, and the smallest alpha meeting a budget.
 
 use std::fmt::Write;
 
 use formulations::cache::Trace;
-use formulations::milp::SolveOptions;
+use formulations::milp::{Milp, SolveOptions};
 use formulations::smoe::evaluate::{evaluate_routing, routing_exhaustive, SPLIT_EXHAUSTIVE_MAX};
 use formulations::smoe::{
     objective1, objective4, split_exhaustive, split_optimum_uniform, Costs, Instance, LayerSets,
@@ -31,7 +31,9 @@ use super::split::{alg2, Alg2Rule};
 use crate::cache::commands::TraceInfo;
 use crate::cache::policy::Lru;
 use crate::export::Table;
-use crate::registry::{self, Entry, Generator, GeneratorEntry, Made, MethodInfo, Rendered};
+use crate::registry::{
+    self, Entry, Generator, GeneratorEntry, LpModel, Made, MethodInfo, Rendered,
+};
 use crate::report::{canonical_sha256, RunOptions, VERSION};
 use crate::verify::ClaimGroup;
 use std::path::Path;
@@ -354,28 +356,22 @@ pub fn compare(instance: &Instance, options: &SolveOptions) -> Result<CompareRep
     })
 }
 
-/// Which MILP `write_lp` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LpModel {
-    /// The routing MILP of (1).
-    Routing,
-    /// The split MILP of (4) on the misses of Alg. 1's routing.
-    Split,
-}
-
-/// A MILP in CPLEX LP format.
-pub fn write_lp(instance: &Instance, model: LpModel) -> Result<String, Error> {
+/// The MILP of `write-lp`: the routing MILP of (1), or (`split`) the split MILP of (4) on the
+/// misses of Alg. 1's routing (the model `solve --method smoe+milp` solves), its objective in
+/// milliseconds (`split_time_ms`; solved, it is in units of the smallest cost).
+pub fn exact_milp(instance: &Instance, split: bool) -> Result<Milp, Error> {
     let sets = LayerSets::new(instance);
-    Ok(match model {
-        LpModel::Routing => RoutingMilp::build(instance, &sets).milp.to_lp(),
-        LpModel::Split => {
-            let routing = route(instance, LowScore::Missing);
-            let value = evaluate_routing(instance, &sets, &routing)
-                .map_err(|e| Error::Solver(format!("Alg. 1's routing: {e}")))?;
-            SplitMilp::build(&instance.costs, &value.misses)
-                .milp
-                .to_lp()
-        }
+    Ok(if split {
+        let routing = route(instance, LowScore::Missing);
+        let value = evaluate_routing(instance, &sets, &routing)
+            .map_err(|e| Error::Solver(format!("Alg. 1's routing: {e}")))?;
+        let built = SplitMilp::build(&instance.costs, &value.misses);
+        let mut milp = built.milp;
+        milp.scale_objective(1e3 * built.unit_s);
+        milp.set_objective_name("split_time_ms");
+        milp
+    } else {
+        RoutingMilp::build(instance, &sets).milp
     })
 }
 
@@ -648,10 +644,25 @@ impl Entry for SmoeEntry {
         Ok(Rendered::new(&report, report.text()).with_table(report.table()))
     }
 
-    /// The routing MILP of objective (1).
-    fn write_lp(&self, file: &Path) -> Result<(String, String), Error> {
-        let lp = write_lp(&formulations::smoe::load(file)?, LpModel::Routing)?;
-        Ok((lp, "the routing MILP of (1)".into()))
+    /// The routing MILP of objective (1) by default, `--model split` for the split MILP of (4).
+    fn exact_milp(
+        &self,
+        file: &Path,
+        model: Option<LpModel>,
+    ) -> Result<(Milp, &'static str), Error> {
+        let instance = formulations::smoe::load(file)?;
+        match model.unwrap_or(LpModel::Routing) {
+            LpModel::Routing => Ok((exact_milp(&instance, false)?, "the routing MILP of (1)")),
+            LpModel::Split => Ok((
+                exact_milp(&instance, true)?,
+                "the split MILP of (4) on Alg. 1's misses",
+            )),
+            other => Err(LpModel::refused(
+                other,
+                self.tag(),
+                &[LpModel::Routing, LpModel::Split],
+            )),
+        }
     }
 
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {

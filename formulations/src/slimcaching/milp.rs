@@ -92,6 +92,7 @@ impl SlimCachingMilp {
             format!("SlimCaching P1 (18): {servers} servers, {experts} experts, objective F in ms"),
             Sense::Maximize,
         );
+        milp.set_objective_name("latency_reduction_ms");
         let x: Vec<Vec<VarId>> = (0..servers)
             .map(|n| {
                 (0..experts)

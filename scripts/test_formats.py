@@ -1,0 +1,147 @@
+"""Every MILP `moe-opt write-lp` writes, in LP and in MPS, solved by HiGHS's own Python package
+(highspy, pinned in requirements-notebooks.txt), must reach the optimum `moe-opt solve --json`
+reports for the same model; and a .npy file written by numpy must give `moe-opt eplb` the same
+report as the same weights in JSON. Run by `./dev test` (after the notebooks, in their venv):
+
+    python scripts/test_formats.py [--moe-opt target/debug/moe-opt]
+
+Models: the committed instances with a MILP that proves in seconds (SlimCaching, Prism and
+ZipMoE tiny and small), a cache-offline instance made by `moe-opt offline` from a generated
+trace (`--model fixed` and `flexible`), and a generated SMoE layer (`--model routing` and
+`split`). The reference is what `solve --method M --json` reports as proved optimal; an
+objective whose LP name ends in `_ms` (SlimCaching's F, ZipMoE's makespan, SMoE's split time)
+is the report's seconds x 1000. HiGHS solves each file with mip_rel_gap = mip_abs_gap = 0; the
+two must agree within TOLERANCE x max(1, |optimum|) (HiGHS's feasibility tolerance is 1e-7 and
+its MPS writer keeps 15 significant digits). Prints `N passed, N failed` and exits 1 on any
+failure.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import highspy
+import numpy as np
+
+TOLERANCE = 1e-6
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(moe_opt, *args):
+    out = subprocess.run([moe_opt, *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"moe-opt {' '.join(args)}: exit {out.returncode}: {out.stderr.strip()}")
+    return out.stdout
+
+
+def highs_optimum(path):
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("mip_rel_gap", 0.0)
+    h.setOptionValue("mip_abs_gap", 0.0)
+    h.setOptionValue("threads", 1)
+    if h.readModel(path) != highspy.HighsStatus.kOk:
+        raise RuntimeError(f"highspy could not read {path} cleanly")
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"{path}: highspy ended with {status}")
+    return h.getInfo().objective_function_value
+
+
+def objective_scale(lp_path):
+    """1000 when the LP's objective is named in milliseconds, else 1."""
+    with open(lp_path) as f:
+        text = f.read()
+    name = re.search(r"^(?:Maximize|Minimize)\n (\S+):", text, re.M).group(1)
+    return 1e3 if name.endswith("_ms") else 1.0
+
+
+def cases(moe_opt, tmp):
+    """(label, instance, --model or None, the proved optimum from `solve --json`)."""
+    def exact(report):
+        e = report["result"]["exact"]
+        assert e["status"] == "optimal", e
+        return e["objective"]
+
+    for name in ["slimcaching-tiny-1", "slimcaching-small-1", "prism-tiny-1", "prism-small-1",
+                 "zipmoe-tiny-1", "zipmoe-small-1"]:
+        path = os.path.join(ROOT, "instances", name + ".json")
+        yield name, path, None, exact(json.loads(run(moe_opt, "solve", path, "--method", "milp", "--json")))
+
+    config = json.loads(run(moe_opt, "generate", "cache-trace", "--print-config", "--preset", "mixtral-8x7b"))
+    config.update(layers=1, sequences=2, tokens_per_sequence=20)
+    config_path = os.path.join(tmp, "trace-config.json")
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    trace = os.path.join(tmp, "trace.json")
+    run(moe_opt, "generate", "cache-trace", "--config", config_path, "--seed", "1", "-o", trace)
+    offline = os.path.join(tmp, "offline.json")
+    run(moe_opt, "offline", trace, "--layer", "0", "--capacity", "4", "--tokens", "16",
+        "--top-j", "1", "--max-rank", "4", "-o", offline)
+    for model in ["fixed", "flexible"]:
+        r = json.loads(run(moe_opt, "solve", offline, "--method", f"milp-{model}", "--json"))["result"]
+        assert r["proved_optimal"], r
+        yield f"cache-offline {model}", offline, model, float(r["loads"])
+
+    smoe = os.path.join(tmp, "smoe.json")
+    run(moe_opt, "generate", "smoe", "--preset", "tiny", "--seed", "3", "-o", smoe)
+    routing = json.loads(run(moe_opt, "solve", smoe, "--method", "milp", "--json"))["methods"][0]
+    assert routing["routing_status"] == "optimal", routing
+    yield "smoe routing", smoe, "routing", float(routing["hits"])
+    split = json.loads(run(moe_opt, "solve", smoe, "--method", "smoe+milp", "--json"))["methods"][0]
+    assert split["split_status"] == "optimal", split
+    yield "smoe split", smoe, "split", split["split"]["objective_s"]
+
+
+def npy_case(moe_opt, tmp):
+    """A .npy file written by numpy gives `eplb` the report of the same weights in JSON."""
+    weights = np.arange(1, 25, dtype="<f4").reshape(2, 12) * 3.5
+    npy = os.path.join(tmp, "weights.npy")
+    np.save(npy, weights)
+    js = os.path.join(tmp, "weights.json")
+    with open(js, "w") as f:
+        json.dump(weights.astype(float).tolist(), f)
+    args = ["--replicas", "16", "--groups", "4", "--nodes", "2", "--gpus", "4", "--json"]
+    a = json.loads(run(moe_opt, "eplb", "--weights", npy, *args))
+    b = json.loads(run(moe_opt, "eplb", "--weights", js, *args))
+    for r in (a, b):
+        r.pop("weights_file")
+    if a != b:
+        raise RuntimeError("eplb on the .npy and on the JSON matrix differ")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--moe-opt", default=os.path.join(ROOT, "target", "debug", "moe-opt"))
+    moe_opt = parser.parse_args().moe_opt
+    passed = failed = 0
+    with tempfile.TemporaryDirectory(prefix="moe-opt-formats-") as tmp:
+        for label, instance, model, optimum in cases(moe_opt, tmp):
+            stem = os.path.join(tmp, re.sub(r"\W", "-", label))
+            extra = ["--model", model] if model else []
+            run(moe_opt, "write-lp", instance, "-o", stem + ".lp", *extra)
+            run(moe_opt, "write-lp", instance, "--format", "mps", "-o", stem + ".mps", *extra)
+            expected = optimum * objective_scale(stem + ".lp")
+            for ext in ("lp", "mps"):
+                got = highs_optimum(f"{stem}.{ext}")
+                ok = abs(got - expected) <= TOLERANCE * max(1.0, abs(expected))
+                print(f"{'ok  ' if ok else 'FAIL'} {label} .{ext}: highspy {got!r}, moe-opt {expected!r}")
+                passed, failed = passed + ok, failed + (not ok)
+        try:
+            npy_case(moe_opt, tmp)
+            print("ok   eplb: numpy's .npy reads as its JSON matrix")
+            passed += 1
+        except RuntimeError as e:
+            print(f"FAIL eplb .npy: {e}")
+            failed += 1
+    print(f"formats: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
