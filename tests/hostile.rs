@@ -46,6 +46,9 @@ enum Format {
     OracleGeneral,
     /// libCacheSim's csv with moe-opt's header, held like [`Format::OracleGeneral`].
     LibCacheSimCsv,
+    /// numpy's `.npy`, held as `{"descr", "fortran_order", "shape", "data"}`: the mutations
+    /// reach the header dict's values and the data.
+    Npy,
 }
 
 /// A file kind: a valid file of it and the command that reads it (`FILE` and `OUT` stand for
@@ -87,6 +90,7 @@ impl Kind {
             Format::Toml => "toml",
             Format::OracleGeneral => "oracleGeneral.bin",
             Format::LibCacheSimCsv => "csv",
+            Format::Npy => "npy",
         };
         format!("{stem}.{ext}")
     }
@@ -104,7 +108,9 @@ impl Kind {
                 other => other.to_string(),
             },
             Format::Toml => toml::to_string(value).ok()?,
-            Format::OracleGeneral | Format::LibCacheSimCsv => unreachable!("encoded above"),
+            Format::OracleGeneral | Format::LibCacheSimCsv | Format::Npy => {
+                unreachable!("encoded above")
+            }
         };
         Some(match self.format {
             Format::JsonGz | Format::JsonlGz => gzip(text.as_bytes()),
@@ -129,6 +135,9 @@ impl Kind {
 /// record, or a value that is no array, is written as its JSON text (torn records). None for
 /// the other formats.
 fn encode_records(format: Format, value: &Value) -> Option<Vec<u8>> {
+    if format == Format::Npy {
+        return Some(encode_npy(value));
+    }
     let Value::Array(records) = value else {
         return matches!(format, Format::OracleGeneral | Format::LibCacheSimCsv)
             .then(|| value.to_string().into_bytes());
@@ -181,6 +190,53 @@ fn encode_records(format: Format, value: &Value) -> Option<Vec<u8>> {
     }
 }
 
+/// The `.npy` bytes of a held array ([`Format::Npy`]): the header dict written from every
+/// field but `data`, in order, as Python literals (a string quoted, a bool as True/False, the shape as a tuple, any
+/// other value as its JSON text), the data as `descr` says where it names a dtype moe-opt
+/// reads (else as `<f8`), a non-number as 0. A value that is no object is written as its JSON
+/// text.
+fn encode_npy(value: &Value) -> Vec<u8> {
+    let Value::Object(fields) = value else {
+        return value.to_string().into_bytes();
+    };
+    let py = |v: &Value| match v {
+        Value::String(s) => format!("'{s}'"),
+        Value::Bool(b) => if *b { "True" } else { "False" }.into(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(Value::to_string).collect();
+            let comma = if items.len() == 1 { "," } else { "" };
+            format!("({}{comma})", items.join(", "))
+        }
+        other => other.to_string(),
+    };
+    let entries: Vec<String> = fields
+        .iter()
+        .filter(|(k, _)| *k != "data")
+        .map(|(k, v)| format!("'{k}': {}, ", py(v)))
+        .collect();
+    let header = format!("{{{}}}", entries.concat());
+    let descr = fields.get("descr").and_then(Value::as_str).unwrap_or("<f8");
+    let mut data = Vec::new();
+    for x in fields
+        .get("data")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let f = x.as_f64().unwrap_or(0.0);
+        let i = x.as_i64().unwrap_or(f as i64);
+        match descr {
+            "<f4" => data.extend((f as f32).to_le_bytes()),
+            "<i8" | "<u8" => data.extend(i.to_le_bytes()),
+            "<i4" | "<u4" => data.extend((i as i32).to_le_bytes()),
+            "<i2" | "<u2" => data.extend((i as i16).to_le_bytes()),
+            "|i1" | "|u1" => data.push(i as u8),
+            _ => data.extend(f.to_le_bytes()),
+        }
+    }
+    npy_bytes(&header, &data)
+}
+
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     encoder.write_all(bytes).unwrap();
@@ -206,7 +262,7 @@ fn read_value(path: &Path, format: Format) -> Value {
             });
             return Value::Array(rows.collect());
         }
-        Format::OracleGeneral => unreachable!("the fuzz bases are read from csv"),
+        Format::OracleGeneral | Format::Npy => unreachable!("no fuzz base is read from these"),
     };
     match format {
         Format::Json | Format::JsonGz => serde_json::from_str(&text).unwrap(),
@@ -218,7 +274,9 @@ fn read_value(path: &Path, format: Format) -> Value {
         Format::Toml => {
             serde_json::to_value(toml::from_str::<toml::Value>(&text).unwrap()).unwrap()
         }
-        Format::OracleGeneral | Format::LibCacheSimCsv => unreachable!("returned above"),
+        Format::OracleGeneral | Format::LibCacheSimCsv | Format::Npy => {
+            unreachable!("returned above")
+        }
     }
 }
 
@@ -379,6 +437,12 @@ fn kinds(dir: &Path) -> Vec<Kind> {
             "eplb-weights",
             Format::Json,
             json(common::EPLB_EXAMPLE),
+            &eplb,
+        ),
+        Kind::new(
+            "eplb-npy",
+            Format::Npy,
+            npy_base(&json(common::EPLB_EXAMPLE)),
             &eplb,
         ),
         Kind::new(
@@ -1369,6 +1433,17 @@ fn every_malformed_flag_is_refused_in_one_line_naming_it() {
     eprintln!("{} malformed flags, each refused cleanly", FLAG_CASES.len());
 }
 
+/// The EPLB example's weights as a held `.npy` array ([`Format::Npy`]).
+fn npy_base(example: &Value) -> Value {
+    let rows = example["weight"].as_array().unwrap();
+    let data: Vec<Value> = rows
+        .iter()
+        .flat_map(|r| r.as_array().unwrap().clone())
+        .collect();
+    let cols = data.len() / rows.len();
+    json!({"descr": "<f8", "fortran_order": false, "shape": [rows.len(), cols], "data": data})
+}
+
 /// A `.npy` file as `np.save` (format 1.0) lays it out: magic, version, header length, the
 /// header dict padded to 64 bytes, the data.
 fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {
@@ -1684,6 +1759,7 @@ fuzz_tests! {
     fuzz_cache_trace: "cache-trace",
     fuzz_cache_offline: "cache-offline",
     fuzz_eplb_weights: "eplb-weights",
+    fuzz_eplb_npy: "eplb-npy",
     fuzz_sweep_spec: "sweep-spec",
     fuzz_counts_warm_start: "counts-warm-start",
     fuzz_slimcaching_config: "slimcaching-config",
