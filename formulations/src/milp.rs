@@ -801,9 +801,13 @@ mod tests {
     /// no gap), independent of good_lp and of `Milp::solve`.
     fn highs_reads_and_solves(text: &str, extension: &str) -> f64 {
         use std::ffi::CString;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        // One file per call: the tests run in parallel threads of one process.
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
         let path = std::env::temp_dir().join(format!(
-            "moe-opt-milp-test-{}-{extension}.{extension}",
-            std::process::id()
+            "moe-opt-milp-test-{}-{}.{extension}",
+            std::process::id(),
+            CALLS.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::write(&path, text).unwrap();
         let c_path = CString::new(path.to_string_lossy().as_bytes()).unwrap();
