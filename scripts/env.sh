@@ -37,3 +37,8 @@ if [ "$moe_need_cmake" = 1 ] || [ "$moe_need_clang" = 1 ]; then
   fi
 fi
 unset moe_need_cmake moe_need_clang moe_pkgs
+
+# The Python package's native module (python/, PyO3) is a Python extension: whichever command
+# builds it (the workspace build, or maturin, which sets this as well), it must not link libpython,
+# and both builds of pyo3 must be the same.
+export PYO3_BUILD_EXTENSION_MODULE=1

@@ -22,6 +22,14 @@ macro_rules! outln {
     };
 }
 
+/// `eprintln!` for the commands' notes (`wrote FILE`): under [`run_captured`] they go to its
+/// buffer instead, for the Python package to show where its user looks.
+macro_rules! note {
+    ($($arg:tt)*) => {
+        $crate::cli::write_note(format_args!($($arg)*))
+    };
+}
+
 mod cache;
 pub(crate) mod flags;
 mod problems;
@@ -49,6 +57,23 @@ impl Cli {
     /// Parses the process's arguments, with the registry's methods and presets in the help
     /// of `solve`, `compare` and `generate` (clap exits on `--help` and on bad arguments).
     pub fn parse_with(registry: &Registry) -> Self {
+        Cli::try_parse_with(registry, std::env::args_os()).unwrap_or_else(|e| {
+            if !e.use_stderr() {
+                e.exit() // --help and --version: clap's own text on stdout
+            }
+            eprintln!("{}", one_line(&e));
+            std::process::exit(e.exit_code())
+        })
+    }
+
+    /// Parses `args` (the program's name first), with the registry's methods and presets in the
+    /// help of `solve`, `compare` and `generate`; `--help` and `--version` are errors whose text
+    /// is the help (clap's `DisplayHelp`, `DisplayVersion`).
+    pub fn try_parse_with<I, T>(registry: &Registry, args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
         use clap::{CommandFactory, FromArgMatches};
         let methods = registry_help(registry, |e| e.methods());
         let presets = registry_help(registry, |e| e.presets());
@@ -56,16 +81,72 @@ impl Cli {
             .mut_subcommand("solve", |c| c.after_long_help(methods.clone()))
             .mut_subcommand("compare", |c| c.after_long_help(methods.clone()))
             .mut_subcommand("generate", |c| c.after_long_help(presets.clone()));
-        let parsed = command
-            .try_get_matches()
-            .and_then(|matches| Cli::from_arg_matches(&matches));
-        parsed.unwrap_or_else(|e| {
-            if !e.use_stderr() {
-                e.exit() // --help and --version: clap's own text on stdout
-            }
-            eprintln!("{}", one_line(&e));
-            std::process::exit(e.exit_code())
-        })
+        command
+            .try_get_matches_from(args)
+            .and_then(|matches| Cli::from_arg_matches(&matches))
+    }
+}
+
+/// What a command run by [`run_captured`] wrote.
+#[derive(Debug, Default)]
+pub struct Captured {
+    /// Its standard output.
+    pub stdout: String,
+    /// Its notes for standard error (`wrote FILE`), one per line.
+    pub notes: String,
+}
+
+/// Runs the command line `args` (without the program's name) in this process and returns what
+/// it wrote: the Python package's way in, so that a notebook gets the command's own output
+/// without a subprocess. Bad arguments are a [`CliError`] of code 2 with clap's message on one
+/// line; `--help` and `--version` return their text.
+pub fn run_captured<I, T>(registry: &Registry, args: I) -> Result<Captured, CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let args = std::iter::once(std::ffi::OsString::from("moe-opt"))
+        .chain(args.into_iter().map(Into::into));
+    let cli = match Cli::try_parse_with(registry, args) {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            return Ok(Captured {
+                stdout: e.render().to_string(),
+                notes: String::new(),
+            })
+        }
+        Err(e) => {
+            return Err(CliError {
+                code: e.exit_code(),
+                message: one_line(&e),
+            })
+        }
+    };
+    CAPTURE.with(|c| *c.borrow_mut() = Some((Vec::new(), String::new())));
+    let result = run_with(registry, cli);
+    let (stdout, notes) = CAPTURE.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    result.map(|()| Captured {
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        notes,
+    })
+}
+
+thread_local! {
+    /// Standard output and notes of [`run_captured`]'s command, when one runs on this thread.
+    static CAPTURE: std::cell::RefCell<Option<(Vec<u8>, String)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Writes a note (see [`note!`]) to standard error, or to [`run_captured`]'s buffer.
+pub(crate) fn write_note(args: std::fmt::Arguments) {
+    let captured = CAPTURE.with(|c| match c.borrow_mut().as_mut() {
+        Some((_, notes)) => {
+            notes.push_str(&format!("{args}\n"));
+            true
+        }
+        None => false,
+    });
+    if !captured {
+        eprintln!("{args}");
     }
 }
 
@@ -532,10 +613,17 @@ impl CliError {
 }
 
 /// Writes to standard output and flushes, so a closed pipe is noticed at the write that meets
-/// it. Rust ignores SIGPIPE, so such a write returns `BrokenPipe` (`print!` would panic on it):
+/// it (under [`run_captured`], to its buffer instead). Rust ignores SIGPIPE, so such a write returns `BrokenPipe` (`print!` would panic on it):
 /// that is [`CliError::broken_pipe`]; any other write error is a failure (code 1).
 pub(crate) fn write_stdout(args: std::fmt::Arguments) -> Result<(), CliError> {
     use std::io::Write;
+    let captured = CAPTURE.with(|c| match c.borrow_mut().as_mut() {
+        Some((buffer, _)) => buffer.write_fmt(args).map(|()| true),
+        None => Ok(false),
+    });
+    if captured.unwrap_or(true) {
+        return Ok(());
+    }
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_fmt(args)
@@ -658,7 +746,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 LpFormat::Mps => milp.to_mps().map_err(|e| e.with_file(&file))?,
             };
             write_file(&output, text.as_bytes())?;
-            eprintln!(
+            note!(
                 "wrote {} ({which}: {} variables, {} integer, {} rows)",
                 output.display(),
                 milp.num_vars(),
@@ -954,11 +1042,11 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
 fn write_made(output: &Path, made: &Made) -> Result<(), CliError> {
     write_file(output, made.instance.as_bytes())?;
     if made.summary.is_empty() {
-        eprintln!("wrote {}", output.display());
+        note!("wrote {}", output.display());
     } else if made.summary.contains('\n') {
-        eprintln!("{}\nwrote {}", made.summary, output.display());
+        note!("{}\nwrote {}", made.summary, output.display());
     } else {
-        eprintln!("wrote {} ({})", output.display(), made.summary);
+        note!("wrote {} ({})", output.display(), made.summary);
     }
     Ok(())
 }

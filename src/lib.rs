@@ -14,6 +14,7 @@ pub mod named;
 pub mod npy;
 pub mod prism;
 pub mod problem;
+pub mod progress;
 pub mod registry;
 pub mod render;
 pub mod report;

@@ -696,7 +696,7 @@ pub fn run(
         },
         seed: 0,
     };
-    let bar = crate::verify::progress(todo.len() as u64, "sweep cells");
+    let bar = crate::progress::Progress::new(todo.len() as u64, "sweep cells");
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
         .build()
@@ -732,12 +732,12 @@ pub fn run(
                     .and_then(|_| f.flush())
                     .map_err(io_err(&results_path))?;
                 drop(f);
-                bar.inc(1);
+                bar.inc();
                 Ok(result)
             })
             .collect()
     });
-    bar.finish_and_clear();
+    drop(bar);
     for r in fresh {
         let r = r?;
         done.insert(r.cell.index, r);

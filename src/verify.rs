@@ -32,7 +32,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -609,20 +609,6 @@ impl Journal {
     }
 }
 
-pub(crate) fn progress(total: u64, what: &str) -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() || total == 0 {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_message(what.to_string());
-    bar
-}
-
 /// Runs the claims of every group; returns one row per claim, in group and registry order.
 pub fn run(
     groups: &[&dyn ClaimGroup],
@@ -662,7 +648,7 @@ pub fn run(
                 .map(move |i| (k, i))
         })
         .collect();
-    let bar = progress(tasks.len() as u64, "generated instances");
+    let bar = crate::progress::Progress::new(tasks.len() as u64, "generated instances");
     let fresh: Vec<Record> = pool.install(|| {
         tasks
             .par_iter()
@@ -670,12 +656,12 @@ pub fn run(
                 let (g, c, _) = claims[k];
                 let r = groups[g].generated(c, i, family_seed(options.seed, i), options);
                 journal.append(&r);
-                bar.inc(1);
+                bar.inc();
                 r
             })
             .collect()
     });
-    bar.finish_and_clear();
+    drop(bar);
     for r in fresh {
         journal.done.insert((r.claim.clone(), r.source, r.index), r);
     }
@@ -691,7 +677,7 @@ pub fn run(
                     .contains_key(&(claims[k].2.id.to_string(), Source::Searched, s))
             })
             .collect();
-        let bar = progress(todo.len() as u64, "worst-case searches");
+        let bar = crate::progress::Progress::new(todo.len() as u64, "worst-case searches");
         let searched: Vec<Record> = pool.install(|| {
             todo.par_iter()
                 .filter_map(|&(k, s)| {
@@ -707,12 +693,12 @@ pub fn run(
                     let (_, start_seed) = *starts.get(s as usize)?;
                     let r = groups[g].searched(c, s, start_seed, options)?;
                     journal.append(&r);
-                    bar.inc(1);
+                    bar.inc();
                     Some(r)
                 })
                 .collect()
         });
-        bar.finish_and_clear();
+        drop(bar);
         for r in searched {
             journal.done.insert((r.claim.clone(), r.source, r.index), r);
         }

@@ -392,7 +392,7 @@ impl OfflineArgs {
             bounds::instance_from_trace(&trace, self.layer, self.capacity, freedom, &name)
                 .map_err(|e| e.with_file(&self.trace.trace))?;
         write_json(&self.output, &instance)?;
-        eprintln!("wrote {}", self.output.display());
+        note!("wrote {}", self.output.display());
         Ok(())
     }
 }
@@ -531,7 +531,7 @@ impl ExportArgs {
         let trace = self.trace.load()?;
         let records = libcachesim::records(&trace, self.layer, self.object_size)?;
         super::write_file(&self.output, &libcachesim::encode(&records, self.format))?;
-        eprintln!(
+        note!(
             "wrote {} ({} requests)",
             self.output.display(),
             records.len()
