@@ -1,7 +1,9 @@
 """Every MILP `moe-opt write-lp` writes, in LP and in MPS, solved by HiGHS's own Python package
 (highspy, pinned in requirements-notebooks.txt), must reach the optimum `moe-opt solve --json`
-reports for the same model; and a .npy file written by numpy must give `moe-opt eplb` the same
-report as the same weights in JSON. Run by `./dev test` (after the notebooks, in their venv):
+reports for the same model; a .npy file written by numpy must give `moe-opt eplb` the same
+report as the same weights in JSON; and activation counts saved by numpy (`np.save` of int64,
+uint16 and float32 arrays) must import to the instance of the same counts as a
+moe-activation-counts/v1 file. Run by `./dev test` (after the notebooks, in their venv):
 
     python scripts/test_formats.py [--moe-opt target/debug/moe-opt]
 
@@ -115,6 +117,37 @@ def npy_case(moe_opt, tmp):
         raise RuntimeError("eplb on the .npy and on the JSON matrix differ")
 
 
+def counts_case(moe_opt, tmp):
+    """numpy's .npy counts import (Prism, ZipMoE pool) as the same counts in a v1 file do."""
+    rng = np.random.default_rng(7)
+    # DeepSeek-V2-Lite's shape, so that --model gives Prism its expert bytes.
+    model, prompts, layers, experts, top_k = "DeepSeek-V2-Lite-Chat", 5, 3, 64, 6
+    counts = np.zeros((prompts, layers, experts), dtype=np.int64)
+    for p in range(prompts):
+        for t in range(int(rng.integers(4, 12))):
+            for l in range(layers):
+                counts[p, l, rng.choice(experts, size=top_k, replace=False)] += 1
+    v1 = os.path.join(tmp, "counts.json")
+    with open(v1, "w") as f:
+        json.dump({"format": "moe-activation-counts/v1", "model": model, "top_k": top_k,
+                   "experts_per_layer": experts, "prompts": prompts, "layers": layers,
+                   "counts": counts.tolist()}, f)
+    for dtype in ("<i8", "<u2", "<f4"):
+        npy = os.path.join(tmp, f"counts-{dtype[1:]}.npy")
+        np.save(npy, counts.astype(dtype))
+        for problem in ("prism", "zipmoe-pool"):
+            out = {}
+            for path, flags in ((v1, []), (npy, ["--top-k", str(top_k), "--model", model])):
+                dest = os.path.join(tmp, f"{problem}-out.json")
+                run(moe_opt, "import", problem, "--counts", path, *flags, "-o", dest)
+                with open(dest) as f:
+                    out[path] = json.load(f)
+                # Prism names its instance after the count file.
+                out[path].pop("name")
+            if out[v1] != out[npy]:
+                raise RuntimeError(f"import {problem} of {dtype} .npy counts differs from the v1 file's")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--moe-opt", default=os.path.join(ROOT, "target", "debug", "moe-opt"))
@@ -138,6 +171,13 @@ def main():
             passed += 1
         except RuntimeError as e:
             print(f"FAIL eplb .npy: {e}")
+            failed += 1
+        try:
+            counts_case(moe_opt, tmp)
+            print("ok   import: numpy's .npy counts read as their v1 file")
+            passed += 1
+        except RuntimeError as e:
+            print(f"FAIL import .npy counts: {e}")
             failed += 1
     print(f"formats: {passed} passed, {failed} failed")
     return 1 if failed else 0

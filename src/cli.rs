@@ -410,9 +410,16 @@ enum Command {
     Plan {
         /// Planning instance (JSON, `moe-opt generate zipmoe-pool`).
         file: Option<PathBuf>,
-        /// Or: an activation-count file (../shared/data/activation-counts/).
+        /// Or: activation counts (../shared/data/activation-counts/), in any format `import`
+        /// reads (a bare .npy, CSV or JSON matrix with --top-k).
         #[arg(long, conflicts_with = "file")]
         counts: Option<PathBuf>,
+        /// K of bare --counts (required there; a v1 file's must agree).
+        #[arg(long, conflicts_with_all = ["file", "synthetic", "generate"], value_parser = flags::at_least_one::<usize>)]
+        top_k: Option<usize>,
+        /// The model of bare --counts (a v1 file's must agree); it names the plan.
+        #[arg(long, conflicts_with_all = ["file", "synthetic", "generate"])]
+        model: Option<String>,
         /// Or: synthetic counts (at --seed).
         #[arg(long, conflicts_with_all = ["file", "counts"])]
         synthetic: bool,
@@ -843,6 +850,8 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
         Command::Plan {
             file,
             counts,
+            top_k,
+            model,
             synthetic,
             seed,
             generate,
@@ -852,7 +861,10 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             let synthetic = generate.or(synthetic.then_some(seed));
             let source = match (file, counts, synthetic) {
                 (Some(f), _, _) => problems::PlanSource::File(f),
-                (_, Some(c), _) => problems::PlanSource::Counts(c),
+                (_, Some(c), _) => problems::PlanSource::Counts(
+                    c,
+                    crate::registry::counts_header(top_k, model.as_deref())?,
+                ),
                 (_, _, Some(seed)) => problems::PlanSource::Generated(seed),
                 _ => {
                     return Err(CliError::input(

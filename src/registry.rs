@@ -74,10 +74,29 @@ impl Made {
     }
 }
 
+/// The header of bare activation counts from `--top-k` and `--model` (`import`, `plan`).
+pub fn counts_header(
+    top_k: Option<usize>,
+    model: Option<&str>,
+) -> Result<crate::counts::Header, Error> {
+    let top_k = top_k
+        .map(|k| {
+            u32::try_from(k)
+                .map_err(|_| Error::command_line("--top-k", format!("{k} exceeds 2^32 - 1")))
+        })
+        .transpose()?;
+    Ok(crate::counts::Header {
+        top_k,
+        model: model.map(String::from),
+    })
+}
+
 /// The flags of `moe-opt import`; each problem takes what it needs and refuses the rest.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ImportArgs {
-    /// The activation-count file (gzip JSON, format moe-activation-counts/v1).
+    /// The activation counts: moe-activation-counts/v1 JSON (maybe gzip), or a bare matrix
+    /// [prompt][layer][expert] or [layer][expert] as numpy's .npy, a JSON array or CSV
+    /// (`prompt,layer,count_0,...` a line), by extension; a bare one needs --top-k.
     #[arg(long, required_unless_present_any = ["log", "libcachesim"])]
     pub counts: Option<PathBuf>,
     /// cache-trace: a token log (JSON Lines, maybe gzip: {seq, token, layer, experts,
@@ -94,9 +113,15 @@ pub struct ImportArgs {
     /// cache-trace: L of a libCacheSim trace (1 for one layer's export).
     #[arg(long, requires = "libcachesim", value_parser = crate::cli::flags::at_least_one::<usize>)]
     pub layers: Option<usize>,
-    /// cache-trace: K of a libCacheSim trace.
-    #[arg(long, requires = "libcachesim", value_parser = crate::cli::flags::at_least_one::<usize>)]
+    /// K: of bare --counts (required there; a v1 file's must agree), or of a libCacheSim
+    /// trace (cache-trace).
+    #[arg(long, conflicts_with = "log", value_parser = crate::cli::flags::at_least_one::<usize>)]
     pub top_k: Option<usize>,
+    /// The model of bare --counts (a v1 file's must agree): a known model (Qwen1.5-MoE-A2.7B,
+    /// DeepSeek-V2-Lite, switch-large-128) gives the expert bytes and ZipMoE's device; without
+    /// it those come from --config.
+    #[arg(long, conflicts_with_all = ["log", "libcachesim"])]
+    pub model: Option<String>,
     /// cache-trace: a foreign libCacheSim trace: each request one token of one layer (K = 1),
     /// objects renumbered 0, 1, ... by first appearance.
     #[arg(long, requires = "libcachesim", conflicts_with_all = ["experts", "layers", "top_k"])]
@@ -125,10 +150,11 @@ pub struct ImportArgs {
 }
 
 impl ImportArgs {
-    /// The activation-count file, or an error saying this problem imports one.
-    pub fn counts(&self, tag: &str) -> Result<&Path, Error> {
+    /// The activation-count file and the header flags of a bare one, or an error saying this
+    /// problem imports one.
+    pub fn counts(&self, tag: &str) -> Result<(&Path, crate::counts::Header), Error> {
         match (&self.counts, &self.log, &self.libcachesim) {
-            (Some(c), None, None) => Ok(c),
+            (Some(c), None, None) => Ok((c, counts_header(self.top_k, self.model.as_deref())?)),
             _ => Err(Error::command_line(
                 "--counts",
                 format!(

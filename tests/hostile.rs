@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 mod common;
 
-use common::{moe_opt, ok, scratch, shared_data, trace, EPLB_EXAMPLE_FLAGS};
+use common::{moe_opt, npy_bytes, ok, scratch, shared_data, trace, EPLB_EXAMPLE_FLAGS};
 
 /// Virtual memory a child may use, KiB: far above what any valid small input needs, far below
 /// the machine's memory, so an unchecked size aborts instead of swapping.
@@ -46,6 +46,9 @@ enum Format {
     OracleGeneral,
     /// libCacheSim's csv with moe-opt's header, held like [`Format::OracleGeneral`].
     LibCacheSimCsv,
+    /// CSV without a header (bare activation counts: `prompt,layer,count_0,...` a line), held
+    /// as an array of records like [`Format::LibCacheSimCsv`].
+    Csv,
     /// numpy's `.npy`, held as `{"descr", "fortran_order", "shape", "data"}`: the mutations
     /// reach the header dict's values and the data.
     Npy,
@@ -89,7 +92,7 @@ impl Kind {
             Format::JsonlGz => "jsonl.gz",
             Format::Toml => "toml",
             Format::OracleGeneral => "oracleGeneral.bin",
-            Format::LibCacheSimCsv => "csv",
+            Format::LibCacheSimCsv | Format::Csv => "csv",
             Format::Npy => "npy",
         };
         format!("{stem}.{ext}")
@@ -108,7 +111,7 @@ impl Kind {
                 other => other.to_string(),
             },
             Format::Toml => toml::to_string(value).ok()?,
-            Format::OracleGeneral | Format::LibCacheSimCsv | Format::Npy => {
+            Format::OracleGeneral | Format::LibCacheSimCsv | Format::Csv | Format::Npy => {
                 unreachable!("encoded above")
             }
         };
@@ -139,8 +142,11 @@ fn encode_records(format: Format, value: &Value) -> Option<Vec<u8>> {
         return Some(encode_npy(value));
     }
     let Value::Array(records) = value else {
-        return matches!(format, Format::OracleGeneral | Format::LibCacheSimCsv)
-            .then(|| value.to_string().into_bytes());
+        return matches!(
+            format,
+            Format::OracleGeneral | Format::LibCacheSimCsv | Format::Csv
+        )
+        .then(|| value.to_string().into_bytes());
     };
     let field = |r: &Value, i: usize| -> i128 {
         match r.get(i) {
@@ -167,8 +173,12 @@ fn encode_records(format: Format, value: &Value) -> Option<Vec<u8>> {
             }
             Some(bytes)
         }
-        Format::LibCacheSimCsv => {
-            let mut text = String::from("time,obj_id,obj_size,next_access_vtime\n");
+        Format::LibCacheSimCsv | Format::Csv => {
+            let mut text = if format == Format::LibCacheSimCsv {
+                String::from("time,obj_id,obj_size,next_access_vtime\n")
+            } else {
+                String::new()
+            };
             for r in records {
                 let line = match r {
                     Value::Array(fields) => fields
@@ -262,7 +272,9 @@ fn read_value(path: &Path, format: Format) -> Value {
             });
             return Value::Array(rows.collect());
         }
-        Format::OracleGeneral | Format::Npy => unreachable!("no fuzz base is read from these"),
+        Format::OracleGeneral | Format::Csv | Format::Npy => {
+            unreachable!("no fuzz base is read from these")
+        }
     };
     match format {
         Format::Json | Format::JsonGz => serde_json::from_str(&text).unwrap(),
@@ -274,7 +286,7 @@ fn read_value(path: &Path, format: Format) -> Value {
         Format::Toml => {
             serde_json::to_value(toml::from_str::<toml::Value>(&text).unwrap()).unwrap()
         }
-        Format::OracleGeneral | Format::LibCacheSimCsv | Format::Npy => {
+        Format::OracleGeneral | Format::LibCacheSimCsv | Format::Csv | Format::Npy => {
             unreachable!("returned above")
         }
     }
@@ -515,11 +527,54 @@ fn kinds(dir: &Path) -> Vec<Kind> {
                 &args,
             ));
         }
+        // The bare formats, four prompts of the same counts, through one importer (every
+        // importer reads counts through one reader): .npy as <i8 and CSV.
+        let bare: Vec<Vec<Vec<u64>>> =
+            serde_json::from_value(json!(counts["counts"].as_array().unwrap()[..4])).unwrap();
         kinds.push(Kind::new(
             "plan-counts",
             Format::JsonGz,
             counts,
             &["plan", "--counts", "FILE", "--csv", "OUT"],
+        ));
+        let import_bare = [
+            "import",
+            "prism",
+            "--counts",
+            "FILE",
+            "--top-k",
+            "1",
+            "--model",
+            "switch-large-128",
+            "-o",
+            "OUT",
+        ];
+        let (layers, experts) = (bare[0].len(), bare[0][0].len());
+        kinds.push(Kind::new(
+            "counts-npy",
+            Format::Npy,
+            json!({
+                "descr": "<i8",
+                "fortran_order": false,
+                "shape": [bare.len(), layers, experts],
+                "data": bare.iter().flatten().flatten().collect::<Vec<_>>(),
+            }),
+            &import_bare,
+        ));
+        // A line per prompt and layer: its indices, then its counts.
+        let mut records = Vec::new();
+        for (p, prompt) in bare.iter().enumerate() {
+            for (l, row) in prompt.iter().enumerate() {
+                let mut record = vec![p as u64, l as u64];
+                record.extend(row);
+                records.push(json!(record));
+            }
+        }
+        kinds.push(Kind::new(
+            "counts-csv",
+            Format::Csv,
+            Value::Array(records),
+            &import_bare,
         ));
     }
     // libCacheSim traces: one layer of the generated Switch trace (E = 8, K = 1), exported
@@ -1444,21 +1499,6 @@ fn npy_base(example: &Value) -> Value {
     json!({"descr": "<f8", "fortran_order": false, "shape": [rows.len(), cols], "data": data})
 }
 
-/// A `.npy` file as `np.save` (format 1.0) lays it out: magic, version, header length, the
-/// header dict padded to 64 bytes, the data.
-fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {
-    let mut h = header.to_string();
-    while (10 + h.len() + 1) % 64 != 0 {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend((h.len() as u16).to_le_bytes());
-    out.extend(h.as_bytes());
-    out.extend(data);
-    out
-}
-
 /// Malformed `.npy` weight files: `eplb` refuses each with exit 2 and one line naming the file
 /// and the field; a good one of the same shape is read.
 #[test]
@@ -1772,6 +1812,8 @@ fuzz_tests! {
     fuzz_zipmoe_counts: "zipmoe-counts",
     fuzz_zipmoe_pool_counts: "zipmoe-pool-counts",
     fuzz_plan_counts: "plan-counts",
+    fuzz_counts_npy: "counts-npy",
+    fuzz_counts_csv: "counts-csv",
     fuzz_token_log: "token-log",
 }
 

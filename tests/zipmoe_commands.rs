@@ -5,6 +5,7 @@ mod common;
 use common::ok;
 
 use formulations::zipmoe::Instance;
+use moe_opt::counts::Header;
 use moe_opt::problem::Problem;
 use moe_opt::report::RunOptions;
 use moe_opt::zipmoe::commands::{compare, gantt_csv, solve, write_lp};
@@ -90,7 +91,7 @@ fn importer_reads_real_counts() {
         return;
     };
     let moe_opt::counts::ActivationCounts { model, counts, .. } =
-        moe_opt::counts::read(&path).unwrap();
+        moe_opt::counts::read(&path, &Header::default()).unwrap();
     let config = ImportConfig {
         prompts: vec![0, 1],
         layer: Some(3),
@@ -98,7 +99,7 @@ fn importer_reads_real_counts() {
         states: DEVICE_RATES,
         seed: 9,
     };
-    let r = import(&path, &config).unwrap();
+    let r = import(&path, &Header::default(), &config).unwrap();
     // Token counts are the two prompts' sums at layer 3; selected = the positive ones.
     let sums: Vec<u32> = (0..counts[0][3].len())
         .map(|e| (counts[0][3][e] + counts[1][3][e]) as u32)
@@ -111,12 +112,14 @@ fn importer_reads_real_counts() {
         .collect();
     let got: Vec<(u32, u32)> = r.experts.iter().map(|e| (e.id, e.tokens)).collect();
     assert_eq!(got, selected);
-    assert_eq!(import(&path, &config).unwrap(), r);
+    assert_eq!(import(&path, &Header::default(), &config).unwrap(), r);
     let bad = ImportConfig {
         layer: Some(999),
         ..config
     };
-    let e = import(&path, &bad).unwrap_err().to_string();
+    let e = import(&path, &Header::default(), &bad)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("qwen.json.gz") && e.contains("layer 999"), "{e}");
 }
 
@@ -143,7 +146,8 @@ fn tiny_counts(test: &str, model: &str) -> std::path::PathBuf {
 #[test]
 fn import_needs_no_configuration_for_a_known_model() {
     let path = tiny_counts("default", "Qwen1.5-MoE-A2.7B-Chat");
-    let i = moe_opt::zipmoe::generate::import(&path, &ImportConfig::default()).unwrap();
+    let i = moe_opt::zipmoe::generate::import(&path, &Header::default(), &ImportConfig::default())
+        .unwrap();
     // Prompt 0, first layer with a routed token: layer 1, experts 0 (3 tokens) and 2 (1).
     let selected: Vec<(u32, u32)> = i.experts.iter().map(|e| (e.id, e.tokens)).collect();
     assert_eq!(selected, vec![(0, 3), (2, 1)]);
@@ -169,13 +173,13 @@ fn import_needs_no_configuration_for_a_known_model() {
     );
     // Any field alone overrides its default; the others stay.
     let both: ImportConfig = serde_json::from_str(r#"{"prompts": [0, 1], "layer": 0}"#).unwrap();
-    let i = moe_opt::zipmoe::generate::import(&path, &both).unwrap();
+    let i = moe_opt::zipmoe::generate::import(&path, &Header::default(), &both).unwrap();
     let selected: Vec<(u32, u32)> = i.experts.iter().map(|e| (e.id, e.tokens)).collect();
     assert_eq!(selected, vec![(0, 1)]);
     assert_eq!(i.threads, 8);
     // An unknown model needs its device.
     let other = tiny_counts("unknown", "mystery-moe");
-    let e = moe_opt::zipmoe::generate::import(&other, &ImportConfig::default())
+    let e = moe_opt::zipmoe::generate::import(&other, &Header::default(), &ImportConfig::default())
         .unwrap_err()
         .to_string();
     assert!(e.contains("device") && e.contains("mystery-moe"), "{e}");
@@ -184,7 +188,7 @@ fn import_needs_no_configuration_for_a_known_model() {
         ..ImportConfig::default()
     };
     assert_eq!(
-        moe_opt::zipmoe::generate::import(&other, &with_device)
+        moe_opt::zipmoe::generate::import(&other, &Header::default(), &with_device)
             .unwrap()
             .experts
             .len(),
@@ -207,7 +211,10 @@ fn import_on_the_command_line_without_and_with_a_configuration() {
         serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
     };
     let library = |c: &ImportConfig| {
-        serde_json::to_value(moe_opt::zipmoe::generate::import(&path, c).unwrap()).unwrap()
+        serde_json::to_value(
+            moe_opt::zipmoe::generate::import(&path, &Header::default(), c).unwrap(),
+        )
+        .unwrap()
     };
     assert_eq!(run(&[], "default.json"), library(&ImportConfig::default()));
     let config = dir.join("config.json");

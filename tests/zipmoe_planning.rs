@@ -15,7 +15,7 @@ use moe_opt::zipmoe::planning::claims::{
     brute_force_grid, independent_cost, measure_thm_d1, registry,
 };
 use moe_opt::zipmoe::planning::commands::{self, ImportOptions};
-use moe_opt::zipmoe::planning::counts::{self, RankScope};
+use moe_opt::zipmoe::planning::counts::{self, Header, RankScope};
 use moe_opt::zipmoe::planning::generate::PlanConfig;
 use moe_opt::zipmoe::planning::independent::{
     conditional_poisson, entropy, expected_makespan_by_joint_dp, k_subsets, marginals, max_entropy,
@@ -251,7 +251,7 @@ fn bad_input_names_file_and_field() {
     };
     let cpath = dir.join("counts.json");
     std::fs::write(&cpath, serde_json::to_string(&c).unwrap()).unwrap();
-    let e = commands::import(&cpath, &ImportOptions::default())
+    let e = commands::import(&cpath, &Header::default(), &ImportOptions::default())
         .unwrap_err()
         .to_string();
     assert!(
@@ -283,7 +283,7 @@ fn real_counts_deepseek_plan_matches_an_independent_grid() {
     let Some(path) = data("deepseek.json.gz") else {
         return;
     };
-    let c = counts::read(&path).unwrap();
+    let c = counts::read(&path, &Header::default()).unwrap();
     let f = counts::inclusion_probabilities(&c, RankScope::PerPrompt).unwrap();
     // Layer 0 is dense (all zero) and dropped: 26 MoE layers, each summing to k = 6.
     assert_eq!(f.len(), 26);
@@ -299,7 +299,7 @@ fn real_counts_deepseek_plan_matches_an_independent_grid() {
             ..PlanConfig::default()
         },
     };
-    let i = commands::import(&path, &options).unwrap();
+    let i = commands::import(&path, &Header::default(), &options).unwrap();
     assert_eq!(validate(&i), Ok(()));
     let p = planner::plan(&i).unwrap();
     assert!(p.layers[0].ipf.residual <= 1e-10);
@@ -329,7 +329,7 @@ fn real_counts_qwen_inclusion_by_enumeration_and_switch_max_entropy() {
             layers: Some(vec![5]),
             ..ImportOptions::default()
         };
-        let i = commands::import(&path, &options).unwrap();
+        let i = commands::import(&path, &Header::default(), &options).unwrap();
         let d1 = measure_thm_d1(&i, false).unwrap();
         assert!(d1[0].inclusion_error <= 1e-10 + 1e-12, "{d1:?}");
     }
@@ -341,7 +341,7 @@ fn real_counts_qwen_inclusion_by_enumeration_and_switch_max_entropy() {
             layers: Some(vec![0]),
             ..ImportOptions::default()
         };
-        let i = commands::import(&path, &options).unwrap();
+        let i = commands::import(&path, &Header::default(), &options).unwrap();
         let p = planner::plan(&i).unwrap();
         let q = &p.layers[0].ipf.selection_probabilities;
         let raw: Vec<f64> = (0..q.len())

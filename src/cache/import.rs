@@ -401,7 +401,7 @@ pub fn is_counts_file(path: &Path) -> bool {
 
 /// Reads an activation-count file into per-layer totals. Errors name the file and field.
 pub fn import_counts(path: &Path) -> Result<FrequencyWarmStart, Error> {
-    let file = crate::counts::read(path)?;
+    let file = crate::counts::read(path, &crate::counts::Header::default())?;
     let mut totals = vec![vec![0u64; file.experts_per_layer as usize]; file.layers];
     for prompt in &file.counts {
         for (l, row) in prompt.iter().enumerate() {

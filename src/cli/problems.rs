@@ -42,8 +42,8 @@ fn import_config<C: DeserializeOwned + Default>(config: Option<&Path>) -> Result
 pub(super) enum PlanSource {
     /// A planning instance file.
     File(PathBuf),
-    /// An activation-count file.
-    Counts(PathBuf),
+    /// Activation counts, with the header flags of a bare file.
+    Counts(PathBuf, crate::counts::Header),
     /// Synthetic counts at a seed.
     Generated(u64),
 }
@@ -58,8 +58,8 @@ pub(super) fn zipmoe_plan(source: PlanSource, config: Option<&Path>) -> Result<R
     };
     let report = match source {
         PlanSource::File(path) => plan::plan_file(&path).map_err(|e| e.with_file(&path))?,
-        PlanSource::Counts(path) => {
-            plan::plan_counts(&path, &import_config(config)?).map_err(named)?
+        PlanSource::Counts(path, header) => {
+            plan::plan_counts(&path, &header, &import_config(config)?).map_err(named)?
         }
         PlanSource::Generated(seed) => {
             plan::plan_generated(&import_config(config)?, seed).map_err(named)?

@@ -623,12 +623,12 @@ impl Commands for Prism {
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {
-        let counts = args.counts(Self::TAG)?;
+        let (counts, header) = args.counts(Self::TAG)?;
         args.no_overrides()?;
         let mut config: ImportConfig = args.config()?;
         config.seed = args.seed.unwrap_or(config.seed);
         Ok(Made::new(
-            &from_activation_counts(counts, &config).map_err(|e| args.name_source(e))?,
+            &from_activation_counts(counts, &header, &config).map_err(|e| args.name_source(e))?,
             String::new(),
         ))
     }

@@ -49,6 +49,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::generate::{ComputeConfig, NetworkConfig, GIB};
+use crate::counts::Header;
 use crate::slimcaching::import::known_model;
 
 /// Bytes of one routed expert and of one token's hidden state.
@@ -237,7 +238,11 @@ pub fn kmeans(points: &[Vec<f64>], k: usize, seed: u64, max_iterations: u32) -> 
 
 /// Builds an instance from the activation-count file at `path`. Errors name the file and the
 /// field (`format`, `counts[12][3]`) or the import configuration's field.
-pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
+pub fn from_activation_counts(
+    path: &Path,
+    header: &Header,
+    config: &ImportConfig,
+) -> Result<Instance, Error> {
     let cfg = |field: &str, reason: String| Error::Invalid {
         path: "<import config>".into(),
         field: field.into(),
@@ -270,7 +275,7 @@ pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Inst
             format!("must lie in (0, 1], got {}", config.usable_fraction),
         ));
     }
-    let f = crate::counts::read(path)?;
+    let f = crate::counts::read(path, header)?;
     let servers = config.gpus.len();
     if f.prompts < servers {
         return Err(invalid(
@@ -355,7 +360,10 @@ pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Inst
         (None, None) => {
             return Err(cfg(
                 "expert_shape",
-                format!("needed for the unknown model '{}'", f.model),
+                crate::counts::unknown_model(
+                    &f.model,
+                    "`expert_shape` in the import configuration",
+                ),
             ))
         }
     };
@@ -474,7 +482,7 @@ mod tests {
             return;
         };
         let config = ImportConfig::default();
-        let inst = from_activation_counts(&path, &config).unwrap();
+        let inst = from_activation_counts(&path, &Header::default(), &config).unwrap();
         // 27 file layers, layer 0 dense: 26 MoE layers x 64 experts, Top-6 (README).
         assert_eq!(
             (
@@ -493,7 +501,10 @@ mod tests {
         let t = inst.workload.as_ref().unwrap().tokens_per_request;
         assert!((15..=20).contains(&t), "{t}");
         // Same seed, same instance; the clusters differ from each other.
-        assert_eq!(inst, from_activation_counts(&path, &config).unwrap());
+        assert_eq!(
+            inst,
+            from_activation_counts(&path, &Header::default(), &config).unwrap()
+        );
         assert_ne!(inst.servers[0].frequencies, inst.servers[1].frequencies);
     }
 
@@ -502,7 +513,8 @@ mod tests {
         let Some(path) = data("switch.json.gz") else {
             return;
         };
-        let inst = from_activation_counts(&path, &ImportConfig::default()).unwrap();
+        let inst =
+            from_activation_counts(&path, &Header::default(), &ImportConfig::default()).unwrap();
         assert_eq!(
             (
                 inst.model.layers,
@@ -518,7 +530,7 @@ mod tests {
             gpus: vec![1, 2],
             ..ImportConfig::default()
         };
-        let inst = from_activation_counts(&qwen, &config).unwrap();
+        let inst = from_activation_counts(&qwen, &Header::default(), &config).unwrap();
         assert_eq!(
             (inst.model.layers, inst.model.top_k, inst.servers.len()),
             (24, 4, 2)
@@ -527,7 +539,9 @@ mod tests {
             usable_fraction: 0.0,
             ..ImportConfig::default()
         };
-        let e = from_activation_counts(&qwen, &bad).unwrap_err().to_string();
+        let e = from_activation_counts(&qwen, &Header::default(), &bad)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("usable_fraction"), "{e}");
     }
 }

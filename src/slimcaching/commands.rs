@@ -343,14 +343,15 @@ impl Commands for SlimCaching {
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {
-        let counts = args.counts(Self::TAG)?;
+        let (counts, header) = args.counts(Self::TAG)?;
         let mut config: ImportConfig = args.config()?;
         config.servers = args.servers.unwrap_or(config.servers);
         config.users = args.users.unwrap_or(config.users);
         config.storage_bytes = args.storage_bytes.unwrap_or(config.storage_bytes);
         config.local_experts_per_user = args.local_experts.unwrap_or(config.local_experts_per_user);
         config.seed = args.seed.unwrap_or(config.seed);
-        let instance = from_activation_counts(counts, &config).map_err(|e| args.name_source(e))?;
+        let instance =
+            from_activation_counts(counts, &header, &config).map_err(|e| args.name_source(e))?;
         Ok(Made::new(&instance, InstanceInfo::new(&instance).summary()))
     }
 

@@ -75,6 +75,7 @@ use serde::{Deserialize, Serialize};
 pub use super::architectures::ExpertShape;
 use super::demand::{most_frequent_experts, sets_from_counts};
 use super::network::{build_network, check_compute, check_wireless, ComputeConfig, WirelessConfig};
+use crate::counts::Header;
 
 /// A model whose shape moe-opt knows (from its public configuration, see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,7 +252,11 @@ fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> 
 }
 
 /// Builds an instance from the activation-count file at `path`.
-pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
+pub fn from_activation_counts(
+    path: &Path,
+    header: &Header,
+    config: &ImportConfig,
+) -> Result<Instance, Error> {
     let config_path = "<import config>";
     if config.servers == 0
         || config.servers as usize > formulations::slimcaching::validate::MAX_SERVERS
@@ -283,7 +288,7 @@ pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Inst
     check_wireless(&config.wireless, config_path, "wireless")?;
     check_compute(&config.compute, config_path, "compute")?;
 
-    let file = crate::counts::read(path)?;
+    let file = crate::counts::read(path, header)?;
     let shape = match (config.expert_shape, known_model(&file.model)) {
         (Some(s), _) => s,
         (None, Some(k)) => {
@@ -313,10 +318,7 @@ pub fn from_activation_counts(path: &Path, config: &ImportConfig) -> Result<Inst
             return Err(invalid(
                 path,
                 "model",
-                format!(
-                    "unknown model '{}': give ImportConfig::expert_shape",
-                    file.model
-                ),
+                crate::counts::unknown_model(&file.model, "ImportConfig::expert_shape"),
             ))
         }
     };
@@ -490,7 +492,7 @@ mod tests {
     fn check_real(name: &str, layers: usize, skipped: &[usize]) -> Option<Instance> {
         let path = data_file(name)?;
         let config = ImportConfig::default();
-        let instance = from_activation_counts(&path, &config).unwrap();
+        let instance = from_activation_counts(&path, &Header::default(), &config).unwrap();
         assert_eq!(validate(&instance), Ok(()));
         let v = raw(&path);
         let k = v["top_k"].as_u64().unwrap();
@@ -601,14 +603,17 @@ mod tests {
         let Some(path) = data_file("switch.json.gz") else {
             return;
         };
-        let a = from_activation_counts(&path, &ImportConfig::default()).unwrap();
-        let b = from_activation_counts(&path, &ImportConfig::default()).unwrap();
+        let a =
+            from_activation_counts(&path, &Header::default(), &ImportConfig::default()).unwrap();
+        let b =
+            from_activation_counts(&path, &Header::default(), &ImportConfig::default()).unwrap();
         assert_eq!(
             serde_json::to_string(&a).unwrap(),
             serde_json::to_string(&b).unwrap()
         );
         let c = from_activation_counts(
             &path,
+            &Header::default(),
             &ImportConfig {
                 seed: 1,
                 ..ImportConfig::default()
@@ -713,7 +718,7 @@ mod tests {
                 2,
             ),
         );
-        let i = from_activation_counts(&path, &small_config(1)).unwrap();
+        let i = from_activation_counts(&path, &Header::default(), &small_config(1)).unwrap();
         assert_eq!(i.models[0].layers, 1);
         let sets: Vec<(Vec<u32>, f64)> = i.users[0].activations[0]
             .sets
@@ -738,7 +743,8 @@ mod tests {
     fn import_error(dir: &Path, name: &str, value: &serde_json::Value, users: u32) -> String {
         let path = dir.join(name);
         write_gz(&path, value);
-        let e = from_activation_counts(&path, &small_config(users)).unwrap_err();
+        let e =
+            from_activation_counts(&path, &Header::default(), &small_config(users)).unwrap_err();
         let text = e.to_string();
         assert!(text.contains(name), "error does not name the file: {text}");
         text
@@ -787,7 +793,7 @@ mod tests {
         let silent = header(serde_json::json!([[[1, 1, 0]], [[0, 0, 0]]]), 2, 1);
         let path = dir.join("silent.json.gz");
         write_gz(&path, &silent);
-        let e = from_activation_counts(&path, &small_config(2))
+        let e = from_activation_counts(&path, &Header::default(), &small_config(2))
             .unwrap_err()
             .to_string();
         assert!(e.contains("no token at layer 0"), "{e}");
@@ -805,7 +811,7 @@ mod tests {
             users: 1,
             ..ImportConfig::default()
         };
-        let e = from_activation_counts(&path, &config)
+        let e = from_activation_counts(&path, &Header::default(), &config)
             .unwrap_err()
             .to_string();
         assert!(e.contains(": model:") && e.contains("expert_shape"), "{e}");
@@ -813,7 +819,7 @@ mod tests {
         // Plain JSON is read too (every counts reader takes both): `{}` lacks the fields.
         let path = dir.join("plain.json.gz");
         std::fs::write(&path, "{}").unwrap();
-        let e = from_activation_counts(&path, &small_config(1)).unwrap_err();
+        let e = from_activation_counts(&path, &Header::default(), &small_config(1)).unwrap_err();
         assert!(
             matches!(e, Error::Json { .. }) && e.to_string().contains("missing field"),
             "{e}"

@@ -280,12 +280,12 @@ impl Commands for ZipMoe {
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {
-        let counts = args.counts(Self::TAG)?;
+        let (counts, header) = args.counts(Self::TAG)?;
         args.no_overrides()?;
         let mut config: ImportConfig = args.config()?;
         config.seed = args.seed.unwrap_or(config.seed);
         Ok(Made::new(
-            &generate::import(counts, &config).map_err(|e| args.name_source(e))?,
+            &generate::import(counts, &header, &config).map_err(|e| args.name_source(e))?,
             String::new(),
         ))
     }

@@ -36,6 +36,7 @@
 
 use std::path::Path;
 
+use crate::counts::Header;
 use crate::generate::Knobs;
 use formulations::zipmoe::validate::validate;
 use formulations::zipmoe::{CompressionState, Instance, SelectedExpert};
@@ -504,9 +505,9 @@ pub fn device_for_model(model: &str) -> Option<Device> {
 /// One layer of a real batch: the experts the listed prompts route tokens to at the layer,
 /// with their summed token counts, p_n from the device's GPU model, states drawn from the hit
 /// rates (defaults: [`ImportConfig`]).
-pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
+pub fn import(path: &Path, header: &Header, config: &ImportConfig) -> Result<Instance, Error> {
     config.states.check("states")?;
-    let crate::counts::ActivationCounts { model, counts, .. } = crate::counts::read(path)?;
+    let crate::counts::ActivationCounts { model, counts, .. } = crate::counts::read(path, header)?;
     let bad = |field: String, reason: String| Error::Invalid {
         path: path.to_path_buf(),
         field,
@@ -521,9 +522,9 @@ pub fn import(path: &Path, config: &ImportConfig) -> Result<Instance, Error> {
         None => device_for_model(&model).ok_or_else(|| {
             bad(
                 "device".into(),
-                format!(
-                    "model '{model}' has no device preset (Qwen, DeepSeek, Switch): give \
-                     `device` in the import configuration"
+                crate::counts::unknown_model(
+                    &model,
+                    "`device` in the import configuration (presets: Qwen, DeepSeek, Switch)",
                 ),
             )
         })?,

@@ -76,6 +76,21 @@ pub const SLIMCACHING_METHODS: [&str; 9] = [
     "u-shaped",
 ];
 
+/// A `.npy` file as `np.save` (format 1.0) lays it out: magic, version, header length, the
+/// header dict padded to 64 bytes, the data.
+pub fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = header.to_string();
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((h.len() as u16).to_le_bytes());
+    out.extend(h.as_bytes());
+    out.extend(data);
+    out
+}
+
 /// Runs a command that must succeed and returns its stdout.
 pub fn ok(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap();

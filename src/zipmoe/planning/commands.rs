@@ -11,7 +11,7 @@ use formulations::Error;
 use serde::{Deserialize, Serialize};
 
 use super::compare::{self, EstimateComparison};
-use super::counts::{inclusion_probabilities, read, RankScope, SyntheticCounts};
+use super::counts::{inclusion_probabilities, read, Header, RankScope, SyntheticCounts};
 use super::generate::{self, PlanConfig};
 use super::planner;
 use crate::registry::{self, Entry, ImportArgs, Made};
@@ -51,8 +51,12 @@ pub struct GenerateOptions {
 
 /// A planning instance from an activation-count file. Errors name the file (or `<config>`)
 /// and the field.
-pub fn import(path: &Path, options: &ImportOptions) -> Result<PoolInstance, Error> {
-    let counts = read(path)?;
+pub fn import(
+    path: &Path,
+    header: &Header,
+    options: &ImportOptions,
+) -> Result<PoolInstance, Error> {
+    let counts = read(path, header)?;
     // Count errors are the file's; layer selection and instance rules the configuration's.
     let all = inclusion_probabilities(&counts, options.scope).map_err(|e| e.in_file(path))?;
     let kept =
@@ -246,8 +250,12 @@ pub fn plan_file(path: &Path) -> Result<PlanReport, Error> {
 }
 
 /// Imports a counts file and plans it.
-pub fn plan_counts(path: &Path, options: &ImportOptions) -> Result<PlanReport, Error> {
-    let instance = import(path, options)?;
+pub fn plan_counts(
+    path: &Path,
+    header: &Header,
+    options: &ImportOptions,
+) -> Result<PlanReport, Error> {
+    let instance = import(path, header, options)?;
     plan(&instance).map_err(|e| e.in_file(path))
 }
 
@@ -358,9 +366,12 @@ impl Entry for PoolEntry {
     }
 
     fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
-        let counts = args.counts(self.tag())?;
+        let (counts, header) = args.counts(self.tag())?;
         args.no_overrides()?;
-        Ok(Made::new(&import(counts, &args.config()?)?, String::new()))
+        Ok(Made::new(
+            &import(counts, &header, &args.config()?)?,
+            String::new(),
+        ))
     }
 
     fn hint(&self, file: &Path) -> String {

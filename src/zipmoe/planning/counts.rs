@@ -41,7 +41,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-pub use crate::counts::{read, ActivationCounts, FORMAT};
+pub use crate::counts::{read, ActivationCounts, Header, FORMAT};
 
 /// How experts are ranked (module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
