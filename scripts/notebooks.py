@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Executes every notebook under notebooks/ headless, cell by cell, and fails loudly.
 
-    ./dev notebooks [--small]                     (builds the binary and the venv first)
-    .tools/nb-venv/bin/python scripts/notebooks.py [--small] [--timeout S] [NAME.ipynb ...]
+    ./dev notebooks [--small]     (builds, and installs the venv and the package moe_opt first)
+    .tools/nb-venv/bin/python scripts/notebooks.py [--small] [--timeout S] [--html DIR] [NAME.ipynb ...]
 
 Each notebook runs on the Jupyter kernel `moe-opt-nb` (the python of .tools/nb-venv, installed by
-scripts/nb-env.sh) with its working directory notebooks/, MOE_OPT_BIN set to the binary
-(target/debug/moe-opt unless already set) and, with --small, MOE_OPT_NOTEBOOK_SMALL=1: the
-notebooks' own quick settings, whose figures go to notebooks/out/figures instead of the gallery
-notebooks/figures. Every cell has --timeout seconds (default 600 with --small, 1800 without).
+scripts/nb-env.sh, where `./dev python` installs the package moe_opt) with its working directory
+notebooks/ and, with --small, MOE_OPT_NOTEBOOK_SMALL=1: the notebooks' own quick settings, whose
+figures go to notebooks/out/figures instead of the gallery notebooks/figures. Every cell has
+--timeout seconds (default 600 with --small, 1800 without). Each executed notebook is also written
+as one HTML page (nbconvert, figures inline) to DIR/NAME.html: DIR is --html, by default
+notebooks/html (committed) in the full run and none with --small.
 
 The committed notebooks must carry no outputs: a notebook with outputs or execution counts fails
 before it runs (clear them before committing). The executed copies, outputs included, are written
@@ -53,7 +55,7 @@ def first_line(cell):
     return lines[0][:80] if lines else "(empty)"
 
 
-def run_notebook(path, small, timeout, sockets):
+def run_notebook(path, small, timeout, sockets, html):
     """Runs one notebook; returns None, or a message naming the failing cell."""
     nb = nbformat.read(path, as_version=4)
     dirty = stored_outputs(nb)
@@ -86,16 +88,32 @@ def run_notebook(path, small, timeout, sockets):
     executed = NOTEBOOKS / "out" / "executed" / ("small" if small else "full")
     executed.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, executed / path.name)
+    if html and failure is None:
+        write_html(nb, html / path.with_suffix(".html").name)
     return failure
+
+
+def write_html(nb, target):
+    """The executed notebook as one HTML page: nbconvert's lab template, figures embedded, no
+    widget state (tqdm's bars are gone once a cell ends)."""
+    from nbconvert import HTMLExporter
+
+    nb.metadata.pop("widgets", None)
+    body, _ = HTMLExporter(template_name="lab", embed_images=True).from_notebook_node(nb)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(body)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--small", action="store_true", help="the notebooks' quick settings (MOE_OPT_NOTEBOOK_SMALL=1)")
     p.add_argument("--timeout", type=float, help="seconds per cell (default 600 with --small, 1800 without)")
+    p.add_argument("--html", type=Path, help="also write each executed notebook as HTML to this folder")
     p.add_argument("names", nargs="*", help="only these notebooks (file names under notebooks/)")
     args = p.parse_args()
     timeout = args.timeout or (600 if args.small else 1800)
+    # The full run refreshes the committed renders beside the gallery.
+    html = args.html or (None if args.small else NOTEBOOKS / "html")
 
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
@@ -105,7 +123,6 @@ def main():
         sys.exit(f"notebooks.py: no Jupyter kernel {KERNEL}: run `source scripts/nb-env.sh` (or ./dev notebooks)")
     print(f"kernel {KERNEL}: {spec.argv[0]}", file=sys.stderr)
 
-    os.environ.setdefault("MOE_OPT_BIN", str(ROOT / "target" / "debug" / "moe-opt"))
     os.environ["MPLBACKEND"] = "Agg"
     if args.small:
         os.environ["MOE_OPT_NOTEBOOK_SMALL"] = "1"
@@ -127,7 +144,7 @@ def main():
     for path in paths:
         start = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="moe-opt-nb-") as sockets:
-            failure = run_notebook(path, args.small, timeout, sockets)
+            failure = run_notebook(path, args.small, timeout, sockets, html)
         took = time.monotonic() - start
         print(f"{'ok  ' if failure is None else 'FAIL'} notebooks/{path.name} ({took:.1f} s)", flush=True)
         if failure:
