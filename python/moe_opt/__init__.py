@@ -13,7 +13,8 @@ itself, no subprocess; the GIL is released while it runs) and returns a :class:`
 
 Keyword arguments are the command's flags, ``_`` for ``-``: ``time_limit=5`` is
 ``--time-limit 5``, ``True`` a bare flag, ``None`` or ``False`` leaves the flag out, a list is
-joined by commas, a dict (a configuration or an instance) is written to a temporary JSON file.
+joined by commas, a dict (a configuration or an instance) is written to a temporary JSON file and
+a numpy array (activation counts, EPLB weights) to a temporary ``.npy`` file.
 ``moe_opt.run("replay", "--help")`` prints any command's flags. A command's bad input raises
 :class:`MoeOptError` with the command line's one-line message and exit code.
 
@@ -169,9 +170,13 @@ class _Files:
 
     def file(self, value: Any, name: str = "input.json") -> str:
         """A path for ``value``: an :class:`Instance`'s file, a dict or list as a JSON file, a
-        path as it is."""
+        numpy array as a ``.npy`` file, a path as it is."""
         if isinstance(value, Instance):
             return str(value.path)
+        if isinstance(value, np.ndarray):
+            path = self.path(Path(name).with_suffix(".npy").name)
+            np.save(path, value)
+            return str(path)
         if isinstance(value, (dict, list)):
             path = self.path(name)
             path.write_text(_json.dumps(value))
@@ -191,7 +196,7 @@ def _flags(files: _Files, flags: dict) -> list:
         flag = "--" + key.replace("_", "-")
         if value is True:
             out.append(flag)
-        elif isinstance(value, (dict, Instance)):
+        elif isinstance(value, (dict, Instance, np.ndarray)):
             out += [flag, files.file(value, f"{key}.json")]
         elif isinstance(value, (list, tuple)):
             out += [flag, ",".join(str(v) for v in value)]
@@ -255,8 +260,9 @@ def generate(problem: str, out: Optional[PathLike] = None, *, preset: Optional[s
 
 
 def import_instance(problem: str, out: Optional[PathLike] = None, **flags: Any) -> Instance:
-    """An instance from real data (``moe-opt import``: ``counts=``, ``log=``, ``libcachesim=``
-    and the problem's flags)."""
+    """An instance from real data (``moe-opt import``: ``counts=`` a file or a numpy array
+    ``[prompt, layer, expert]`` with ``top_k=`` and ``model=``, ``log=``, ``libcachesim=`` and
+    the problem's flags)."""
     return _made("import", problem, out, flags)
 
 

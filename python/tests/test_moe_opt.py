@@ -74,6 +74,21 @@ def test_generate_writes_the_cli_bytes(tmp_path, capsys):
     assert again.data == ours.data
 
 
+def test_import_takes_counts_as_a_numpy_array(tmp_path):
+    rng = np.random.default_rng(0)
+    counts = np.zeros((3, 2, 8), dtype=np.int64)  # [prompt, layer, expert], 40 tokens of top-2
+    for p in range(3):
+        for l in range(2):
+            for _ in range(40):
+                counts[p, l, rng.choice(8, 2, replace=False)] += 1
+    ours = moe_opt.import_instance("zipmoe", tmp_path / "ours.json", counts=counts, top_k=2,
+                                   model="DeepSeek")
+    np.save(tmp_path / "c.npy", counts)
+    cli("import", "zipmoe", "--counts", tmp_path / "c.npy", "--top-k", 2, "--model", "DeepSeek",
+        "-o", tmp_path / "cli.json")
+    assert ours.path.read_bytes() == (tmp_path / "cli.json").read_bytes()
+
+
 def test_bad_input_raises_with_the_cli_message_and_code(tmp_path):
     missing = tmp_path / "absent.json"
     with pytest.raises(moe_opt.MoeOptError) as e:
