@@ -17,6 +17,7 @@ pub mod problem;
 pub mod registry;
 pub mod render;
 pub mod report;
+pub mod results_page;
 pub mod slimcaching;
 pub mod smoe;
 pub mod sweep;
