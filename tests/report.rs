@@ -360,3 +360,36 @@ fn malformed_inputs_are_refused_naming_the_file_line_and_column() {
         "{err}"
     );
 }
+
+#[test]
+fn ratios_a_chart_cannot_place_are_left_out_and_said() {
+    let dir = scratch("non-finite");
+    let run = verify_run(&dir);
+    // Three instances of one ratio claim get a ratio of NaN, infinity and 1e300.
+    let path = run.join("instances.csv");
+    let mut reader = csv::Reader::from_path(&path).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let ratio = header.iter().position(|h| h == "ratio").unwrap();
+    let mut records: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+    let claim = "smoe/eq1-router-optimal";
+    let mut edited = 0;
+    for r in records.iter_mut().filter(|r| &r[0] == claim).take(3) {
+        let mut cells: Vec<String> = r.iter().map(String::from).collect();
+        cells[ratio] = ["NaN", "inf", "1e300"][edited].into();
+        *r = csv::StringRecord::from(cells);
+        edited += 1;
+    }
+    assert_eq!(edited, 3);
+    let mut writer = csv::Writer::from_path(&path).unwrap();
+    writer.write_record(&header).unwrap();
+    for r in &records {
+        writer.write_record(r).unwrap();
+    }
+    writer.flush().unwrap();
+    let page = report(&run, &dir.join("page.html"));
+    let section = claim_section(&page, claim);
+    assert!(
+        section.contains("<svg") && section.contains("3 not drawn"),
+        "{section}"
+    );
+}

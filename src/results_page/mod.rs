@@ -5,11 +5,11 @@
 //! What DIR is, its files tell:
 //! * `claims.csv` (with `instances.csv`, and `run.json` when written by this version): a
 //!   `verify --out` folder. Per claim: the verdict, its certificate counts, the ratios against
-//!   the bound and the counterexample with its re-check command ([`claims`]);
+//!   the bound and the counterexample with its re-check command (`claims.rs`);
 //! * `results.csv` (with `sweep.json`): a `sweep --out` or `merge --out` folder. The summary
-//!   per method and, per axis, each method's objective and ratio ([`sweep`]);
-//! * any other CSV whose header is that of `mrc --csv`: miss-ratio curves ([`mrc`]); an mrc
-//!   table may also be given as the file itself.
+//!   per method and, per axis, each method's objective and ratio (`sweep.rs`);
+//! * any other CSV whose header is that of `mrc --csv`: miss-ratio curves; an mrc
+//!   table may also be given as the file itself (`mrc.rs`).
 //!
 //! A folder may hold several (a verify run beside a sweep); a folder with none is refused,
 //! naming it and what is missing, and a malformed file is refused naming the file, the line
@@ -23,7 +23,7 @@
 //! are plotters' core elements. Without the `ttf` feature plotters has no font metrics and
 //! lays out text with its estimate of 0.7 em per character; the SVG backend writes text as
 //! `<text>` elements that the viewer sets in its own sans-serif, so label widths are
-//! approximate and the layout leaves room for them ([`figure`]). `ttf` would bring font-kit
+//! approximate and the layout leaves room for them (`figure.rs`). `ttf` would bring font-kit
 //! and the system's font libraries for nothing an SVG shows.
 
 mod claims;

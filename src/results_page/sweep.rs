@@ -26,9 +26,7 @@ fn read_results(path: &Path) -> Result<Results, Error> {
     let t = Table::read(path)?;
     let (seed, sha) = (t.column("seed")?, t.column("instance_sha256")?);
     if sha < seed {
-        return Err(t.refuse(
-            0,
-            sha,
+        return Err(t.refuse_header(
             "instance_sha256 comes before seed: the axes' columns stand between them",
         ));
     }

@@ -152,6 +152,11 @@ impl Table {
         }
     }
 
+    /// A refusal of the header for a reason of the caller's.
+    pub fn refuse_header(&self, reason: &str) -> Error {
+        invalid(&self.path, "line 1", reason)
+    }
+
     /// A refusal of a cell for a reason of the caller's.
     pub fn refuse(&self, row: usize, column: usize, reason: &str) -> Error {
         invalid(&self.path, &self.at(row, column), reason)
