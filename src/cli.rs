@@ -466,6 +466,22 @@ enum Command {
         #[arg(short = 'o', long, visible_alias = "output")]
         out: PathBuf,
     },
+    /// One self-contained HTML page (tables, SVG figures) of a verify, sweep or merge output
+    /// folder, or of an `mrc --csv` table.
+    ///
+    /// A verify folder (claims.csv): per claim its verdict, certificate counts, ratios against
+    /// the bound and counterexample with its re-check command. A sweep or merge folder
+    /// (results.csv): the summary per method and each method's objective and ratio along every
+    /// axis. `mrc --csv` tables in the folder (or given as INPUT): the miss-ratio curves. No
+    /// script, font or network: the page opens anywhere; the same input gives the same bytes.
+    Report {
+        /// An output folder of `verify --out`, `sweep --out` or `merge --out`, or an `mrc --csv`
+        /// table.
+        input: PathBuf,
+        /// The page (default: INPUT/report.html for a folder, INPUT with .html for a table).
+        #[arg(short, long, visible_alias = "output")]
+        out: Option<PathBuf>,
+    },
     /// Replay a token stream through expert caches under its original routing (papers 002,
     /// 004): miss rate, loads and lifetimes per policy.
     ///
@@ -891,6 +907,8 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 shard,
             };
             let done = crate::sweep::run(&parsed, &base, &options, registry)?;
+            let summary = crate::sweep::summarize(done.iter().flat_map(|c| &c.rows));
+            out!("{}", crate::sweep::summary_text(&summary));
             let total = crate::sweep::cells(&parsed).len();
             outln!(
                 "{} of {total} cells finished{}; results in {}",
@@ -900,6 +918,25 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                     s.index, s.count
                 )),
                 out.join("results.csv").display()
+            );
+            Ok(())
+        }
+        Command::Report { input, out } => {
+            let page = crate::results_page::render(&input)?;
+            let html = page.html(&format!("moe-opt report: {}", input.display()));
+            let out = out.unwrap_or_else(|| {
+                if input.is_dir() {
+                    input.join("report.html")
+                } else {
+                    input.with_extension("html")
+                }
+            });
+            write_file(&out, html.as_bytes())?;
+            eprintln!(
+                "wrote {} ({} figures, {} bytes)",
+                out.display(),
+                page.figures(),
+                html.len()
             );
             Ok(())
         }
@@ -1280,12 +1317,11 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
     for r in rows {
         if let Some(path) = &r.counterexample {
             text.push_str(&format!(
-                "{}: counterexample {} ({})\n  re-check: moe-opt verify --claim {} --instance {}\n",
+                "{}: counterexample {} ({})\n  re-check: {}\n",
                 r.id,
                 out.join(path).display(),
                 r.note,
-                r.id,
-                out.join(path).display()
+                crate::verify::recheck_command(&r.id, &out.join(path))
             ));
         } else if r.verdict == "inconclusive" {
             text.push_str(&format!("{}: inconclusive: {}\n", r.id, r.note));

@@ -18,6 +18,7 @@ pub mod progress;
 pub mod registry;
 pub mod render;
 pub mod report;
+pub mod results_page;
 pub mod slimcaching;
 pub mod smoe;
 pub mod sweep;

@@ -819,6 +819,114 @@ fn write_outputs(
     Ok(())
 }
 
+/// One method's line of a sweep's summary: `sweep`'s closing table and `report`'s.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MethodSummary {
+    /// Method name.
+    pub method: String,
+    /// Cells with a row of the method.
+    pub cells: usize,
+    /// Rows whose solution is feasible, of the rows that say.
+    pub feasible: (usize, usize),
+    /// Mean ratio over the rows with one.
+    pub mean_ratio: Option<f64>,
+    /// The ratio farthest from 1 (the lowest when maximising, the highest when minimising):
+    /// the method's worst cell, whichever the problem's sense.
+    pub worst_ratio: Option<f64>,
+    /// How many rows ended with each solver status (exact methods only).
+    pub statuses: BTreeMap<String, usize>,
+}
+
+impl MethodSummary {
+    /// The statuses as `optimal 10, time_limit 2`, `-` for none.
+    pub fn statuses_text(&self) -> String {
+        if self.statuses.is_empty() {
+            return "-".into();
+        }
+        (self.statuses.iter())
+            .map(|(s, n)| format!("{s} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The summary per method of a sweep's rows, methods in the order they first appear.
+pub fn summarize<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Vec<MethodSummary> {
+    let mut out: Vec<(MethodSummary, std::collections::BTreeSet<u64>, Vec<f64>)> = Vec::new();
+    for r in rows {
+        let k = match out.iter().position(|(m, _, _)| m.method == r.method) {
+            Some(k) => k,
+            None => {
+                out.push((
+                    MethodSummary {
+                        method: r.method.clone(),
+                        cells: 0,
+                        feasible: (0, 0),
+                        mean_ratio: None,
+                        worst_ratio: None,
+                        statuses: BTreeMap::new(),
+                    },
+                    Default::default(),
+                    Vec::new(),
+                ));
+                out.len() - 1
+            }
+        };
+        let (m, cells, ratios) = &mut out[k];
+        cells.insert(r.cell);
+        if let Some(f) = r.feasible {
+            m.feasible.0 += usize::from(f);
+            m.feasible.1 += 1;
+        }
+        ratios.extend(r.ratio.filter(|x| x.is_finite()));
+        if let Some(s) = &r.solver_status {
+            *m.statuses.entry(s.clone()).or_default() += 1;
+        }
+    }
+    (out.into_iter())
+        .map(|(mut m, cells, ratios)| {
+            m.cells = cells.len();
+            if !ratios.is_empty() {
+                m.mean_ratio = Some(ratios.iter().sum::<f64>() / ratios.len() as f64);
+                m.worst_ratio = ratios
+                    .iter()
+                    .copied()
+                    .max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()));
+            }
+            m
+        })
+        .collect()
+}
+
+/// The summary as the command line's table.
+pub fn summary_text(summary: &[MethodSummary]) -> String {
+    let num = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.4}"));
+    let rows: Vec<Vec<String>> = (summary.iter())
+        .map(|m| {
+            vec![
+                m.method.clone(),
+                m.cells.to_string(),
+                format!("{} of {}", m.feasible.0, m.feasible.1),
+                num(m.mean_ratio),
+                num(m.worst_ratio),
+                m.statuses_text(),
+            ]
+        })
+        .collect();
+    crate::render::table(
+        &[
+            "method",
+            "cells",
+            "feasible",
+            "mean ratio",
+            "worst ratio",
+            "solver statuses",
+        ],
+        &rows,
+        1,
+    )
+}
+
 /// What a merge found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MergeReport {
@@ -889,4 +997,53 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<MergeReport, Error> {
         present: all.len() as u64,
         missing,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(cell: u64, method: &str, ratio: Option<f64>, status: Option<&str>) -> Row {
+        Row {
+            cell,
+            seed: cell,
+            instance_sha256: String::new(),
+            method: method.into(),
+            objective: ratio,
+            objective_name: "makespan_s".into(),
+            ratio,
+            reference_kind: "optimum".into(),
+            reference: Some(1.0),
+            feasible: ratio.map(|_| true),
+            solver_status: status.map(String::from),
+            gap: None,
+            secondary: None,
+            secondary_name: String::new(),
+            runtime_s: None,
+        }
+    }
+
+    #[test]
+    fn the_worst_ratio_is_the_farthest_from_1_whichever_the_sense() {
+        let rows = [
+            row(0, "milp", Some(1.0), Some("optimal")),
+            row(0, "fifo", Some(1.5), None),
+            row(1, "milp", None, Some("too_large")),
+            row(1, "fifo", Some(1.1), None),
+            // A maximisation's ratios: below 1.
+            row(0, "greedy", Some(0.7), None),
+            row(1, "greedy", Some(0.95), None),
+        ];
+        let s = summarize(&rows);
+        let names: Vec<&str> = s.iter().map(|m| m.method.as_str()).collect();
+        assert_eq!(names, ["milp", "fifo", "greedy"]);
+        assert_eq!((s[0].cells, s[0].feasible), (2, (1, 1)));
+        assert_eq!(s[0].statuses_text(), "optimal 1, too_large 1");
+        assert_eq!(s[1].worst_ratio, Some(1.5));
+        assert!((s[1].mean_ratio.unwrap() - 1.3).abs() < 1e-12);
+        assert_eq!(
+            (s[2].worst_ratio, s[2].statuses_text()),
+            (Some(0.7), "-".into())
+        );
+    }
 }

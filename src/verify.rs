@@ -249,6 +249,15 @@ pub struct ClaimRow {
     pub note: String,
 }
 
+/// The command that re-checks a saved instance of a claim (`verify` prints it under each
+/// counterexample, `report` on the page).
+pub fn recheck_command(claim: &str, instance: &Path) -> String {
+    format!(
+        "moe-opt verify --claim {claim} --instance {}",
+        instance.display()
+    )
+}
+
 /// Derives the family seed of instance `index`.
 pub fn family_seed(seed: u64, index: u64) -> u64 {
     let mut z = seed

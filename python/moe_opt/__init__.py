@@ -68,6 +68,7 @@ __all__ = [
     "migrate",
     "plan",
     "eplb",
+    "report",
 ]
 
 PathLike = Union[str, os.PathLike]
@@ -345,6 +346,17 @@ def sweep(spec: PathLike, out: Optional[PathLike] = None, **flags: Any) -> Resul
 def merge(inputs: Iterable[PathLike], out: PathLike) -> Result:
     """Joins the shards of a sweep (``moe-opt merge``)."""
     return _folder("merge", list(inputs), {}, out, "merge")
+
+
+def report(folder: PathLike, out: Optional[PathLike] = None) -> Path:
+    """One self-contained HTML page (tables, inline SVG figures) of a ``verify``, ``sweep`` or
+    ``merge`` folder, or of an ``mrc`` table (``moe-opt report``); returns its path (default
+    ``FOLDER/report.html``). In Jupyter: ``IPython.display.HTML(filename=...)``."""
+    folder = Path(folder)
+    if out is None:  # the command's default
+        out = folder / "report.html" if folder.is_dir() else folder.with_suffix(".html")
+    _call(["report", os.fspath(folder), "--out", os.fspath(out)])
+    return Path(out)
 
 
 # --- traces --------------------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def test_help_and_csv_commands_agree_with_the_cli():
     # is asked (the tables are never lost).
     top = cli("--help")
     commands = [c for c in re.findall(r"^  ([a-z][a-z-]+)\s", top, flags=re.M) if c != "help"]
-    with_csv = {c for c in commands if "--csv" in cli(c, "--help")}
+    with_csv = {c for c in commands if re.search(r"^\s+--csv <", cli(c, "--help"), flags=re.M)}
     assert with_csv == {"solve", "compare", "claims", "eplb", "migrate", "plan", "replay", "mrc",
                         "route", "pareto", "tpot"}
     for name in with_csv - {"eplb"}:
@@ -138,6 +138,18 @@ def test_verify_reads_the_output_folder(tmp_path):
     assert len(instances) == 3
     on_disk = pd.read_csv(tmp_path / "v" / "instances.csv")
     pd.testing.assert_frame_equal(instances, on_disk)
+
+
+def test_report_of_a_verify_folder(tmp_path):
+    run = moe_opt.verify(tmp_path / "v", claim="zipmoe/thm31-ratio", instances=5, search=0, jobs=1)
+    page = moe_opt.report(run.out)
+    # The command's own default path, and the command's page byte for byte.
+    assert page == tmp_path / "v" / "report.html"
+    cli("report", run.out, "-o", tmp_path / "cli.html")
+    assert page.read_bytes() == (tmp_path / "cli.html").read_bytes()
+    # One ratio claim checked: its section and its one figure.
+    text = page.read_text()
+    assert "zipmoe/thm31-ratio" in text and text.count("<svg") == 1
 
 
 def test_sweep_has_a_row_per_cell_and_method(tmp_path):

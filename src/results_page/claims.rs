@@ -1,0 +1,415 @@
+//! A `verify --out` folder on the page: the run's settings (`run.json`), the claims' table
+//! (`claims.csv`: verdicts and certificate counts), and per claim its ratios against its bound
+//! (`instances.csv`) and its counterexample with the command that re-checks it.
+//!
+//! A claim gets a figure when some instance has a ratio: each instance's ratio in file order
+//! (generated, then searched), coloured by outcome, with the claim's bound as a dashed line.
+//! When the bound differs between instances (Thm. 1's (1 - kappa_max)/2, ZipMoE's 3 - 1/L) the
+//! figure shows ratio / bound against 1 instead, so one line serves every instance. Above
+//! [`MAX_STRIP`] instances the points would blur (and bloat the page): a histogram instead.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use formulations::Error;
+
+use super::figure::{self, drawable, Chart, Key, Mark, Shape};
+use super::table::Table;
+use super::{escape, number, Page};
+use crate::verify::RunSettings;
+
+/// Most instances of a claim drawn one by one; more make a histogram.
+pub const MAX_STRIP: usize = 1000;
+
+const VERDICTS: [&str; 3] = ["holds", "violated", "inconclusive"];
+const OUTCOMES: [&str; 3] = ["pass", "fail", "inconclusive"];
+const SOURCES: [&str; 2] = ["generated", "searched"];
+
+/// A line of claims.csv.
+struct Claim {
+    id: String,
+    paper: String,
+    place: String,
+    verdict: &'static str,
+    /// checked, failed, inconclusive, by_optimum, by_bound, by_incumbent.
+    counts: [u64; 6],
+    worst_margin: Option<f64>,
+    worst_ratio: Option<f64>,
+    bound_at_worst: Option<f64>,
+    ratio_range: (Option<f64>, Option<f64>),
+    ratio_p05: Option<f64>,
+    ratio_median: Option<f64>,
+    bound: String,
+    measured: (Option<f64>, Option<f64>),
+    counterexample: String,
+    note: String,
+}
+
+/// The ratio of one instance of a claim (a line of instances.csv with a ratio).
+struct Ratio {
+    source: &'static str,
+    outcome: &'static str,
+    ratio: f64,
+    bound: Option<f64>,
+}
+
+fn read_claims(path: &Path) -> Result<Vec<Claim>, Error> {
+    let t = Table::read(path)?;
+    let col = |name: &str| t.column(name);
+    let counts = [
+        "checked",
+        "failed",
+        "inconclusive",
+        "by_optimum",
+        "by_bound",
+        "by_incumbent",
+    ]
+    .map(col);
+    let counts: Vec<usize> = counts.into_iter().collect::<Result<_, _>>()?;
+    let (id, paper, place, verdict) = (col("id")?, col("paper")?, col("place")?, col("verdict")?);
+    let numbers = [
+        "worst_margin",
+        "worst_ratio",
+        "bound_at_worst",
+        "ratio_min",
+        "ratio_max",
+        "ratio_p05",
+        "ratio_median",
+        "measured_min",
+        "measured_max",
+    ]
+    .map(col);
+    let numbers: Vec<usize> = numbers.into_iter().collect::<Result<_, _>>()?;
+    let (bound, counterexample, note) = (col("bound")?, col("counterexample")?, col("note")?);
+    let mut claims: Vec<Claim> = Vec::with_capacity(t.len());
+    for r in 0..t.len() {
+        let n = |k: usize| t.number(r, numbers[k]);
+        let mut c = [0u64; 6];
+        for (slot, &column) in c.iter_mut().zip(&counts) {
+            *slot = t.required_count(r, column)?;
+        }
+        let claim = Claim {
+            id: t.text(r, id).to_string(),
+            paper: t.text(r, paper).to_string(),
+            place: t.text(r, place).to_string(),
+            verdict: t.one_of(r, verdict, &VERDICTS)?,
+            counts: c,
+            worst_margin: n(0)?,
+            worst_ratio: n(1)?,
+            bound_at_worst: n(2)?,
+            ratio_range: (n(3)?, n(4)?),
+            ratio_p05: n(5)?,
+            ratio_median: n(6)?,
+            measured: (n(7)?, n(8)?),
+            bound: t.text(r, bound).to_string(),
+            counterexample: t.text(r, counterexample).to_string(),
+            note: t.text(r, note).to_string(),
+        };
+        if claim.id.is_empty() || claims.iter().any(|c| c.id == claim.id) {
+            return Err(t.refuse(r, id, "empty or repeated claim id"));
+        }
+        claims.push(claim);
+    }
+    Ok(claims)
+}
+
+/// The ratios of instances.csv per claim id; every row's claim must be in `claims`.
+fn read_ratios(path: &Path, claims: &[Claim]) -> Result<BTreeMap<String, Vec<Ratio>>, Error> {
+    let t = Table::read(path)?;
+    let (claim, source, outcome, ratio, bound) = (
+        t.column("claim")?,
+        t.column("source")?,
+        t.column("outcome")?,
+        t.column("ratio")?,
+        t.column("bound")?,
+    );
+    let mut by_claim: BTreeMap<String, Vec<Ratio>> = BTreeMap::new();
+    for r in 0..t.len() {
+        let id = t.text(r, claim);
+        if !claims.iter().any(|c| c.id == id) {
+            return Err(t.refuse(r, claim, &format!("{id:?} is not a claim of claims.csv")));
+        }
+        let (source, outcome) = (
+            t.one_of(r, source, &SOURCES)?,
+            t.one_of(r, outcome, &OUTCOMES)?,
+        );
+        if let Some(value) = t.number(r, ratio)? {
+            by_claim.entry(id.to_string()).or_default().push(Ratio {
+                source,
+                outcome,
+                ratio: value,
+                bound: t.number(r, bound)?,
+            });
+        }
+    }
+    Ok(by_claim)
+}
+
+/// The verify section of the page.
+pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
+    let claims = read_claims(&dir.join("claims.csv"))?;
+    let ratios = read_ratios(&dir.join("instances.csv"), &claims)?;
+    page.h2("Claims", "claims");
+    let settings = dir.join("run.json");
+    if settings.exists() {
+        let s: RunSettings = formulations::error::read_json(&settings)?;
+        page.paragraph(&format!(
+            "Run settings (<code>run.json</code>): {} claims, <code>--instances {}</code>, \
+             <code>--seed {}</code>, <code>--search {}</code>, <code>--restarts {}</code>, \
+             <code>--time-limit {}</code>.",
+            s.claims.len(),
+            s.instances,
+            s.seed,
+            s.search,
+            s.restarts,
+            s.time_limit_s.map_or("none".into(), |t| format!("{t}"))
+        ));
+    }
+    let tally = |v: &str| claims.iter().filter(|c| c.verdict == v).count();
+    page.paragraph(&format!(
+        "{} claims: {} hold, {} violated, {} inconclusive. A ratio claim's outcome rests on a \
+         certificate: a proved optimum, a proved bound on OPT (passes) or a solver's incumbent \
+         (fails); the margin is the claim's signed slack, below 0 exactly on a failure.",
+        claims.len(),
+        tally("holds"),
+        tally("violated"),
+        tally("inconclusive")
+    ));
+    let rows: Vec<Vec<String>> = claims
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let [checked, failed, inconclusive, by_optimum, by_bound, by_incumbent] = c.counts;
+            vec![
+                format!("<a href=\"#claim-{i}\">{}</a>", escape(&c.id)),
+                verdict_badge(c.verdict),
+                checked.to_string(),
+                failed.to_string(),
+                inconclusive.to_string(),
+                format!("{by_optimum} / {by_bound} / {by_incumbent}"),
+                number(c.worst_margin),
+                match (c.worst_ratio, c.bound_at_worst) {
+                    (Some(x), Some(b)) => format!("{} ({})", number(Some(x)), number(Some(b))),
+                    (x, _) => number(x),
+                },
+            ]
+        })
+        .collect();
+    page.table(
+        &[
+            "claim",
+            "verdict",
+            "checked",
+            "failed",
+            "inconclusive",
+            "optimum / bound / incumbent",
+            "worst margin",
+            "worst ratio (bound)",
+        ],
+        &rows,
+        2,
+    );
+    for (i, c) in claims.iter().enumerate() {
+        claim_section(
+            dir,
+            page,
+            i,
+            c,
+            ratios.get(&c.id).map_or(&[], Vec::as_slice),
+        );
+    }
+    Ok(())
+}
+
+fn claim_section(dir: &Path, page: &mut Page, i: usize, c: &Claim, ratios: &[Ratio]) {
+    page.raw(&format!(
+        "<section id=\"claim-{i}\">\n<h3>{} {}</h3>\n",
+        escape(&c.id),
+        verdict_badge(c.verdict)
+    ));
+    let [checked, failed, inconclusive, by_optimum, by_bound, by_incumbent] = c.counts;
+    let mut text = format!(
+        "{} ({}). Bound: {}.<br>Checked {checked} (failed {failed}), inconclusive \
+         {inconclusive}; decided by a proved optimum {by_optimum}, by a bound {by_bound}, by \
+         an incumbent {by_incumbent}.",
+        escape(&c.place),
+        escape(&c.paper),
+        escape(&c.bound),
+    );
+    if let Some(m) = c.worst_margin {
+        text.push_str(&format!(" Worst margin {}.", number(Some(m))));
+    }
+    if let Some(r) = range(c.ratio_range) {
+        text.push_str(&format!(" Ratios {r}"));
+        if let (Some(p), Some(m)) = (c.ratio_p05, c.ratio_median) {
+            let (p, m) = (number(Some(p)), number(Some(m)));
+            text.push_str(&format!(" (5 % quantile {p}, median {m})"));
+        }
+        text.push('.');
+    }
+    if let Some(m) = range(c.measured) {
+        text.push_str(&format!(" Measured {m}."));
+    }
+    page.paragraph(&text);
+    if !ratios.is_empty() {
+        let (chart, caption) = ratio_chart(ratios);
+        page.figure(&figure::svg(&chart), &caption);
+    }
+    if !c.counterexample.is_empty() {
+        let file = dir.join(&c.counterexample);
+        page.paragraph(&format!(
+            "Counterexample <code>{}</code>{}: {}",
+            escape(&file.display().to_string()),
+            if file.is_file() {
+                ""
+            } else {
+                " (not in the folder)"
+            },
+            escape(&c.note)
+        ));
+        page.raw(&format!(
+            "<pre><code>{}</code></pre>\n",
+            escape(&crate::verify::recheck_command(&c.id, &file))
+        ));
+    } else if !c.note.is_empty() {
+        page.paragraph(&escape(&c.note));
+    }
+    page.raw("</section>\n");
+}
+
+/// The figure of a claim's ratios and its caption (HTML).
+fn ratio_chart(ratios: &[Ratio]) -> (Chart, String) {
+    let bounds: Vec<Option<f64>> = ratios.iter().map(|r| r.bound).collect();
+    let constant = bounds
+        .first()
+        .copied()
+        .filter(|b| bounds.iter().all(|x| x == b));
+    // What is drawn per instance: the ratio, or ratio / bound when the bound varies.
+    let varies = constant.is_none();
+    let value = |r: &Ratio| match varies {
+        true => r.bound.filter(|b| *b > 0.0).map(|b| r.ratio / b),
+        false => Some(r.ratio),
+    };
+    let label = if varies { "ratio / bound" } else { "ratio" };
+    let line = match constant {
+        None => Some((1.0, "bound (= 1)".to_string())),
+        Some(Some(b)) => Some((b, format!("bound {}", number(Some(b))))),
+        Some(None) => None,
+    };
+    let drawn: Vec<(&Ratio, f64)> = ratios
+        .iter()
+        .filter_map(|r| value(r).filter(|v| drawable(*v)).map(|v| (r, v)))
+        .collect();
+    let searched = ratios.iter().filter(|r| r.source == "searched").count();
+    let mut caption = format!(
+        "{} per instance: {} generated, {searched} searched",
+        if label == "ratio" {
+            "Ratio"
+        } else {
+            "Ratio / bound (the bound differs between instances)"
+        },
+        ratios.len() - searched
+    );
+    if drawn.len() < ratios.len() {
+        caption.push_str(&format!(
+            "; {} not drawn (a ratio or bound that is not a finite number within 1e12, or a \
+             bound <= 0)",
+            ratios.len() - drawn.len()
+        ));
+    }
+    let rule_color = plotters::style::RGBColor(0, 0, 0);
+    let mut chart = Chart::default();
+    let outcome_color = |o: &str| match o {
+        "pass" => figure::palette(0),
+        "fail" => figure::palette(3),
+        _ => figure::palette(7),
+    };
+    if drawn.len() <= MAX_STRIP {
+        chart.x_label = "instance (generated, then searched)".into();
+        chart.x_integers = true;
+        chart.y_label = label.into();
+        for outcome in OUTCOMES {
+            for source in SOURCES {
+                let points: Vec<(f64, f64)> = (drawn.iter().enumerate())
+                    .filter(|(_, (r, _))| r.outcome == outcome && r.source == source)
+                    .map(|(k, (_, v))| (k as f64, *v))
+                    .collect();
+                if points.is_empty() {
+                    continue;
+                }
+                let shape = match (source, outcome) {
+                    ("searched", _) => Shape::Triangle,
+                    (_, "inconclusive") => Shape::Ring,
+                    _ => Shape::Dot,
+                };
+                let color = outcome_color(outcome);
+                chart.marks.push(Mark::Points {
+                    color,
+                    shape,
+                    points,
+                });
+                chart
+                    .legend
+                    .push((Key::Point(color, shape), format!("{outcome} ({source})")));
+            }
+        }
+        if let Some((y, words)) = line {
+            chart.marks.push(Mark::HRule {
+                color: rule_color,
+                y,
+            });
+            chart.legend.push((Key::Dashed(rule_color), words));
+        }
+    } else {
+        caption.push_str(&format!(
+            "; more than {MAX_STRIP}: a histogram of 40 bins, failures in red"
+        ));
+        chart.x_label = label.into();
+        chart.y_label = "instances".into();
+        chart.y_from_zero = true;
+        let values: Vec<f64> = drawn.iter().map(|d| d.1).collect();
+        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let width = if hi > lo { (hi - lo) / 40.0 } else { 1.0 };
+        let bin = |v: f64| (((v - lo) / width) as usize).min(39);
+        let mut all = [0u64; 40];
+        let mut fails = [0u64; 40];
+        for (r, v) in &drawn {
+            all[bin(*v)] += 1;
+            if r.outcome == "fail" {
+                fails[bin(*v)] += 1;
+            }
+        }
+        for (counts, color, words) in [
+            (all, figure::palette(0), "instances"),
+            (fails, figure::palette(3), "failed"),
+        ] {
+            let bars = (0..40)
+                .filter(|&k| counts[k] > 0)
+                .map(|k| {
+                    let a = lo + k as f64 * width;
+                    (a, a + width, counts[k] as f64)
+                })
+                .collect();
+            chart.marks.push(Mark::Bars { color, bars });
+            chart.legend.push((Key::Bar(color), words.into()));
+        }
+        if let Some((x, words)) = line {
+            chart.marks.push(Mark::VRule {
+                color: rule_color,
+                x,
+            });
+            chart.legend.push((Key::Dashed(rule_color), words));
+        }
+    }
+    (chart, caption)
+}
+
+fn verdict_badge(verdict: &str) -> String {
+    format!("<span class=\"verdict {verdict}\">{verdict}</span>")
+}
+
+/// `lo .. hi`, when both are there.
+fn range((lo, hi): (Option<f64>, Option<f64>)) -> Option<String> {
+    Some(format!("{} .. {}", number(Some(lo?)), number(Some(hi?))))
+}
