@@ -123,7 +123,9 @@ def main():
         sys.exit(f"notebooks.py: no Jupyter kernel {KERNEL}: run `source scripts/nb-env.sh` (or ./dev notebooks)")
     print(f"kernel {KERNEL}: {spec.argv[0]}", file=sys.stderr)
 
-    os.environ["MPLBACKEND"] = "Agg"
+    # Jupyter's inline backend (Agg underneath, no display needed): figures are saved as before
+    # and also shown as cell outputs, so the executed copies and their HTML renders carry them.
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     if args.small:
         os.environ["MOE_OPT_NOTEBOOK_SMALL"] = "1"
     else:
