@@ -418,20 +418,28 @@ impl<'a> IncrementalObjective<'a> {
         if self.placement.contains(n, e) {
             return 0.0;
         }
-        let x = &self.placement;
         self.model
             .demands_of(e)
-            .map(|d| {
-                let demand = &self.model.demands[d];
-                let after = route_latency(
-                    self.model.costs(demand.model, demand.server),
-                    demand,
-                    self.model.servers,
-                    |s, i| (s == n && i == e) || x.contains(s, i),
-                );
-                demand.weight * (self.latency[d] - after)
-            })
+            .map(|d| self.gain_term(n, e, d))
             .sum()
+    }
+
+    /// Demand d's term of [`Self::gain`] (n, e), for a demand d that needs e and (n, e) not
+    /// cached: its weight times its latency reduction when e is added on n. It depends on X only
+    /// through d's current latency and the placement of d's experts, so a caller may keep it
+    /// until one of d's experts is inserted on some server; summing the terms over
+    /// [`LatencyModel::demands_of`] e in order (`Iterator::sum`) gives [`Self::gain`] bit for
+    /// bit (Alg. 1's incremental gains rely on both).
+    pub fn gain_term(&self, n: ServerId, e: ExpertId, d: usize) -> f64 {
+        let x = &self.placement;
+        let demand = &self.model.demands[d];
+        let after = route_latency(
+            self.model.costs(demand.model, demand.server),
+            demand,
+            self.model.servers,
+            |s, i| (s == n && i == e) || x.contains(s, i),
+        );
+        demand.weight * (self.latency[d] - after)
     }
 
     /// Caches e on n and updates F; returns the gain.
