@@ -1,8 +1,15 @@
 //! The claims registry: every claim of the papers that moe-opt checks, as a hypothesis with
-//! an id, its place in the paper, what is measured and the bound, and the outcome of checking
-//! it on one instance. The verdict of a claim comes only from these per-instance outcomes: a
-//! claim is `violated` when some instance fails it, `holds` when it was checked on at least
-//! one instance and none failed, and `inconclusive` otherwise.
+//! an id, its place in the paper, the paper's sentence, what is measured and the bound, and the
+//! outcome of checking it on one instance. The verdict of a claim comes only from these
+//! per-instance outcomes ([`Verdict::of`]), in the vocabulary of its [`Quantifier`]: a
+//! universal claim is `violated` when some instance fails it, `holds` when it was checked on at
+//! least one instance and none failed, and `inconclusive` otherwise; an existential claim is
+//! `witnessed` when some instance passes (exhibits it) and `not witnessed` otherwise (no
+//! instance can refute it). A [`ClaimKind::Measurement`] has no bound, hence no verdict: it is
+//! `measured`.
+//!
+//! Only [`ClaimKind::Stated`] claims are the paper's: `verify` reports inferred claims, sanity
+//! checks and measurements in sections of their own, so that none reads as a paper's error.
 //!
 //! A ratio claim's outcome on an instance rests on a [`Certificate`]: the optimum OPT is known
 //! to lie in `[lower, upper]` (a proved optimum: both equal; a solver stopped by a limit: its
@@ -31,6 +38,134 @@ pub struct ClaimInfo {
     pub bound: &'static str,
     /// The instances it is checked on.
     pub family: &'static str,
+    /// The paper's sentence, verbatim from its .txt (whitespace aside; `[...]` marks an
+    /// elision): what a stated claim says, or what an inferred claim, a sanity check or a
+    /// measurement is read from (a test checks each against the paper file).
+    pub quote: &'static str,
+    /// Whether the paper states it, moe-opt infers it, or it checks moe-opt itself.
+    pub kind: ClaimKind,
+    /// Whether it is about every instance of its premise or about some instance.
+    pub quantifier: Quantifier,
+}
+
+/// What a claim is to its paper. `verify` reports each kind in its own section (in this order),
+/// so that only a stated claim's violation reads as the paper's error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimKind {
+    /// The paper states it: a theorem, proposition, lemma, remark, or an explicit empirical
+    /// sentence (the quote).
+    Stated,
+    /// A property the paper implies but does not state (the quote is the sentence it is read
+    /// from; the claim's doc says how). A violation is not the paper's error.
+    Inferred,
+    /// True by construction of moe-opt's own reference (e.g. an exact optimum is at most what
+    /// any method of its feasible set reaches): it checks moe-opt, not the paper.
+    Sanity,
+    /// A quantity recorded against no bound: it has no verdict.
+    Measurement,
+}
+
+impl ClaimKind {
+    /// The kind's name in claims.csv and the tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimKind::Stated => "stated",
+            ClaimKind::Inferred => "inferred",
+            ClaimKind::Sanity => "sanity",
+            ClaimKind::Measurement => "measurement",
+        }
+    }
+}
+
+/// What a claim quantifies over, which fixes its verdict vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantifier {
+    /// Every instance of the premise: `holds` / `violated` / `inconclusive`.
+    Universal,
+    /// Some instance: `witnessed` (an instance passes) / `not witnessed`. No instance can
+    /// fail it, so it is never `violated`.
+    Existential,
+}
+
+impl Quantifier {
+    /// The quantifier's name in claims.csv and the tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Quantifier::Universal => "universal",
+            Quantifier::Existential => "existential",
+        }
+    }
+}
+
+/// The verdict of a claim over a run ([`Verdict::of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Verdict {
+    /// Universal: checked on some instance, failed on none.
+    #[serde(rename = "holds")]
+    Holds,
+    /// Universal: failed on some instance.
+    #[serde(rename = "violated")]
+    Violated,
+    /// Universal: no instance checked; a measurement: nothing measured.
+    #[serde(rename = "inconclusive")]
+    Inconclusive,
+    /// Existential: some instance exhibits it.
+    #[serde(rename = "witnessed")]
+    Witnessed,
+    /// Existential: no instance of the run exhibits it (which refutes nothing).
+    #[serde(rename = "not witnessed")]
+    NotWitnessed,
+    /// A measurement: recorded on some instance, no verdict.
+    #[serde(rename = "measured")]
+    Measured,
+}
+
+impl Verdict {
+    /// Every verdict, in the order tables list them.
+    pub const ALL: [Verdict; 6] = [
+        Verdict::Holds,
+        Verdict::Violated,
+        Verdict::Inconclusive,
+        Verdict::Witnessed,
+        Verdict::NotWitnessed,
+        Verdict::Measured,
+    ];
+
+    /// The verdict's name in claims.csv and the tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::Violated => "violated",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::Witnessed => "witnessed",
+            Verdict::NotWitnessed => "not witnessed",
+            Verdict::Measured => "measured",
+        }
+    }
+
+    /// The verdict of `claim` from its instances' outcomes.
+    pub fn of(claim: &ClaimInfo, outcomes: impl IntoIterator<Item = Outcome>) -> Verdict {
+        let (mut pass, mut fail, mut measured) = (0usize, 0usize, 0usize);
+        for o in outcomes {
+            match o {
+                Outcome::Pass => pass += 1,
+                Outcome::Fail => fail += 1,
+                Outcome::Measured => measured += 1,
+                Outcome::Inconclusive => {}
+            }
+        }
+        match (claim.kind, claim.quantifier) {
+            (ClaimKind::Measurement, _) if measured > 0 => Verdict::Measured,
+            (ClaimKind::Measurement, _) => Verdict::Inconclusive,
+            (_, Quantifier::Existential) if pass > 0 => Verdict::Witnessed,
+            (_, Quantifier::Existential) => Verdict::NotWitnessed,
+            _ if fail > 0 => Verdict::Violated,
+            _ if pass > 0 => Verdict::Holds,
+            _ => Verdict::Inconclusive,
+        }
+    }
 }
 
 /// A registered claim of one problem: what is claimed, the instance family it is checked on
@@ -87,6 +222,8 @@ pub enum Outcome {
     Fail,
     /// Nothing can be concluded (no proved optimum, the property is undefined here, ...).
     Inconclusive,
+    /// A measurement's quantity, recorded against no bound: neither a pass nor a fail.
+    Measured,
 }
 
 /// Whether a ratio claim's reference value is a proved optimum.
@@ -97,6 +234,8 @@ pub enum ReferenceKind {
     Optimum,
     /// Only a bound (a MILP stopped by a limit).
     Bound,
+    /// Another method's value (e.g. LRU's loads), which bounds nothing about OPT.
+    Baseline,
     /// No reference (property claims, or no solver result).
     None,
 }
@@ -116,7 +255,7 @@ pub enum Certificate {
 /// What checking a claim on one instance found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
-    /// Pass, fail or inconclusive.
+    /// Pass, fail, inconclusive or measured.
     pub outcome: Outcome,
     /// The algorithm's value (ratio claims), or the measured quantity (e.g. a curvature).
     pub value: Option<f64>,
@@ -238,6 +377,61 @@ impl Check {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn info(kind: ClaimKind, quantifier: Quantifier) -> ClaimInfo {
+        ClaimInfo {
+            id: "test/claim",
+            paper: "test",
+            place: "-",
+            statement: "-",
+            measured: "-",
+            bound: "-",
+            family: "-",
+            quote: "-",
+            kind,
+            quantifier,
+        }
+    }
+
+    #[test]
+    fn each_quantifier_and_kind_has_its_own_verdicts() {
+        use Outcome::{Fail, Inconclusive as Inc, Measured, Pass};
+        use Verdict::*;
+        let universal = info(ClaimKind::Stated, Quantifier::Universal);
+        let existential = info(ClaimKind::Stated, Quantifier::Existential);
+        let sanity = info(ClaimKind::Sanity, Quantifier::Universal);
+        let measurement = info(ClaimKind::Measurement, Quantifier::Universal);
+        for (claim, outcomes, expected) in [
+            // Universal: one fail refutes it, one pass without a fail upholds it.
+            (universal, vec![Pass, Fail, Inc], Violated),
+            (universal, vec![Pass, Inc], Holds),
+            (universal, vec![Inc, Inc], Inconclusive),
+            (universal, vec![], Inconclusive),
+            // Existential: one pass exhibits it; none, whatever else, is no refutation.
+            (existential, vec![Inc, Pass, Inc], Witnessed),
+            (existential, vec![Inc, Inc], NotWitnessed),
+            (existential, vec![], NotWitnessed),
+            // A sanity check keeps the universal vocabulary (its section says what it is).
+            (sanity, vec![Pass, Pass], Holds),
+            (sanity, vec![Pass, Fail], Violated),
+            // A measurement has no verdict, only whether anything was measured.
+            (measurement, vec![Measured, Inc], Verdict::Measured),
+            (measurement, vec![Inc], Inconclusive),
+        ] {
+            assert_eq!(
+                Verdict::of(&claim, outcomes.clone()),
+                expected,
+                "{:?} {:?} on {outcomes:?}",
+                claim.kind,
+                claim.quantifier
+            );
+        }
+        // The names claims.csv carries are the serde names.
+        for v in Verdict::ALL {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+        }
+        assert_eq!(Verdict::NotWitnessed.as_str(), "not witnessed");
+    }
 
     #[test]
     fn checks_journaled_before_margins_read_without_one() {

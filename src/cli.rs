@@ -968,20 +968,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             let infos = all_claims(registry);
             let context = vec![("moe_opt_version", VERSION.into())];
             let rows = infos.iter().map(crate::registry::to_value).collect();
-            let text = {
-                let rows: Vec<Vec<String>> = infos
-                    .iter()
-                    .map(|i| {
-                        vec![
-                            i.id.into(),
-                            i.place.into(),
-                            i.bound.into(),
-                            i.statement.into(),
-                        ]
-                    })
-                    .collect();
-                table(&["id", "place", "bound", "statement"], &rows, 4)
-            };
+            let text = claims_text(&infos);
             let rendered = Rendered::new(&infos, text);
             output.emit(rendered.with_table(crate::export::Table::new(context, rows)))
         }
@@ -1191,6 +1178,31 @@ fn check_text(claim: &ClaimInfo, check: &crate::claims::Check) -> String {
     )
 }
 
+/// `moe-opt claims`: per claim its id, kind and quantifier, place, the paper's sentence, the
+/// statement as moe-opt reads it and the bound. A block per claim: the quotes are too long for
+/// a table's cells.
+fn claims_text(infos: &[ClaimInfo]) -> String {
+    let mut text = String::new();
+    for i in infos {
+        text.push_str(&format!(
+            "{} ({}, {})
+  place: {}
+  paper: \"{}\"
+  claim: {}
+  bound: {}
+\n",
+            i.id,
+            i.kind.as_str(),
+            i.quantifier.as_str(),
+            i.place,
+            i.quote,
+            i.statement,
+            i.bound
+        ));
+    }
+    text
+}
+
 /// Every registered claim, in paper order.
 fn all_claims(registry: &Registry) -> Vec<ClaimInfo> {
     registry
@@ -1283,37 +1295,72 @@ fn range(lo: Option<f64>, hi: Option<f64>) -> String {
 }
 
 fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
+    use crate::claims::{ClaimKind, Verdict};
     let mut text = String::new();
-    let table_rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            let verdict = match r.verdict.as_str() {
-                "holds" => format!("holds on {}", r.checked),
-                "violated" => format!("violated on {} of {}", r.failed, r.checked),
-                v => v.to_string(),
-            };
-            let worst = match (
-                r.worst_ratio,
-                r.bound_at_worst,
-                r.measured_min,
-                r.measured_max,
-            ) {
-                (Some(x), Some(b), _, _) => format!(
-                    "ratio {x:.4} (bound {b:.4}), range {}",
-                    range(r.ratio_min, r.ratio_max)
-                ),
-                (Some(_), None, _, _) => format!("ratio range {}", range(r.ratio_min, r.ratio_max)),
-                (None, _, Some(lo), Some(hi)) => format!("measured {lo:.4}..{hi:.4}"),
-                _ => "-".into(),
-            };
-            vec![r.id.clone(), verdict, r.inconclusive.to_string(), worst]
-        })
-        .collect();
-    text.push_str(&table(
-        &["claim", "verdict", "inconclusive", "worst ratio / measured"],
-        &table_rows,
-        2,
-    ));
+    // A section per kind, the paper's own claims first: only those can be the paper's errors.
+    for (kinds, heading) in [
+        (&[ClaimKind::Stated][..], "stated by the papers"),
+        (
+            &[ClaimKind::Inferred][..],
+            "inferred by moe-opt (the papers do not state them: not the papers' errors)",
+        ),
+        (
+            &[ClaimKind::Sanity, ClaimKind::Measurement][..],
+            "sanity checks (true by construction) and measurements (no bound, no verdict)",
+        ),
+    ] {
+        let table_rows: Vec<Vec<String>> = rows
+            .iter()
+            .filter(|r| kinds.contains(&r.kind))
+            .map(|r| {
+                let verdict = match r.verdict {
+                    Verdict::Holds | Verdict::Witnessed | Verdict::Measured => {
+                        format!("{} on {}", r.verdict.as_str(), r.checked)
+                    }
+                    Verdict::Violated => format!("violated on {} of {}", r.failed, r.checked),
+                    v => v.as_str().to_string(),
+                };
+                let worst = match (
+                    r.worst_ratio,
+                    r.bound_at_worst,
+                    r.measured_min,
+                    r.measured_max,
+                ) {
+                    (Some(x), Some(b), _, _) => format!(
+                        "ratio {x:.4} (bound {b:.4}), range {}",
+                        range(r.ratio_min, r.ratio_max)
+                    ),
+                    (Some(_), None, _, _) => {
+                        format!("ratio range {}", range(r.ratio_min, r.ratio_max))
+                    }
+                    (None, _, Some(lo), Some(hi)) => format!("measured {lo:.4}..{hi:.4}"),
+                    _ => "-".into(),
+                };
+                vec![
+                    r.id.clone(),
+                    format!("{}, {}", r.kind.as_str(), r.quantifier.as_str()),
+                    verdict,
+                    r.inconclusive.to_string(),
+                    worst,
+                ]
+            })
+            .collect();
+        if table_rows.is_empty() {
+            continue;
+        }
+        text.push_str(&format!("== {heading}\n"));
+        text.push_str(&table(
+            &[
+                "claim",
+                "kind",
+                "verdict",
+                "inconclusive",
+                "worst ratio / measured",
+            ],
+            &table_rows,
+            3,
+        ));
+    }
     for r in rows {
         if let Some(path) = &r.counterexample {
             text.push_str(&format!(
@@ -1323,8 +1370,8 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
                 r.note,
                 crate::verify::recheck_command(&r.id, &out.join(path))
             ));
-        } else if r.verdict == "inconclusive" {
-            text.push_str(&format!("{}: inconclusive: {}\n", r.id, r.note));
+        } else if matches!(r.verdict, Verdict::Inconclusive | Verdict::NotWitnessed) {
+            text.push_str(&format!("{}: {}: {}\n", r.id, r.verdict.as_str(), r.note));
         }
     }
     text.push_str(&format!(

@@ -42,7 +42,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use verification::search::{local_search, shrink, SearchOptions};
 
-use crate::claims::{Certificate, Check, CheckOptions, Claim, ClaimInfo, Outcome};
+use crate::claims::{
+    Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier, Verdict,
+};
 use crate::report::canonical_sha256;
 
 /// An instance type whose claims `moe-opt verify` can check: how to read it back, describe its
@@ -205,9 +207,9 @@ pub struct ClaimRow {
     pub paper: String,
     /// Place in the paper.
     pub place: String,
-    /// holds, violated or inconclusive.
-    pub verdict: String,
-    /// Instances with a pass or fail outcome.
+    /// In the vocabulary of the claim's quantifier and kind ([`Verdict::of`]).
+    pub verdict: Verdict,
+    /// Instances with a pass, fail or measured outcome.
     pub checked: usize,
     /// Instances that failed.
     pub failed: usize,
@@ -247,6 +249,11 @@ pub struct ClaimRow {
     pub counterexample: Option<String>,
     /// Why inconclusive, or the counterexample's note.
     pub note: String,
+    /// Stated, inferred, sanity or measurement (the claims.csv columns after `note`: added
+    /// last, so readers of the older columns read on).
+    pub kind: ClaimKind,
+    /// Universal or existential.
+    pub quantifier: Quantifier,
 }
 
 /// The command that re-checks a saved instance of a claim (`verify` prints it under each
@@ -805,13 +812,7 @@ fn verdict(
             .unwrap_or("no instance checked")
             .to_string();
     }
-    let verdict = if !failed.is_empty() {
-        "violated"
-    } else if checked > 0 {
-        "holds"
-    } else {
-        "inconclusive"
-    };
+    let verdict = Verdict::of(info, records.iter().map(|r| r.check.outcome));
     let certified = |c: Certificate| {
         records
             .iter()
@@ -822,7 +823,7 @@ fn verdict(
         id: info.id.into(),
         paper: info.paper.into(),
         place: info.place.into(),
-        verdict: verdict.into(),
+        verdict,
         checked,
         failed: failed.len(),
         inconclusive,
@@ -841,6 +842,8 @@ fn verdict(
         ratio_median: ratio_quantiles.map(|q| q[3]),
         counterexample,
         note,
+        kind: info.kind,
+        quantifier: info.quantifier,
     })
 }
 

@@ -303,3 +303,52 @@ fn cache_files_refuse_unknown_fields_like_every_other_format() {
         "{err}"
     );
 }
+
+/// `text` with every run of whitespace one space: the papers' extraction breaks lines and
+/// doubles spaces around formulas, which a quote need not copy.
+fn one_spaced(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Every registered claim carries the paper's sentence verbatim: each part of its quote
+/// (between `[...]` elisions) occurs in the paper's file, in order, whitespace aside. Where the
+/// papers are absent the check is skipped, and says so.
+#[test]
+fn every_claim_quotes_its_paper_verbatim() {
+    let claims: serde_json::Value =
+        serde_json::from_str(&ok(moe_opt().args(["claims", "--json"]))).unwrap();
+    let claims = claims.as_array().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Some(papers) = [
+        root.join("../shared/papers"),
+        root.join("../../shared/papers"),
+    ]
+    .into_iter()
+    .find(|d| d.is_dir()) else {
+        eprintln!("skipped: ../shared/papers is absent; the quotes are not checked");
+        return;
+    };
+    for c in claims {
+        let (id, quote) = (c["id"].as_str().unwrap(), c["quote"].as_str().unwrap());
+        assert!(!quote.trim().is_empty(), "{id}: no quote");
+        for field in ["kind", "quantifier"] {
+            assert!(c[field].is_string(), "{id}: no {field}");
+        }
+        let file = papers.join(c["paper"].as_str().unwrap());
+        let paper = one_spaced(&std::fs::read_to_string(&file).unwrap_or_else(|e| {
+            panic!("{id}: {}: {e}", file.display());
+        }));
+        let mut from = 0;
+        for part in quote.split("[...]") {
+            let part = one_spaced(part);
+            assert!(!part.is_empty(), "{id}: an empty part around [...]");
+            let at = paper[from..].find(&part).unwrap_or_else(|| {
+                panic!(
+                    "{id}: {part:?} is not in {} (after the part before)",
+                    c["paper"]
+                )
+            });
+            from += at + part.len();
+        }
+    }
+}

@@ -40,13 +40,14 @@ fn methods_on_the_deepseek_testbed() {
 fn claims_on_the_small_family() {
     let options = CheckOptions::default();
     for claim in registry() {
-        let mut tally = [0usize; 3];
+        let mut tally = [0usize; 4];
         for seed in 0..12 {
             let c = (claim.check)(&(claim.family)(seed), &options);
             tally[match c.outcome {
                 Outcome::Pass => 0,
                 Outcome::Fail => 1,
                 Outcome::Inconclusive => 2,
+                Outcome::Measured => 3,
             }] += 1;
             if let Some(m) = c.margin {
                 assert_eq!(
@@ -62,8 +63,8 @@ fn claims_on_the_small_family() {
             println!("{} seed {seed}: {:?} {}", claim.info.id, c.outcome, c.note);
         }
         println!(
-            "{}: pass {} fail {} inconclusive {}",
-            claim.info.id, tally[0], tally[1], tally[2]
+            "{}: pass {} fail {} inconclusive {} measured {}",
+            claim.info.id, tally[0], tally[1], tally[2], tally[3]
         );
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use clap::Parser;
 use formulations::milp::{Milp, Sense as MilpSense};
 use formulations::{Error, ValidationError};
-use moe_opt::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome};
+use moe_opt::claims::{Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier};
 use moe_opt::cli::{run_with, Cli};
 use moe_opt::problem::{self, Problem, RunOptions, Sense, Solved};
 use moe_opt::registry::{Commands, ProblemEntry, Registry};
@@ -212,6 +212,11 @@ impl Problem for KnapsackProblem {
         vec![Box::new(vec![
             ratio_claim("knapsack/greedy-half", Method::Greedy),
             ratio_claim("knapsack/greedy-plus-half", Method::GreedyPlus),
+            existence_claim("knapsack/greedy-below-half-somewhere", Method::Greedy),
+            existence_claim(
+                "knapsack/greedy-plus-below-half-somewhere",
+                Method::GreedyPlus,
+            ),
         ])]
     }
 }
@@ -253,6 +258,9 @@ fn ratio_claim(id: &'static str, method: Method) -> Claim<Knapsack> {
             measured: "value / optimum",
             bound: "ratio >= 1/2",
             family: "the hand-worked instance at one seed in four, else 2-6 random items",
+            quote: "the method reaches half the optimum",
+            kind: ClaimKind::Stated,
+            quantifier: Quantifier::Universal,
         },
         family,
         check: if method == Method::Greedy {
@@ -260,6 +268,42 @@ fn ratio_claim(id: &'static str, method: Method) -> Claim<Knapsack> {
         } else {
             check_greedy_plus
         },
+    }
+}
+
+/// "Some instance has the method below half the optimum": the ratio claim's failures are its
+/// witnesses, and its passes are no evidence either way.
+fn existence_claim(id: &'static str, method: Method) -> Claim<Knapsack> {
+    Claim {
+        info: ClaimInfo {
+            id,
+            statement: "some instance has the method below half the optimum",
+            bound: "ratio < 1/2 on some instance",
+            quantifier: Quantifier::Existential,
+            ..ratio_claim(id, method).info
+        },
+        family,
+        check: if method == Method::Greedy {
+            |k, o| witness_of(check_greedy(k, o))
+        } else {
+            |k, o| witness_of(check_greedy_plus(k, o))
+        },
+    }
+}
+
+/// A failure of the ratio is a witness (pass); anything else shows nothing (inconclusive, no
+/// margin: an existence claim has nothing to drive down).
+fn witness_of(ratio: Check) -> Check {
+    let outcome = if ratio.outcome == Outcome::Fail {
+        Outcome::Pass
+    } else {
+        Outcome::Inconclusive
+    };
+    Check {
+        outcome,
+        margin: None,
+        certificate: None,
+        ..ratio
     }
 }
 
@@ -410,6 +454,25 @@ fn a_toy_problem_added_through_the_registry_is_solved_compared_written_and_verif
     let verdict = |id: &str| claims.iter().find(|r| r["id"] == id).unwrap()["verdict"].clone();
     assert_eq!(verdict("knapsack/greedy-half"), "violated");
     assert_eq!(verdict("knapsack/greedy-plus-half"), "holds");
+    // The existence claims: the hand-worked instance witnesses the plain greedy's; no instance
+    // can witness the textbook theorem's negation, which is then "not witnessed", not
+    // "violated" (an existence claim cannot fail).
+    assert_eq!(verdict("knapsack/greedy-below-half-somewhere"), "witnessed");
+    assert_eq!(
+        verdict("knapsack/greedy-plus-below-half-somewhere"),
+        "not witnessed"
+    );
+    for r in &claims {
+        let quantifier = if r["id"].ends_with("-somewhere") {
+            "existential"
+        } else {
+            "universal"
+        };
+        assert_eq!(
+            (r["kind"].as_str(), r["quantifier"].as_str()),
+            ("stated", quantifier)
+        );
+    }
     let saved = out.join("counterexamples/knapsack-greedy-half.json");
     let shrunk: Knapsack = serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
     let alg = value(&shrunk, &greedy(&shrunk));

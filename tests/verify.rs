@@ -261,3 +261,45 @@ fn every_saved_counterexample_still_fails_its_claim() {
     }
     assert!(checked >= 4, "only {checked} counterexample files");
 }
+
+/// A sanity check and a measurement are reported apart from the papers' claims: in their own
+/// section of the text table, with their kind in claims.csv; the measurement gets no verdict
+/// (`measured`) and its instances no pass (outcome `measured`).
+#[test]
+fn sanity_checks_and_measurements_are_reported_apart_without_a_claims_verdict() {
+    for (id, kind, verdict) in [
+        ("cache/router-gap-max-rank", "sanity", "holds"),
+        ("prism/alg12-milp-gap", "measurement", "measured"),
+    ] {
+        let out = scratch(&format!("verify-kind-{}", id.replace('/', "-")));
+        let text = ok(moe_opt()
+            .args(["verify", "--claim", id, "--instances", "3", "--search", "0"])
+            .args(["--jobs", "1", "--out"])
+            .arg(&out));
+        let heading = "== sanity checks (true by construction) and measurements";
+        assert!(text.contains(heading), "{id}:\n{text}");
+        assert!(!text.contains("== stated by the papers"), "{id}:\n{text}");
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(id))
+            .unwrap_or_else(|| panic!("{id} has no row:\n{text}"));
+        assert!(row.contains(&format!("{kind}, universal")), "{row}");
+        assert!(text.find(heading) < text.find(row), "{id}:\n{text}");
+        let claims = common::csv_records(&out.join("claims.csv"));
+        assert_eq!(claims.len(), 1);
+        assert_eq!(
+            (claims[0]["kind"].as_str(), claims[0]["quantifier"].as_str()),
+            (kind, "universal")
+        );
+        assert_eq!(claims[0]["verdict"], verdict, "{id}");
+        let outcomes: Vec<String> = common::csv_records(&out.join("instances.csv"))
+            .into_iter()
+            .map(|r| r["outcome"].clone())
+            .collect();
+        assert_eq!(outcomes.len(), 3);
+        if kind == "measurement" {
+            assert!(outcomes.iter().all(|o| o != "pass"), "{outcomes:?}");
+            assert!(outcomes.iter().any(|o| o == "measured"), "{outcomes:?}");
+        }
+    }
+}

@@ -16,13 +16,15 @@ use formulations::Error;
 use super::figure::{self, drawable, Chart, Key, Mark, Shape};
 use super::table::Table;
 use super::{escape, number, Page};
+use crate::claims::Verdict;
 use crate::verify::RunSettings;
 
 /// Most instances of a claim drawn one by one; more make a histogram.
 pub const MAX_STRIP: usize = 1000;
 
-const VERDICTS: [&str; 3] = ["holds", "violated", "inconclusive"];
-const OUTCOMES: [&str; 3] = ["pass", "fail", "inconclusive"];
+/// The kinds of claims.csv's `kind` column (absent from folders written before it).
+const KINDS: [&str; 4] = ["stated", "inferred", "sanity", "measurement"];
+const OUTCOMES: [&str; 4] = ["pass", "fail", "inconclusive", "measured"];
 const SOURCES: [&str; 2] = ["generated", "searched"];
 
 /// A line of claims.csv.
@@ -31,6 +33,8 @@ struct Claim {
     paper: String,
     place: String,
     verdict: &'static str,
+    /// Stated, inferred, sanity or measurement; empty in folders written before the column.
+    kind: &'static str,
     /// checked, failed, inconclusive, by_optimum, by_bound, by_incumbent.
     counts: [u64; 6],
     worst_margin: Option<f64>,
@@ -51,6 +55,11 @@ struct Ratio {
     outcome: &'static str,
     ratio: f64,
     bound: Option<f64>,
+}
+
+/// The verdicts `verify` writes: a claims.csv with another is refused.
+fn verdicts() -> [&'static str; 6] {
+    Verdict::ALL.map(Verdict::as_str)
 }
 
 fn read_claims(path: &Path) -> Result<Vec<Claim>, Error> {
@@ -81,6 +90,7 @@ fn read_claims(path: &Path) -> Result<Vec<Claim>, Error> {
     .map(col);
     let numbers: Vec<usize> = numbers.into_iter().collect::<Result<_, _>>()?;
     let (bound, counterexample, note) = (col("bound")?, col("counterexample")?, col("note")?);
+    let kind = t.column("kind").ok();
     let mut claims: Vec<Claim> = Vec::with_capacity(t.len());
     for r in 0..t.len() {
         let n = |k: usize| t.number(r, numbers[k]);
@@ -92,7 +102,11 @@ fn read_claims(path: &Path) -> Result<Vec<Claim>, Error> {
             id: t.text(r, id).to_string(),
             paper: t.text(r, paper).to_string(),
             place: t.text(r, place).to_string(),
-            verdict: t.one_of(r, verdict, &VERDICTS)?,
+            verdict: t.one_of(r, verdict, &verdicts())?,
+            kind: match kind {
+                Some(k) => t.one_of(r, k, &KINDS)?,
+                None => "",
+            },
             counts: c,
             worst_margin: n(0)?,
             worst_ratio: n(1)?,
@@ -165,15 +179,20 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
             s.time_limit_s.map_or("none".into(), |t| format!("{t}"))
         ));
     }
-    let tally = |v: &str| claims.iter().filter(|c| c.verdict == v).count();
+    let tally: Vec<String> = verdicts()
+        .iter()
+        .map(|v| (v, claims.iter().filter(|c| c.verdict == *v).count()))
+        .filter(|(_, n)| *n > 0)
+        .map(|(v, n)| format!("{n} {v}"))
+        .collect();
     page.paragraph(&format!(
-        "{} claims: {} hold, {} violated, {} inconclusive. A ratio claim's outcome rests on a \
-         certificate: a proved optimum, a proved bound on OPT (passes) or a solver's incumbent \
-         (fails); the margin is the claim's signed slack, below 0 exactly on a failure.",
+        "{} claims: {}. Only the stated ones are the papers' own; inferred claims, sanity \
+         checks (true by construction) and measurements (no bound, no verdict) are moe-opt's. \
+         A ratio claim's outcome rests on a certificate: a proved optimum, a proved bound on \
+         OPT (passes) or a solver's incumbent (fails); the margin is the claim's signed slack, \
+         below 0 exactly on a failure.",
         claims.len(),
-        tally("holds"),
-        tally("violated"),
-        tally("inconclusive")
+        tally.join(", ")
     ));
     let rows: Vec<Vec<String>> = claims
         .iter()
@@ -182,6 +201,7 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
             let [checked, failed, inconclusive, by_optimum, by_bound, by_incumbent] = c.counts;
             vec![
                 format!("<a href=\"#claim-{i}\">{}</a>", escape(&c.id)),
+                c.kind.to_string(),
                 verdict_badge(c.verdict),
                 checked.to_string(),
                 failed.to_string(),
@@ -198,6 +218,7 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
     page.table(
         &[
             "claim",
+            "kind",
             "verdict",
             "checked",
             "failed",
@@ -207,7 +228,7 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
             "worst ratio (bound)",
         ],
         &rows,
-        2,
+        3,
     );
     for (i, c) in claims.iter().enumerate() {
         claim_section(
@@ -228,8 +249,13 @@ fn claim_section(dir: &Path, page: &mut Page, i: usize, c: &Claim, ratios: &[Rat
         verdict_badge(c.verdict)
     ));
     let [checked, failed, inconclusive, by_optimum, by_bound, by_incumbent] = c.counts;
+    let kind = if c.kind.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", c.kind)
+    };
     let mut text = format!(
-        "{} ({}). Bound: {}.<br>Checked {checked} (failed {failed}), inconclusive \
+        "{} ({}{kind}). Bound: {}.<br>Checked {checked} (failed {failed}), inconclusive \
          {inconclusive}; decided by a proved optimum {by_optimum}, by a bound {by_bound}, by \
          an incumbent {by_incumbent}.",
         escape(&c.place),
@@ -405,8 +431,11 @@ fn ratio_chart(ratios: &[Ratio]) -> (Chart, String) {
     (chart, caption)
 }
 
+/// The verdict in a coloured badge; its class is the verdict with `-` for spaces
+/// (`not-witnessed`).
 fn verdict_badge(verdict: &str) -> String {
-    format!("<span class=\"verdict {verdict}\">{verdict}</span>")
+    let class = verdict.replace(' ', "-");
+    format!("<span class=\"verdict {class}\">{verdict}</span>")
 }
 
 /// `lo .. hi`, when both are there.

@@ -124,6 +124,9 @@ white-space: nowrap; }
 .holds { background: #2a7d2a; }
 .violated { background: #c0392b; }
 .inconclusive { background: #7f7f7f; }
+.witnessed { background: #1f7a7a; }
+.not-witnessed { background: #a0a0a0; }
+.measured { background: #2c6fbb; }
 pre { background: #f4f4f4; padding: 0.5rem; white-space: pre-wrap; word-break: break-all; }
 section { border-top: 1px solid #eee; margin-top: 1.5rem; }
 footer { margin-top: 3rem; font-size: 0.8rem; color: #777; }

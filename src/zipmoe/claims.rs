@@ -32,7 +32,10 @@ use serde_json::json;
 
 use super::algorithms::{self, Candidates};
 use super::generate::{generate, GeneratorConfig, Preset};
-use crate::claims::{Certificate, Check, CheckOptions, Claim, ClaimInfo, Outcome, ReferenceKind};
+use crate::claims::{
+    Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier,
+    ReferenceKind,
+};
 
 /// The paper's file.
 pub const PAPER: &str = "003_f13bf7f446ba8bd3.txt";
@@ -57,6 +60,11 @@ pub fn registry() -> Vec<ZipClaim> {
                     makespan (exhaustive search or the MILP)",
                 bound: "ratio <= 3 - 1/L",
                 family: TINY,
+                quote: "Let ALG be the makespan achieved by ZIPMOE’s scheduler and OPT be the \
+                    optimal value. It holds that: $ALG \\leq (3 - \\frac{1}{L}) \\cdot OPT$, \
+                    where L is the number of decompression threads.",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_tiny,
             check: check_thm31,
@@ -71,6 +79,12 @@ pub fn registry() -> Vec<ZipClaim> {
                 measured: "max{I, C/L, P, Z} / optimal makespan",
                 bound: "<= 1",
                 family: TINY,
+                quote:
+                    "and $Z := \\max_{j \\in \\mathcal{Q}} \\{z_j\\}$ be the longest single-job \
+                    critical path. We have $$OPT \\geq \\max \\left\\{ I, \\frac{C}{L}, P, Z \
+                    \\right\\}. \\quad (4)$$",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_tiny,
             check: check_lemma_b3,

@@ -131,7 +131,7 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
     let rank = |o: Outcome| match o {
         Outcome::Fail => 0,
         Outcome::Inconclusive => 1,
-        Outcome::Pass => 2,
+        Outcome::Pass | Outcome::Measured => 2,
     };
     let worst = servers
         .iter()
@@ -166,7 +166,7 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
     // A fail rests on the failing server's certificate (the worst); a pass on every server's.
     let certificate = match outcome {
         Outcome::Fail => worst.certificate,
-        Outcome::Inconclusive => None,
+        Outcome::Inconclusive | Outcome::Measured => None,
         Outcome::Pass => Some(
             if servers
                 .iter()

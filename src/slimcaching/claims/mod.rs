@@ -58,8 +58,8 @@
 //!    coverage term, supermodular) plus modular terms, so only N >= 2 can show both).
 //!    Per instance: pass when both a submodularity and a supermodularity violation are found
 //!    (both witnesses are recorded even on a pass: they are the evidence), inconclusive when
-//!    only one or none is (the note says which). The claim then holds when some instance
-//!    passes. Family `tiny-top2`.
+//!    only one or none is (the note says which). An existential claim: `witnessed` when some
+//!    instance passes, `not witnessed` otherwise (never `violated`). Family `tiny-top2`.
 //! 4. `prop3-greedy-ratio`, Prop. 3: every model Top-1 => F(Alg. 1) >= (1 - 1/e) F(X*).
 //!    Alg. 1 is [`algorithms::greedy`] (density greedy as written). Family `tiny-top1`.
 //! 5. `prop4-structure`, Prop. 4: along Alg. 3's successive run (X_{<n} = Alg. 3's placement on
@@ -193,7 +193,7 @@ use formulations::slimcaching::validate::validate;
 use formulations::slimcaching::{Instance, LatencyModel};
 use verification::{Slack, Tolerance};
 
-use crate::claims::{Claim, ClaimInfo};
+use crate::claims::{Claim, ClaimInfo, ClaimKind, Quantifier};
 use curvature::{check_prop5, check_prop6_multi, check_prop6_single, check_thm1};
 use properties::{check_prop1, check_prop2_monotone, check_prop2_neither, check_prop4};
 use references::{check_alg3_equals_alg2, check_prop3, check_remark2};
@@ -258,6 +258,11 @@ pub fn registry() -> Vec<SlimClaim> {
                     over 2^V (V = all N x E pairs), exhaustively",
                 bound: "no violation (tolerance 1e-12 + 1e-9 relative)",
                 family: TINY_TOP1,
+                quote: "For Top- $K$ strategy, when $K_m = 1$ for any $m \\in \\mathcal{M}$ , \
+                    $\\mathcal{P}1$ is a monotone non-decreasing submodular maximization problem \
+                    with $N$ knapsack constraints.",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_tiny_top1,
             check: check_prop1,
@@ -272,6 +277,12 @@ pub fn registry() -> Vec<SlimClaim> {
                 measured: "f(x|A) >= 0 for all A and x outside A, over 2^V, exhaustively",
                 bound: "no violation (tolerance 1e-12 + 1e-9 relative)",
                 family: TINY_TOP2,
+                quote:
+                    "When $K_m > 1$ for any $m \\in \\mathcal{M}$ , $\\mathcal{P}1$ is a monotone \
+                    non-decreasing non-submodular non-supermodular maximization problem with $N$ \
+                    knapsack constraints.",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_tiny_top2,
             check: check_prop2_monotone,
@@ -287,6 +298,14 @@ pub fn registry() -> Vec<SlimClaim> {
                     an existence statement about the problem class)",
                 bound: "both witnesses on some instance",
                 family: TINY_TOP2,
+                quote:
+                    "When $K_m > 1$ for any $m \\in \\mathcal{M}$ , $\\mathcal{P}1$ is a monotone \
+                    non-decreasing non-submodular non-supermodular maximization problem with $N$ \
+                    knapsack constraints. [...] To show that $F(\\mathbf{X})$ is neither \
+                    submodular nor supermodular, we first present the key marginal behaviors \
+                    under $K_m = 2$ and subsequently generalize them to any $K_m > 1$ .",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Existential,
             },
             family: family_tiny_top2,
             check: check_prop2_neither,
@@ -301,6 +320,11 @@ pub fn registry() -> Vec<SlimClaim> {
                 measured: "F(Alg. 1) / F(X*), X* by exhaustive search (or the MILP of P1)",
                 bound: "ratio >= 1 - 1/e = 0.632",
                 family: TINY_TOP1,
+                quote:
+                    "Algorithm 1 returns a expert caching set $S$ that satisfies $F_1(S) \\geq (1 \
+                    - 1/e) F_1(\\mathbf{X}^*)$ .",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_tiny_top1,
             check: check_prop3,
@@ -318,6 +342,14 @@ pub fn registry() -> Vec<SlimClaim> {
                     exhaustively over server n's experts",
                 bound: "no violation on any server (tolerance 1e-12 + 1e-9 relative)",
                 family: TINY_MIXED,
+                quote:
+                    "$\\mathcal{P}2_n$ is maximizing the sum of a non-decreasing modular function \
+                    and a non-decreasing supermodular function subject to a knapsack constraint. \
+                    The modular function corresponds to the term including $m$ with $K_m = 1$ \
+                    and the supermodular function corresponds to the term including $m$ with \
+                    $K_m > 1$ .",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_tiny_mixed,
             check: check_prop4,
@@ -334,6 +366,12 @@ pub fn registry() -> Vec<SlimClaim> {
                     enumeration (or the MILP of P2_n); kappa_n computed on the instance",
                 bound: "ratio >= 1 - kappa_n on every server",
                 family: TINY_MIXED,
+                quote: "Let $\\ddot{\\mathbf{X}}_n \\subseteq V$ denote the optimal solution of \
+                    $\\mathcal{P}_{3n}$ obtained by Algorithm 3. We have the following \
+                    approximation ratio, $$\\tilde{F}_n(\\ddot{\\mathbf{X}}_n) \\geq (1 - \
+                    (\\kappa_g)_n) \\tilde{F}_n(\\ddot{\\mathbf{X}}_n^*), \\quad (24)$$",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_tiny_mixed,
             check: check_prop5,
@@ -349,6 +387,13 @@ pub fn registry() -> Vec<SlimClaim> {
                     kappa_n along Alg. 3's run",
                 bound: "ratio >= (1 - kappa_max)/2 (N >= 2), >= 1 - kappa_1 (N = 1)",
                 family: TINY_MIXED,
+                quote: "We have $F(\\ddot{\\mathbf{X}}) \\geq \\frac{1 - \\kappa_g^{\\max}}{2} \
+                    F(\\ddot{\\mathbf{X}}^*)$ , where $\\kappa_g^{\\max} = \\max_{n \\in \
+                    \\mathcal{N}} (\\kappa_g)_n$ . Specifically, when $N = 1$ , the obtained \
+                    solutions by the proposed algorithm can provide $(1 - (\\kappa_g)_1)$ \
+                    -approximation guarantee.",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_tiny_mixed,
             check: check_thm1,
@@ -364,6 +409,12 @@ pub fn registry() -> Vec<SlimClaim> {
                     MILP of P1)",
                 bound: "ratio >= 1/2 for both algorithms",
                 family: TINY_TOP1,
+                quote: "While Algorithm 2 and 3 are designed for $K \\geq 1$ , they can also be \
+                    applied to the special case $K_m = 1$ for any $m \\in \\mathcal{M}$ . If we \
+                    use Algorithm 2 or 3 to successively solve $\\mathcal{P}^2_n$ , the obtained \
+                    solutions can provide 1/2-approximation guarantee.",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_tiny_top1,
             check: check_remark2,
@@ -380,6 +431,14 @@ pub fn registry() -> Vec<SlimClaim> {
                 family: "prop6-single: tiny preset with every model Top-2, N = 1, every compute \
                     capability 1e30 FLOP/s (negligible computation), symmetric links as \
                     generated (0.01 s each way to the cloud)",
+                quote: "We consider a setting where communication links among edge servers and \
+                    between each edge server and the cloud are symmetric. We also assume that \
+                    communication latency dominates the E2E inference latency, rendering \
+                    computing latency negligible. [...] In the single-edge-server scenario, the \
+                    curvature satisfies $(\\kappa_g)_1 \\approx \\frac{1}{2}$ , and the proposed \
+                    algorithm achieves a $\\frac{1}{2}$ -approximation ratio.",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_prop6_single,
             check: check_prop6_single,
@@ -396,6 +455,15 @@ pub fn registry() -> Vec<SlimClaim> {
                 bound: "1/2 < kappa_max < 1",
                 family: "prop6-multi: tiny preset with every model Top-2, N = 2-3, every \
                     compute capability 1e30 FLOP/s, symmetric links as generated",
+                quote: "We consider a setting where communication links among edge servers and \
+                    between each edge server and the cloud are symmetric. We also assume that \
+                    communication latency dominates the E2E inference latency, rendering \
+                    computing latency negligible. [...] In the general multi-edge-server \
+                    scenario, the curvature lies in the interval $\\kappa_g^{\\max} \\in \
+                    (\\frac{1}{2}, 1)$ , and the proposed algorithm guarantees a $\\frac{1}{4}$ \
+                    -approximation ratio.",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_prop6_multi,
             check: check_prop6_multi,
@@ -412,6 +480,13 @@ pub fn registry() -> Vec<SlimClaim> {
                     difference",
                 bound: "equal optima (relative difference <= 1e-9)",
                 family: "small: the small preset (N = 2-3, U = 4-6, 3 synthetic models)",
+                quote:
+                    "To improve efficiency without sacrificing optimality, Algorithm 3 leverages \
+                    the observation that experts can naturally be grouped by their data sizes \
+                    into a small number of categories. [...] allowing their partial solutions to \
+                    be combined without loss of optimality.",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_small,
             check: check_alg3_equals_alg2,

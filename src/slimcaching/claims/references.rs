@@ -39,7 +39,7 @@ impl Reference {
         let (lower, upper) = match self.kind {
             ReferenceKind::Optimum => (self.value, self.value),
             ReferenceKind::Bound => (self.incumbent, self.value),
-            ReferenceKind::None => (self.incumbent, None),
+            ReferenceKind::Baseline | ReferenceKind::None => (self.incumbent, None),
         };
         Check {
             value: Some(value),
@@ -228,7 +228,7 @@ pub(super) fn judge(value: f64, reference: &Reference, bound: Option<f64>) -> Ju
     let (pass_by, fail_by) = match reference.kind {
         ReferenceKind::Optimum => (reference.value, reference.value),
         ReferenceKind::Bound => (reference.value, reference.incumbent),
-        ReferenceKind::None => (None, reference.incumbent),
+        ReferenceKind::Baseline | ReferenceKind::None => (None, reference.incumbent),
     };
     let certificate = |by_optimum: bool, other: Certificate| {
         Some(if by_optimum {
@@ -299,7 +299,7 @@ pub(super) fn reference_note(r: &Reference) -> String {
             "; no proved optimum (solver status {}), only a bound",
             r.status.as_deref().unwrap_or("unknown")
         ),
-        ReferenceKind::None => format!(
+        ReferenceKind::Baseline | ReferenceKind::None => format!(
             "; no reference ({})",
             r.status.as_deref().unwrap_or("no solver result")
         ),

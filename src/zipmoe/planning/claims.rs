@@ -54,7 +54,7 @@ use super::independent::{
 };
 use super::ipf::fit;
 use super::planner;
-use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome};
+use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier};
 
 /// The paper's file in ../shared/papers/.
 pub const PAPER: &str = "003_f13bf7f446ba8bd3.txt";
@@ -85,6 +85,12 @@ pub fn registry() -> Vec<PoolClaim> {
                 measured: "max_i |sum_{S ni i} P_DP(S) - f_i| over the explicit k-subsets",
                 bound: "<= ipf.tolerance + 1e-12",
                 family: TINY,
+                quote:
+                    "The resulting set of $\\{q_i^*\\}$ satisfies constraint C_2 of Eq. (15) and, \
+                    therefore, produces a distribution that coincides with the maximum entropy \
+                    distribution $\\mathcal{P}^*(\\mathcal{S})$.",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_tiny,
             check: check_inclusion,
@@ -100,6 +106,11 @@ pub fn registry() -> Vec<PoolClaim> {
                     distribution by Newton's method on the dual over the explicit subsets",
                 bound: "both <= 1e-6",
                 family: TINY,
+                quote: "Among all probability distributions over k -sized expert subsets that are \
+                    consistent with the observed individual expert selection counts, the \
+                    distribution produced by the DP procedure achieves maximum entropy.",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_tiny,
             check: check_max_entropy,
@@ -116,6 +127,11 @@ pub fn registry() -> Vec<PoolClaim> {
                     reported cost against the minimum",
                 bound: "equal within 1e-12 + 1e-9 relative",
                 family: SMALL,
+                quote: "The planning algorithm then enumerates feasible cache partition \
+                    configurations via grid search. [...] The configuration that minimizes the \
+                    expected makespan is selected for runtime cache partitioning.",
+                kind: ClaimKind::Stated,
+                quantifier: Quantifier::Universal,
             },
             family: family_small,
             check: check_best_split,
