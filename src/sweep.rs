@@ -106,6 +106,23 @@ pub struct SweepSpec {
 /// Most seeds of a sweep (`seeds = n` or a list): each seed is a cell of every grid point.
 pub const MAX_SEEDS: u64 = 100_000;
 
+/// The columns of `results.csv` after `cell, seed` and the axes' paths (README: Sweeps).
+pub const RESULT_COLUMNS: [&str; 13] = [
+    "instance_sha256",
+    "method",
+    "objective",
+    "objective_name",
+    "ratio",
+    "reference_kind",
+    "reference",
+    "feasible",
+    "solver_status",
+    "gap",
+    "secondary",
+    "secondary_name",
+    "runtime_s",
+];
+
 /// Most cells of a sweep (grid points x seeds): the cells are listed, and checked, before any
 /// runs.
 pub const MAX_CELLS: u64 = 1_000_000;
@@ -770,24 +787,7 @@ fn write_outputs(
     let mut w = csv::Writer::from_path(&path).map_err(csv_err)?;
     let mut header: Vec<String> = vec!["cell".into(), "seed".into()];
     header.extend(spec.axes.iter().map(|a| a.path.clone()));
-    header.extend(
-        [
-            "instance_sha256",
-            "method",
-            "objective",
-            "objective_name",
-            "ratio",
-            "reference_kind",
-            "reference",
-            "feasible",
-            "solver_status",
-            "gap",
-            "secondary",
-            "secondary_name",
-            "runtime_s",
-        ]
-        .map(String::from),
-    );
+    header.extend(RESULT_COLUMNS.map(String::from));
     w.write_record(&header).map_err(csv_err)?;
     let num = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
     for result in done.values() {

@@ -30,24 +30,9 @@ fn read_results(path: &Path) -> Result<Results, Error> {
             "instance_sha256 comes before seed: the axes' columns stand between them",
         ));
     }
-    let columns = [
-        "cell",
-        "method",
-        "objective",
-        "objective_name",
-        "ratio",
-        "reference_kind",
-        "reference",
-        "feasible",
-        "solver_status",
-        "gap",
-        "secondary",
-        "secondary_name",
-        "runtime_s",
-    ]
-    .map(|c| t.column(c));
-    let [cell, method, objective, objective_name, ratio, reference_kind, reference, feasible, solver_status, gap, secondary, secondary_name, runtime_s] =
-        columns;
+    let [_, method, objective, objective_name, ratio, reference_kind, reference, feasible, solver_status, gap, secondary, secondary_name, runtime_s] =
+        crate::sweep::RESULT_COLUMNS.map(|c| t.column(c));
+    let cell = t.column("cell");
     let (cell, method, objective, objective_name, ratio) =
         (cell?, method?, objective?, objective_name?, ratio?);
     let (reference_kind, reference, feasible, solver_status, gap) =

@@ -44,6 +44,13 @@ pub const PAPER: &str = "004_ecd17ad30b7583cf.txt";
 /// One registered SMoE claim.
 pub type SmoeClaim = Claim<Instance>;
 
+/// The paper's goal sentence for Alg. 1 (Sec. IV-B), which both Alg. 1 claims infer from.
+const ALG1_GOAL: &str = "Our goal is to maximize, for each layer, the number of routing hits on \
+    experts that already reside in GPU memory. [...] Our optimization objective, given by \
+    Equation (1), consists of the number of experts already in the GPU and the number of \
+    low-score experts replaced by experts in the GPU. [...] Algorithm 1 illustrates our approach \
+    for the expert-cache router.";
+
 const TINY: &str = "tiny: E in 6..=10, k in 2..=4, 1-3 tokens, softmax scores of N(0, sigma^2) \
     logits (sigma in [0.3, 1.5]), alpha in [0, 0.6], G a random 20-60% of E, uniform costs";
 
@@ -61,11 +68,7 @@ pub fn registry() -> Vec<SmoeClaim> {
                     exhaustive per-token optimum",
                 bound: "hits = optimum",
                 family: TINY,
-                quote: "Our goal is to maximize, for each layer, the number of routing hits on \
-                    experts that already reside in GPU memory. [...] Our optimization objective, \
-                    given by Equation (1), consists of the number of experts already in the GPU \
-                    and the number of low-score experts replaced by experts in the GPU. [...] \
-                    Algorithm 1 illustrates our approach for the expert-cache router.",
+                quote: ALG1_GOAL,
                 kind: ClaimKind::Inferred,
                 quantifier: Quantifier::Universal,
             },
@@ -83,11 +86,7 @@ pub fn registry() -> Vec<SmoeClaim> {
                     per-token optimum",
                 bound: "hits = optimum",
                 family: TINY,
-                quote: "Our goal is to maximize, for each layer, the number of routing hits on \
-                    experts that already reside in GPU memory. [...] Our optimization objective, \
-                    given by Equation (1), consists of the number of experts already in the GPU \
-                    and the number of low-score experts replaced by experts in the GPU. [...] \
-                    Algorithm 1 illustrates our approach for the expert-cache router.",
+                quote: ALG1_GOAL,
                 kind: ClaimKind::Inferred,
                 quantifier: Quantifier::Universal,
             },
