@@ -8,6 +8,12 @@
 //! instance can refute it). A [`ClaimKind::Measurement`] has no bound, hence no verdict: it is
 //! `measured`.
 //!
+//! The numeric tolerance never makes a fail ([`decide`]): a closed inequality met within it
+//! passes (equality is allowed), a strict one (an open interval's end point) met within it is
+//! a [`Outcome::Boundary`] case, neither pass nor fail. A universal claim with boundary cases
+//! and no fail is never `violated`: it `holds` where some instance passes, and is `boundary`
+//! where none does.
+//!
 //! Only [`ClaimKind::Stated`] claims are the paper's: `verify` reports inferred claims, sanity
 //! checks and measurements in sections of their own, so that none reads as a paper's error.
 //!
@@ -111,6 +117,9 @@ pub enum Verdict {
     /// Universal: no instance checked; a measurement: nothing measured.
     #[serde(rename = "inconclusive")]
     Inconclusive,
+    /// Universal: no instance fails or passes; some are boundary cases ([`Outcome::Boundary`]).
+    #[serde(rename = "boundary")]
+    Boundary,
     /// Existential: some instance exhibits it.
     #[serde(rename = "witnessed")]
     Witnessed,
@@ -124,10 +133,11 @@ pub enum Verdict {
 
 impl Verdict {
     /// Every verdict, in the order tables list them.
-    pub const ALL: [Verdict; 6] = [
+    pub const ALL: [Verdict; 7] = [
         Verdict::Holds,
         Verdict::Violated,
         Verdict::Inconclusive,
+        Verdict::Boundary,
         Verdict::Witnessed,
         Verdict::NotWitnessed,
         Verdict::Measured,
@@ -139,6 +149,7 @@ impl Verdict {
             Verdict::Holds => "holds",
             Verdict::Violated => "violated",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::Boundary => "boundary",
             Verdict::Witnessed => "witnessed",
             Verdict::NotWitnessed => "not witnessed",
             Verdict::Measured => "measured",
@@ -147,12 +158,13 @@ impl Verdict {
 
     /// The verdict of `claim` from its instances' outcomes.
     pub fn of(claim: &ClaimInfo, outcomes: impl IntoIterator<Item = Outcome>) -> Verdict {
-        let (mut pass, mut fail, mut measured) = (0usize, 0usize, 0usize);
+        let (mut pass, mut fail, mut measured, mut boundary) = (0usize, 0usize, 0usize, 0usize);
         for o in outcomes {
             match o {
                 Outcome::Pass => pass += 1,
                 Outcome::Fail => fail += 1,
                 Outcome::Measured => measured += 1,
+                Outcome::Boundary => boundary += 1,
                 Outcome::Inconclusive => {}
             }
         }
@@ -163,6 +175,7 @@ impl Verdict {
             (_, Quantifier::Existential) => Verdict::NotWitnessed,
             _ if fail > 0 => Verdict::Violated,
             _ if pass > 0 => Verdict::Holds,
+            _ if boundary > 0 => Verdict::Boundary,
             _ => Verdict::Inconclusive,
         }
     }
@@ -224,6 +237,27 @@ pub enum Outcome {
     Inconclusive,
     /// A measurement's quantity, recorded against no bound: neither a pass nor a fail.
     Measured,
+    /// A strict inequality met within its numeric tolerance: floating point cannot decide
+    /// it, so it is neither a pass nor a fail ([`decide`]).
+    Boundary,
+}
+
+/// The outcome of an inequality from its raw slack (the amount by which it holds, negative
+/// when it is missed) and its numeric tolerance `allowance`. Below `-allowance` it fails. A
+/// closed inequality (`a >= b`) met within the tolerance passes: it allows equality, and two
+/// floating-point computations of equal quantities agree only within rounding (Remark 2's
+/// exact optima, an algorithm that reaches the optimum). A strict inequality (an open
+/// interval's end point, `strict`) met within the tolerance on either side is a
+/// [`Outcome::Boundary`] case: there equality is a violation, and floating point cannot tell
+/// it from a hair's breadth inside. So the tolerance never makes a fail.
+pub fn decide(raw: f64, allowance: f64, strict: bool) -> Outcome {
+    if raw < -allowance {
+        Outcome::Fail
+    } else if strict && raw <= allowance {
+        Outcome::Boundary
+    } else {
+        Outcome::Pass
+    }
 }
 
 /// Whether a ratio claim's reference value is a proved optimum.
@@ -368,7 +402,8 @@ impl Check {
             solver_status: Some(status.into()),
             lower: Some(optimum),
             upper: Some(optimum),
-            certificate: (outcome != Outcome::Inconclusive).then_some(Certificate::Optimum),
+            certificate: matches!(outcome, Outcome::Pass | Outcome::Fail)
+                .then_some(Certificate::Optimum),
             ..Check::new(outcome, note)
         }
     }
@@ -407,6 +442,11 @@ mod tests {
             (universal, vec![Pass, Inc], Holds),
             (universal, vec![Inc, Inc], Inconclusive),
             (universal, vec![], Inconclusive),
+            // A boundary case refutes nothing; with no clean pass it is the verdict.
+            (universal, vec![Outcome::Boundary, Pass], Holds),
+            (universal, vec![Outcome::Boundary, Inc], Boundary),
+            (universal, vec![Outcome::Boundary, Fail], Violated),
+            (existential, vec![Outcome::Boundary], NotWitnessed),
             // Existential: one pass exhibits it; none, whatever else, is no refutation.
             (existential, vec![Inc, Pass, Inc], Witnessed),
             (existential, vec![Inc, Inc], NotWitnessed),
@@ -431,6 +471,25 @@ mod tests {
             assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
         }
         assert_eq!(Verdict::NotWitnessed.as_str(), "not witnessed");
+    }
+
+    #[test]
+    fn the_tolerance_makes_boundary_cases_never_fails() {
+        use Outcome::{Boundary, Fail, Pass};
+        for (raw, strict, expected) in [
+            (0.5, false, Pass),
+            (0.0, false, Pass),
+            (-1e-9, false, Pass),
+            (-1.0000001e-9, false, Fail),
+            (0.0, true, Boundary),
+            (1e-10, true, Boundary),
+            (-1e-9, true, Boundary),
+            (1.0000001e-9, true, Pass),
+            (-1.0000001e-9, true, Fail),
+            (-0.5, true, Fail),
+        ] {
+            assert_eq!(decide(raw, 1e-9, strict), expected, "{raw} {strict}");
+        }
     }
 
     #[test]

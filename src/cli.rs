@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use formulations::milp::SolveOptions;
 
-use crate::claims::{CheckOptions, ClaimInfo};
+use crate::claims::{CheckOptions, ClaimInfo, ClaimKind, Verdict};
 use crate::registry::{Entry, ImportArgs, LpFormat, LpModel, Made, Registry, Rendered};
 use crate::render::table;
 use crate::report::{RunOptions, VERSION};
@@ -329,6 +329,11 @@ enum Command {
         /// other options (seed, instances, claims, search, restarts, time limit).
         #[arg(long)]
         resume: bool,
+        /// Exit with status 1 (after writing every output) when a claim the papers state is
+        /// violated (with --instance: fails on that instance), for use in CI. Inferred claims,
+        /// sanity checks and boundary cases never trigger it.
+        #[arg(long, value_name = "WHAT")]
+        fail_on: Option<FailOn>,
     },
     /// DeepSeek's Expert Parallelism Load Balancer on a weight file: the physical-to-logical
     /// map, the logical-to-physical map and the replica counts.
@@ -985,6 +990,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             out,
             resume,
             json,
+            fail_on,
         } => {
             let keep = |i: &ClaimInfo| {
                 claim.as_deref().is_none_or(|id| i.id == id)
@@ -1047,12 +1053,15 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             };
             if let Some(file) = instance {
                 let result = chosen[0].recheck(0, &file, &check)?;
+                let info = chosen[0].infos()[0];
                 if json {
                     outln!("{}", to_json(&result));
                 } else {
-                    out!("{}", check_text(&chosen[0].infos()[0], &result));
+                    out!("{}", check_text(&info, &result));
                 }
-                return Ok(());
+                let violated = info.kind == ClaimKind::Stated
+                    && result.outcome == crate::claims::Outcome::Fail;
+                return fail_on_violated(fail_on, violated.then_some(info.id));
             }
             let options = VerifyOptions {
                 instances,
@@ -1069,8 +1078,39 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             let groups: Vec<&dyn ClaimGroup> = chosen.iter().map(|g| g.as_ref()).collect();
             let rows = crate::verify::run(&groups, &options)?;
             out!("{}", verify_text(&rows, &out));
-            Ok(())
+            let violated = rows
+                .iter()
+                .filter(|r| r.kind == ClaimKind::Stated && r.verdict == Verdict::Violated)
+                .map(|r| r.id.as_str());
+            fail_on_violated(fail_on, violated)
         }
+    }
+}
+
+/// What makes `verify --fail-on` exit with status 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// A stated claim's verdict is `violated` (a fail beyond the numeric tolerance).
+    Violated,
+}
+
+/// Status 1, naming the claims, when `--fail-on violated` was given and `violated` names any.
+fn fail_on_violated<'a>(
+    fail_on: Option<FailOn>,
+    violated: impl IntoIterator<Item = &'a str>,
+) -> Result<(), CliError> {
+    let ids: Vec<&str> = violated.into_iter().collect();
+    match fail_on {
+        Some(FailOn::Violated) if !ids.is_empty() => Err(CliError {
+            code: 1,
+            message: format!(
+                "--fail-on violated: {} stated claim{} violated: {}",
+                ids.len(),
+                if ids.len() == 1 { "" } else { "s" },
+                ids.join(", ")
+            ),
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -1295,7 +1335,6 @@ fn range(lo: Option<f64>, hi: Option<f64>) -> String {
 }
 
 fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
-    use crate::claims::{ClaimKind, Verdict};
     let mut text = String::new();
     // A section per kind, the paper's own claims first: only those can be the paper's errors.
     for (kinds, heading) in [
@@ -1314,10 +1353,14 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
             .filter(|r| kinds.contains(&r.kind))
             .map(|r| {
                 let verdict = match r.verdict {
+                    Verdict::Holds if r.boundary > 0 => {
+                        format!("holds on {} ({} boundary)", r.checked, r.boundary)
+                    }
                     Verdict::Holds | Verdict::Witnessed | Verdict::Measured => {
                         format!("{} on {}", r.verdict.as_str(), r.checked)
                     }
                     Verdict::Violated => format!("violated on {} of {}", r.failed, r.checked),
+                    Verdict::Boundary => format!("boundary on {}", r.boundary),
                     v => v.as_str().to_string(),
                 };
                 let worst = match (

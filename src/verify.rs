@@ -254,6 +254,9 @@ pub struct ClaimRow {
     pub kind: ClaimKind,
     /// Universal or existential.
     pub quantifier: Quantifier,
+    /// Instances that miss the claim by less than its numeric tolerance ([`Outcome::Boundary`]):
+    /// neither passes nor fails, counted among `inconclusive`.
+    pub boundary: usize,
 }
 
 /// The command that re-checks a saved instance of a claim (`verify` prints it under each
@@ -759,10 +762,8 @@ fn verdict(
         .values()
         .filter(|r| r.claim == info.id)
         .collect();
-    let checked = records
-        .iter()
-        .filter(|r| r.check.outcome != Outcome::Inconclusive)
-        .count();
+    let decided = |o: Outcome| !matches!(o, Outcome::Inconclusive | Outcome::Boundary);
+    let checked = records.iter().filter(|r| decided(r.check.outcome)).count();
     let failed: Vec<&Record> = records
         .iter()
         .copied()
@@ -773,11 +774,7 @@ fn verdict(
         .iter()
         .filter_map(|r| r.check.margin)
         .reduce(f64::min);
-    let judged = || {
-        records
-            .iter()
-            .filter(|r| r.check.outcome != Outcome::Inconclusive)
-    };
+    let judged = || records.iter().filter(|r| decided(r.check.outcome));
     let worst = judged()
         .filter_map(|r| Some((r.check.margin?, r.check.ratio?, r.check.bound)))
         .min_by(|a, b| a.0.total_cmp(&b.0))
@@ -789,15 +786,10 @@ fn verdict(
         });
     let ratio_min = judged().filter_map(|r| r.check.ratio).reduce(f64::min);
     let ratio_max = judged().filter_map(|r| r.check.ratio).reduce(f64::max);
-    let mut ratios: Vec<f64> = records
-        .iter()
-        .filter(|r| r.check.outcome != Outcome::Inconclusive)
-        .filter_map(|r| r.check.ratio)
-        .collect();
+    let mut ratios: Vec<f64> = judged().filter_map(|r| r.check.ratio).collect();
     let ratio_quantiles = verification::ratio::quantiles(&mut ratios);
-    let measured: Vec<f64> = records
-        .iter()
-        .filter(|r| r.check.outcome != Outcome::Inconclusive && r.check.ratio.is_none())
+    let measured: Vec<f64> = judged()
+        .filter(|r| r.check.ratio.is_none())
         .filter_map(|r| r.check.value)
         .collect();
     let measured_min = measured.iter().copied().reduce(f64::min);
@@ -844,6 +836,10 @@ fn verdict(
         note,
         kind: info.kind,
         quantifier: info.quantifier,
+        boundary: records
+            .iter()
+            .filter(|r| r.check.outcome == Outcome::Boundary)
+            .count(),
     })
 }
 

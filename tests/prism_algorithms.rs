@@ -40,7 +40,7 @@ fn methods_on_the_deepseek_testbed() {
 fn claims_on_the_small_family() {
     let options = CheckOptions::default();
     for claim in registry() {
-        let mut tally = [0usize; 4];
+        let mut tally = [0usize; 5];
         for seed in 0..12 {
             let c = (claim.check)(&(claim.family)(seed), &options);
             tally[match c.outcome {
@@ -48,6 +48,7 @@ fn claims_on_the_small_family() {
                 Outcome::Fail => 1,
                 Outcome::Inconclusive => 2,
                 Outcome::Measured => 3,
+                Outcome::Boundary => 4,
             }] += 1;
             if let Some(m) = c.margin {
                 assert_eq!(
@@ -63,8 +64,8 @@ fn claims_on_the_small_family() {
             println!("{} seed {seed}: {:?} {}", claim.info.id, c.outcome, c.note);
         }
         println!(
-            "{}: pass {} fail {} inconclusive {} measured {}",
-            claim.info.id, tally[0], tally[1], tally[2], tally[3]
+            "{}: pass {} fail {} inconclusive {} measured {} boundary {}",
+            claim.info.id, tally[0], tally[1], tally[2], tally[3], tally[4]
         );
     }
 }

@@ -303,3 +303,53 @@ fn sanity_checks_and_measurements_are_reported_apart_without_a_claims_verdict() 
         }
     }
 }
+
+/// `--fail-on violated` exits with status 1 after writing every output when a stated claim is
+/// violated, and only then: not on a holding claim, not on an inferred claim's failure.
+#[test]
+fn fail_on_violated_exits_1_only_for_a_stated_violation() {
+    let out = scratch("verify-fail-on");
+    // Lemma 1 fails on every row of the uniform kind (delta = 1 - 1/E): on every instance.
+    let run = moe_opt()
+        .args(["verify", "--claim", "prism/lemma1-entropy-coverage"])
+        .args(["--instances", "3", "--search", "0", "--jobs", "1"])
+        .args(["--fail-on", "violated", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.contains("--fail-on violated: 1 stated claim violated: prism/lemma1-entropy-coverage"),
+        "{err}"
+    );
+    let claims = common::csv_records(&out.join("claims.csv"));
+    assert_eq!(claims[0]["verdict"], "violated");
+    // Without the flag the same run succeeds.
+    ok(moe_opt()
+        .args(["verify", "--claim", "prism/lemma1-entropy-coverage"])
+        .args(["--instances", "3", "--search", "0", "--jobs", "1", "--out"])
+        .arg(scratch("verify-fail-on-off")));
+    // A holding stated claim passes the gate.
+    ok(moe_opt()
+        .args(["verify", "--claim", "zipmoe/thm31-ratio"])
+        .args(["--instances", "3", "--search", "0", "--jobs", "1"])
+        .args(["--fail-on", "violated", "--out"])
+        .arg(scratch("verify-fail-on-holds")));
+    // A saved counterexample: a stated claim's fails the gate, an inferred claim's does not.
+    let saved = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/counterexamples");
+    for (id, code) in [
+        ("prism/lemma1-entropy-coverage", 1),
+        ("smoe/alg2-uniform-optimal", 0),
+    ] {
+        let file = saved.join(format!("{}.json", id.replace('/', "-")));
+        let status = moe_opt()
+            .args(["verify", "--claim", id, "--instance"])
+            .arg(&file)
+            .args(["--fail-on", "violated"])
+            .output()
+            .unwrap()
+            .status;
+        assert_eq!(status.code(), Some(code), "{id}");
+    }
+}

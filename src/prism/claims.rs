@@ -18,9 +18,13 @@
 //! 2. `lemma1-entropy-coverage`, Lemma 1: k_delta >= 2^(H(p) - delta log E) for every
 //!    distribution p over E experts and delta in (0, 1), k_delta the fewest experts covering
 //!    at least 1 - delta of the mass. Logs in base 2 (Alg. 1's entropy; the lemma's unit is not
-//!    stated, and 2^(.) pairs with log2). Checked on every server's layer rows for delta in
-//!    [`LEMMA1_DELTAS`]; margin: min over rows and deltas of log2 k_delta - (H - delta log2 E)
-//!    (bits), plus 1e-9, < 0 exactly on a fail. [`lemma1_rows`] checks any rows, e.g.
+//!    stated, and 2^(.) pairs with log2). Checked on every server's layer rows over the whole
+//!    interval delta in (0, 1), exactly: k_delta is a step function of delta and the bound
+//!    falls with delta, so each step's worst delta is its left end ([`lemma1_worst`]); no grid.
+//!    Margin: min over rows and deltas of log2 k_delta - (H - delta log2 E) (bits), plus 1e-9,
+//!    < 0 exactly on a fail. The uniform row over E
+//!    experts already fails, at delta = 1 - 1/E (k = 1 against 2^(log2 E / E) > 1), a value no
+//!    grid up to 0.5 reaches. [`lemma1_rows`] checks any rows, e.g.
 //!    the real activation counts (see the integration tests). The lemma drops the binary
 //!    entropy term of the Fano-type bound (H <= h(delta) + (1 - delta) log2 k + delta
 //!    log2(E - k)), so one heavy expert with 1 - delta of the mass and the rest spread evenly
@@ -61,15 +65,13 @@ use super::algorithms::{self, entropy_bits, RepairOrder};
 use super::commands::{latency_of, sampled_batch};
 use super::methods::{self, Method, RunOptions};
 use crate::claims::{
-    Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier, ReferenceKind,
+    decide, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier, ReferenceKind,
 };
 
 /// The paper file.
 pub const PAPER: &str = "001_612395f5f9077ee7.txt";
 /// Largest L E for which Theorem 1's optimum is also enumerated.
 pub const ENUMERATION_LIMIT: usize = 16;
-/// The deltas Lemma 1 is checked at.
-pub const LEMMA1_DELTAS: [f64; 5] = [0.05, 0.1, 0.2, 0.3, 0.5];
 
 /// A Prism claim.
 pub type PrismClaim = Claim<Instance>;
@@ -274,7 +276,8 @@ pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
     }
     let (n, u, opt, margin) = worst.expect("N >= 1");
     let ratio = (opt > 0.0).then(|| u / opt);
-    let fail = margin < 0.0;
+    let outcome = decide(margin - 1e-12, 1e-12, false);
+    let fail = outcome == Outcome::Fail;
     let status = if enumerate {
         "exhaustive"
     } else {
@@ -298,59 +301,93 @@ pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
             })
         }),
         margin: Some(margin),
-        ..Check::against_optimum(Outcome::fail_if(fail), u, opt, status, note)
+        ..Check::against_optimum(outcome, u, opt, status, note)
     }
 }
 
-/// k_delta: the fewest experts whose mass is >= (1 - delta) of the row's (tolerance 1e-12).
-pub fn k_delta(row: &[f64], delta: f64) -> usize {
+/// Where Lemma 1 is tightest on one row, over the whole open interval delta in (0, 1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lemma1Worst {
+    /// The worst delta (its infimum 0, not attained, on the last step).
+    pub delta: f64,
+    /// k_delta there.
+    pub k: usize,
+    /// log2 k - (H - delta log2 E), bits: the raw slack (an infimum on the last step).
+    pub slack: f64,
+    /// H(p), bits.
+    pub entropy_bits: f64,
+}
+
+/// Lemma 1's worst delta on one (non-zero) row, exactly: with the masses sorted p_1 >= p_2 >=
+/// ... and S_k = p_1 + ... + p_k, k_delta = k on the step 1 - S_k <= delta < 1 - S_{k-1}. The
+/// bound 2^(H - delta log2 E) falls with delta, so on each step the worst delta is its left end
+/// 1 - S_k (attained, and > 0 while k is below the support size m); on the last step (k = m,
+/// delta in (0, 1 - S_{m-1})) the infimum of the slack is log2 m - H at delta -> 0, not
+/// attained, and >= 0 since H <= log2 m. So the minimum over these m values is the slack's
+/// infimum over every delta in (0, 1): no grid.
+pub fn lemma1_worst(row: &[f64]) -> Lemma1Worst {
     let total: f64 = row.iter().sum();
-    let mut v: Vec<f64> = row.iter().map(|x| x / total).collect();
-    v.sort_by(|a, b| b.total_cmp(a));
-    let mut mass = 0.0;
-    for (k, x) in v.iter().enumerate() {
-        mass += x;
-        if mass >= 1.0 - delta - 1e-12 {
-            return k + 1;
+    let mut p: Vec<f64> = row.iter().map(|x| x / total).filter(|&x| x > 0.0).collect();
+    p.sort_by(|a, b| b.total_cmp(a));
+    let h = entropy_bits(row);
+    let log_e = (row.len() as f64).log2();
+    let m = p.len();
+    let mut worst = Lemma1Worst {
+        delta: 0.0,
+        k: m,
+        slack: (m as f64).log2() - h,
+        entropy_bits: h,
+    };
+    let mut covered = 0.0;
+    for (i, x) in p.iter().take(m - 1).enumerate() {
+        covered += x;
+        let delta = 1.0 - covered;
+        let k = i + 1;
+        let slack = (k as f64).log2() - (h - delta * log_e);
+        if delta > 0.0 && slack < worst.slack {
+            worst = Lemma1Worst {
+                delta,
+                k,
+                slack,
+                entropy_bits: h,
+            };
         }
     }
-    v.len()
+    worst
 }
 
 /// Lemma 1 on arbitrary rows (each a distribution over the same E experts, any scale; all-zero
-/// rows are skipped).
+/// rows are skipped), over every delta in (0, 1) ([`lemma1_worst`]); missed by at most 1e-9
+/// bits, a boundary case.
 pub fn lemma1_rows(rows: &[Vec<f64>]) -> Check {
-    let mut worst: Option<(usize, f64, usize, f64, f64)> = None; // (row, delta, k, H, margin)
-    for (i, row) in rows.iter().enumerate() {
-        if row.iter().sum::<f64>() <= 0.0 {
-            continue;
-        }
-        let h = entropy_bits(row);
-        let log_e = (row.len() as f64).log2();
-        for &delta in &LEMMA1_DELTAS {
-            let k = k_delta(row, delta);
-            let margin = (k as f64).log2() - (h - delta * log_e) + 1e-9;
-            if worst.is_none_or(|w| margin < w.4) {
-                worst = Some((i, delta, k, h, margin));
-            }
-        }
-    }
-    let Some((i, delta, k, h, margin)) = worst else {
+    let worst = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, row)| row.iter().sum::<f64>() > 0.0)
+        .map(|(i, row)| (i, lemma1_worst(row)))
+        .min_by(|a, b| a.1.slack.total_cmp(&b.1.slack).then(a.0.cmp(&b.0)));
+    let Some((i, w)) = worst else {
         return Check::inconclusive("no non-zero row");
     };
     let e = rows[i].len() as f64;
+    let (delta, k, h) = (w.delta, w.k, w.entropy_bits);
     let bound = 2f64.powf(h - delta * e.log2());
-    let fail = margin < 0.0;
+    let outcome = decide(w.slack, 1e-9, false);
+    let at = if delta > 0.0 {
+        format!("delta {delta:.6}")
+    } else {
+        "delta -> 0 (infimum)".to_string()
+    };
     Check {
         bound: Some(bound),
         ..Check::property(
-            Outcome::fail_if(fail),
+            outcome,
             Some(k as f64),
             format!(
-                "worst row {i}, delta {delta}: k = {k}, 2^(H - delta log2 E) = {bound:.4} (H = {h:.4} bits)"
+                "worst row {i}, {at}: k = {k}, 2^(H - delta log2 E) = {bound:.4} (H = {h:.4} bits)"
             ),
-            fail.then(|| serde_json::json!({"row": rows[i], "delta": delta, "k": k, "entropy_bits": h, "bound": bound})),
-            Some(margin),
+            (outcome != Outcome::Pass).then(|| serde_json::json!({"row": rows[i], "delta": delta, "k": k, "entropy_bits": h, "bound": bound})),
+            Some(w.slack + 1e-9),
         )
     }
 }
@@ -469,7 +506,8 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
             skipped.join(", ")
         ));
     };
-    let fail = margin < 0.0;
+    let outcome = decide(margin - 1e-9, 1e-9, false);
+    let fail = outcome == Outcome::Fail;
     let skipped_note = if skipped.is_empty() {
         String::new()
     } else {
@@ -480,7 +518,7 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
         reference: Some(b),
         ratio: (b > 0.0).then(|| q / b),
         ..Check::property(
-            Outcome::fail_if(fail),
+            outcome,
             Some(q),
             note,
             fail.then(|| serde_json::json!({"baseline": m.name(), "metric": metric, "baseline_value": b, "prism_value": q})),
@@ -506,6 +544,21 @@ mod tests {
         assert_eq!(family_small(1).model.top_k, 2);
     }
 
+    /// k_delta: the fewest experts whose mass is >= (1 - delta) of the row's (tolerance 1e-12).
+    fn k_delta(row: &[f64], delta: f64) -> usize {
+        let total: f64 = row.iter().sum();
+        let mut v: Vec<f64> = row.iter().map(|x| x / total).collect();
+        v.sort_by(|a, b| b.total_cmp(a));
+        let mut mass = 0.0;
+        for (k, x) in v.iter().enumerate() {
+            mass += x;
+            if mass >= 1.0 - delta - 1e-12 {
+                return k + 1;
+            }
+        }
+        v.len()
+    }
+
     #[test]
     fn k_delta_by_hand() {
         // [0.5, 0.3, 0.2]: 1 - 0.1 = 0.9 needs 0.5 + 0.3 + 0.2 -> 3; 1 - 0.2 = 0.8 -> 2.
@@ -524,11 +577,71 @@ mod tests {
         let c = lemma1_rows(&[row]);
         assert_eq!(c.outcome, Outcome::Fail);
         assert!(c.margin.unwrap() <= -0.285, "{:?}", c.margin);
-        // Uniform over 4: H = 2, k_delta = ceil(4 (1 - delta)); delta = 0.5: k = 2, bound
-        // 2^(2 - 1) = 2: margin 0 there, the minimum -> pass.
-        let c = lemma1_rows(&[vec![0.25; 4]]);
-        assert_eq!(c.outcome, Outcome::Pass);
-        assert!(c.margin.unwrap().abs() < 1e-8);
+    }
+
+    #[test]
+    fn lemma1_is_decided_over_every_delta_not_a_grid() {
+        // Uniform over 4 (H = 2 bits): the steps' left ends are delta = 3/4 (k = 1), 1/2
+        // (k = 2), 1/4 (k = 3): slacks 0 - 2 + 1.5 = -0.5, 1 - 2 + 1 = 0, log2 3 - 2 + 0.5 =
+        // 0.0850; the last step's infimum log2 4 - 2 = 0. The worst: delta = 3/4, -0.5, a
+        // delta above every point of the former grid {0.05, ..., 0.5}.
+        let w = lemma1_worst(&[0.25; 4]);
+        assert_eq!((w.k, w.delta), (1, 0.75));
+        assert!((w.slack + 0.5).abs() < 1e-12, "{w:?}");
+        assert_eq!(lemma1_rows(&[vec![0.25; 4]]).outcome, Outcome::Fail);
+        // (0.85, 0.15) over E = 16: k = 1 on [0.15, 1): slack at delta = 0.15 is
+        // -h(0.15) + 0.15 x 4 = -0.609840 + 0.6 = -0.009840 bits; at every former grid point
+        // it holds (delta = 0.2: -0.6098 + 0.8 > 0; 0.1 and 0.05: k = 2, 1 - 0.6098 + 0.4 > 0).
+        let mut row = vec![0.0; 16];
+        row[0] = 0.85;
+        row[1] = 0.15;
+        let h = -(0.15f64 * 0.15f64.log2() + 0.85 * 0.85f64.log2());
+        for delta in [0.05, 0.1, 0.2, 0.3, 0.5] {
+            let k = k_delta(&row, delta) as f64;
+            assert!(k.log2() >= h - delta * 4.0, "the grid point {delta} holds");
+        }
+        let c = lemma1_rows(&[row.clone()]);
+        assert_eq!(c.outcome, Outcome::Fail);
+        assert!(
+            (c.margin.unwrap() - (0.6 - h + 1e-9)).abs() < 1e-12,
+            "{:?}",
+            c.margin
+        );
+        assert!((0.6 - h + 0.009840).abs() < 1e-6);
+        // Against a fine grid of k_delta: no delta does worse than the exact worst.
+        let w = lemma1_worst(&row);
+        for i in 1..10_000 {
+            let delta = f64::from(i) / 10_000.0;
+            let slack = (k_delta(&row, delta) as f64).log2() - (h - delta * 4.0);
+            assert!(
+                slack >= w.slack - 1e-9,
+                "delta {delta}: {slack} < {}",
+                w.slack
+            );
+        }
+    }
+
+    #[test]
+    fn equality_and_a_slack_inside_the_tolerance_pass() {
+        // A point mass over E = 1 expert: H = 0, support 1, no step below the last: slack
+        // log2 1 - 0 = 0 at delta -> 0. Two equal experts over E = 2: delta = 1/2, k = 1:
+        // 0 - 1 + 1/2 = -1/2, a fail. Over E = 4 with masses (1/2, 1/2): the same step gives
+        // 0 - 1 + 1/2 x 2 = 0 exactly, a pass (the lemma allows equality).
+        assert_eq!(lemma1_rows(&[vec![1.0]]).outcome, Outcome::Pass);
+        assert_eq!(lemma1_rows(&[vec![0.5, 0.5]]).outcome, Outcome::Fail);
+        let c = lemma1_rows(&[vec![0.5, 0.5, 0.0, 0.0]]);
+        assert_eq!((c.outcome, c.margin), (Outcome::Pass, Some(1e-9)));
+        // Masses (1/2 + e, 1/2 - e, 0, 0), e = 1e-11: H = 1 - O(e^2) (1 in floating point),
+        // k = 1 at delta = 1/2 - e: slack 0 - 1 + 2 (1/2 - e) = -2e = -2e-11, missed inside the
+        // 1e-9 tolerance of a closed inequality: met, never a fail.
+        let e = 1e-11;
+        let c = lemma1_rows(&[vec![0.5 + e, 0.5 - e, 0.0, 0.0]]);
+        assert_eq!(c.outcome, Outcome::Pass, "{}", c.note);
+        assert!(
+            (c.margin.unwrap() - (1e-9 - 2e-11)).abs() < 1e-15,
+            "{:?}",
+            c.margin
+        );
     }
 
     #[test]

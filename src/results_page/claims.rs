@@ -24,7 +24,7 @@ pub const MAX_STRIP: usize = 1000;
 
 /// The kinds of claims.csv's `kind` column (absent from folders written before it).
 const KINDS: [&str; 4] = ["stated", "inferred", "sanity", "measurement"];
-const OUTCOMES: [&str; 4] = ["pass", "fail", "inconclusive", "measured"];
+const OUTCOMES: [&str; 5] = ["pass", "fail", "inconclusive", "measured", "boundary"];
 const SOURCES: [&str; 2] = ["generated", "searched"];
 
 /// A line of claims.csv.
@@ -58,7 +58,7 @@ struct Ratio {
 }
 
 /// The verdicts `verify` writes: a claims.csv with another is refused.
-fn verdicts() -> [&'static str; 6] {
+fn verdicts() -> [&'static str; 7] {
     Verdict::ALL.map(Verdict::as_str)
 }
 
@@ -348,6 +348,7 @@ fn ratio_chart(ratios: &[Ratio]) -> (Chart, String) {
     let outcome_color = |o: &str| match o {
         "pass" => figure::palette(0),
         "fail" => figure::palette(3),
+        "boundary" => figure::palette(1),
         _ => figure::palette(7),
     };
     if drawn.len() <= MAX_STRIP {

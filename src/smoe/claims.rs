@@ -27,7 +27,7 @@
 //! Claims 1-2: router hits minus optimal hits (an integer, <= 0; a fail exactly when < 0).
 //! Claim 3: with a = Alg. 2's (4), b = the optimum and t = 1e-12 + 1e-9 max(a, b), the margin
 //! is (b - a + t) / b when b - a + t < 0 (a fail) and 0 otherwise (equality claims have no
-//! slack to spare).
+//! slack to spare; [`decide`]).
 
 use formulations::smoe::evaluate::{evaluate_routing, routing_exhaustive};
 use formulations::smoe::{objective1, split_optimum_uniform, Costs, Instance, LayerSets};
@@ -36,7 +36,9 @@ use serde_json::json;
 use super::generate::{generate, Preset};
 use super::router::{route_batch, LowScore, RouterConfig};
 use super::split::{alg2, Alg2Rule};
-use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier};
+use crate::claims::{
+    decide, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier,
+};
 
 /// The paper's file.
 pub const PAPER: &str = "004_ecd17ad30b7583cf.txt";
@@ -209,7 +211,8 @@ fn check_alg2_uniform(instance: &Instance, _: &CheckOptions) -> Check {
     let a = split.objective_s;
     let t = 1e-12 + 1e-9 * a.max(opt);
     let r = opt - a;
-    let fail = r + t < 0.0;
+    let outcome = decide(r, t, false);
+    let fail = outcome == Outcome::Fail;
     let note = format!(
         "n = {n} missed, C_load {load_s:.3e} s, C_CPU {cpu_s:.3e} s: Alg. 2 loads {} \
          ({a:.4e} s), the optimum loads {m} ({opt:.4e} s)",
@@ -223,7 +226,7 @@ fn check_alg2_uniform(instance: &Instance, _: &CheckOptions) -> Check {
                     "alg2": split, "optimal_loads": m })
         }),
         margin: Some(if fail { (r + t) / opt } else { 0.0 }),
-        ..Check::against_optimum(Outcome::fail_if(fail), a, opt, "closed_form", note)
+        ..Check::against_optimum(outcome, a, opt, "closed_form", note)
     }
 }
 

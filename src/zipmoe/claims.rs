@@ -19,7 +19,7 @@
 //!
 //! ## Margins
 //! Both claims are inequalities a <= b judged with the tolerance t = 1e-12 + 1e-9 max(a, b):
-//! raw slack r = b - a, a fail exactly when r + t < 0. The margin is (r + t) / OPT on a fail,
+//! raw slack r = b - a, a fail exactly when r + t < 0 ([`decide`]). The margin is (r + t) / OPT on a fail,
 //! (r - t) / OPT when r > t, and none inside the band [-t, t] (equality within tolerance) or
 //! when OPT <= 1e-12. For `thm31-ratio` (a = ALG, b = (3 - 1/L) OPT) it is the bound minus the
 //! ratio, moved towards 0 by t / OPT; for `lemmab3-lower-bound` (a = LB, b = OPT) it is
@@ -33,7 +33,7 @@ use serde_json::json;
 use super::algorithms::{self, Candidates};
 use super::generate::{generate, GeneratorConfig, Preset};
 use crate::claims::{
-    Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier,
+    decide, Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier,
     ReferenceKind,
 };
 
@@ -152,11 +152,7 @@ pub fn optimum(
 fn judge(a: f64, b: f64, opt: f64) -> (Outcome, Option<f64>) {
     let t = 1e-12 + 1e-9 * a.abs().max(b.abs());
     let r = b - a;
-    let outcome = if r + t < 0.0 {
-        Outcome::Fail
-    } else {
-        Outcome::Pass
-    };
+    let outcome = decide(r, t, false);
     let margin = if opt <= 1e-12 {
         (outcome == Outcome::Fail).then_some((r + t) / 1e-12)
     } else if r + t < 0.0 {

@@ -19,7 +19,7 @@ use super::{
     alg3, compile, fmt_opt, EXHAUSTIVE_SET_LIMIT, NEGLIGIBLE_COMPUTE, PROP6_END_POINT,
     PROP6_SINGLE_TOLERANCE, TOLERANCE,
 };
-use crate::claims::{Certificate, Check, CheckOptions, Outcome};
+use crate::claims::{decide, Certificate, Check, CheckOptions, Outcome};
 use crate::slimcaching::algorithms;
 
 /// kappa_n of one server of a successive run.
@@ -131,7 +131,8 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
     let rank = |o: Outcome| match o {
         Outcome::Fail => 0,
         Outcome::Inconclusive => 1,
-        Outcome::Pass | Outcome::Measured => 2,
+        Outcome::Boundary => 2,
+        Outcome::Pass | Outcome::Measured => 3,
     };
     let worst = servers
         .iter()
@@ -153,6 +154,8 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
         Outcome::Fail
     } else if inconclusives > 0 {
         Outcome::Inconclusive
+    } else if count(Outcome::Boundary) > 0 {
+        Outcome::Boundary
     } else {
         Outcome::Pass
     };
@@ -166,7 +169,7 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
     // A fail rests on the failing server's certificate (the worst); a pass on every server's.
     let certificate = match outcome {
         Outcome::Fail => worst.certificate,
-        Outcome::Inconclusive | Outcome::Measured => None,
+        Outcome::Inconclusive | Outcome::Measured | Outcome::Boundary => None,
         Outcome::Pass => Some(
             if servers
                 .iter()
@@ -466,29 +469,29 @@ pub(super) fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) ->
             None,
         );
     };
-    // The open interval: kappa_max must stay at least PROP6_END_POINT from both end points.
+    // The open interval: kappa_max strictly inside; within PROP6_END_POINT of an end point
+    // floating point cannot say on which side the exact curvature lies (a boundary case).
     let eps = PROP6_END_POINT;
-    let margin = (k - 0.5).min(1.0 - k) - eps;
-    let pass = margin >= 0.0;
-    let place = if pass {
-        "inside (1/2, 1)"
-    } else if k < 0.5 - eps {
-        "below 1/2"
-    } else if k > 1.0 + eps {
-        "above 1"
-    } else if k < 0.75 {
-        "at the end point 1/2 of the open interval"
-    } else {
-        "at the end point 1 of the open interval: some z has F~^super(z | empty) = 0"
+    let raw = (k - 0.5).min(1.0 - k);
+    let outcome = decide(raw, eps, true);
+    let place = match outcome {
+        Outcome::Pass => "inside (1/2, 1)",
+        _ if k < 0.5 - eps => "below 1/2",
+        _ if k > 1.0 + eps => "above 1",
+        _ if k < 0.75 => "at the end point 1/2 of the open interval (within the tolerance)",
+        _ => {
+            "at the end point 1 of the open interval (within the tolerance): some z has \
+             F~^super(z | empty) = 0"
+        }
     };
     Check::property(
-        if pass { Outcome::Pass } else { Outcome::Fail },
+        outcome,
         Some(k),
         format!(
             "kappa_max = {k:.6}, {place}; kappa_n = [{}]",
             per_server.join(", ")
         ),
-        (!pass).then(evidence),
-        Some(margin),
+        (outcome != Outcome::Pass).then(evidence),
+        Some(raw + eps),
     )
 }

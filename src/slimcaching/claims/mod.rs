@@ -97,9 +97,11 @@
 //! 10. `prop6-multi-server`, Prop. 6 (App. E (2)): same premises, N >= 2 => kappa_max in
 //!     (1/2, 1) along Alg. 3's run, the maximum over the servers whose F~^super_n does not
 //!     vanish (a vanishing one has no curvature; an undefined kappa_n elsewhere makes the
-//!     instance inconclusive). The interval is open: kappa_max closer than 1e-9 to an end point
-//!     fails, and the note says which end point (1/2: no redirection gain anywhere; 1: some
-//!     expert is worthless alone on its server but not next to the others). Value = kappa_max.
+//!     instance inconclusive). The interval is open: kappa_max at an end point, or within 1e-9
+//!     of one on either side, is a boundary case (floating point cannot place the exact
+//!     curvature; never a fail), below 1/2 - 1e-9 or above 1 + 1e-9 a fail; the note says which
+//!     end point (1/2: no redirection gain anywhere; 1: some expert is worthless alone on its
+//!     server but not next to the others). Value = kappa_max.
 //!     Family `prop6-multi`.
 //! 11. `alg3-equals-alg2`, Sec. V-B4 ("without sacrificing optimality"): Alg. 3 reaches the
 //!     same P3_n optimum as Alg. 2. Along Alg. 2's run, each server's knapsack (item values
@@ -113,7 +115,9 @@
 //! the worst-case search of `moe-opt verify` drives down. Every claim here is an inequality
 //! (or a minimum of inequalities) judged with a tolerance: with raw slack r (the amount by
 //! which it holds; negative when it is violated) and allowance t = 1e-12 + 1e-9 max of the two
-//! sides, the outcome is a fail exactly when r + t < 0. The margin is the signed distance of r
+//! sides, the outcome is a fail exactly when r + t < 0 ([`crate::claims::decide`]; only Prop.
+//! 6's open interval, a strict inequality, has boundary cases). The margin is the signed
+//! distance of r
 //! from the band [-t, t], over a scale: (r + t) / scale below it (a fail), (r - t) / scale
 //! above it. Inside the band the inequality holds with equality within the tolerance and has
 //! no margin. So a margin is < 0 exactly on a fail (decided from the very number the margin is
@@ -149,8 +153,8 @@
 //!   shows both violations; no single instance can fail it, so there is nothing to drive down.
 //! * `prop6-single-server`: 0.05 - |kappa_1 - 1/2| (pass iff >= 0; no band: the reading's
 //!   tolerance 0.05 is the band).
-//! * `prop6-multi-server`: min(kappa_max - 1/2, 1 - kappa_max) - 1e-9 (the open interval with
-//!   the end-point tolerance [`PROP6_END_POINT`]; pass iff >= 0).
+//! * `prop6-multi-server`: min(kappa_max - 1/2, 1 - kappa_max) + 1e-9 (the open interval with
+//!   the end-point tolerance [`PROP6_END_POINT`]; a fail iff < 0, a boundary case in [0, 2e-9]).
 //! * `alg3-equals-alg2` (an equality: the band is the claim): per server, the unused fraction
 //!   of the allowance, (t - |dp - mc|) / t with t = 1e-12 + 1e-9 max(|dp|, |mc|): 1 when the
 //!   two optima are equal, 0 at the tolerance, negative beyond (about
@@ -226,8 +230,8 @@ pub const P2_ENUMERATION_LIMIT: usize = 20;
 /// moe-opt's reading of Prop. 6's "kappa_1 approximately 1/2": |kappa_1 - 1/2| <= this.
 pub const PROP6_SINGLE_TOLERANCE: f64 = 0.05;
 
-/// Prop. 6 (N >= 2) claims kappa_max in the open interval (1/2, 1): closer than this to an end
-/// point fails.
+/// Prop. 6 (N >= 2) claims kappa_max in the open interval (1/2, 1): within this of an end point
+/// (either side) is a boundary case.
 pub const PROP6_END_POINT: f64 = 1e-9;
 
 /// Computation counts as negligible (Prop. 6) when every T^CP is at most this fraction of the

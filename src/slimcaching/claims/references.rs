@@ -15,7 +15,7 @@ use verification::SetFunction;
 use super::set_functions::{eid, prefix, server_ground, sid, PlacementFunction};
 use super::witnesses::placement_json;
 use super::{compile, compile_top_k, fmt_opt, normalised, P2_ENUMERATION_LIMIT, TOLERANCE};
-use crate::claims::{Certificate, Check, CheckOptions, Outcome, ReferenceKind};
+use crate::claims::{decide, Certificate, Check, CheckOptions, Outcome, ReferenceKind};
 use crate::slimcaching::algorithms;
 
 /// A reference value for a ratio claim: OPT (maximised) where proved, else an upper bound.
@@ -209,7 +209,8 @@ fn enumerate_within(
 /// Pass / fail of `value >= bound * OPT` from the bounds on OPT (see
 /// [`crate::claims::Certificate`]): a pass when it holds against the reference, OPT where
 /// proved or else the solver's upper bound; a fail when it fails against OPT, or else against
-/// the incumbent (a lower bound); inconclusive in between. The margin (see the module doc) is
+/// the incumbent (a lower bound); inconclusive in between ([`decide`]: a closed inequality,
+/// met within the tolerance is met). The margin (see the module doc) is
 /// taken against the value that decided: the distance of the raw slack v - b r from the
 /// tolerance band [-allowance, allowance] over |r|, i.e. ratio - bound moved towards 0 by
 /// allowance / r; `None` inside the band (the bound is met with equality) and when the ratio
@@ -252,11 +253,11 @@ pub(super) fn judge(value: f64, reference: &Reference, bound: Option<f64>) -> Ju
         return inconclusive;
     };
     let target = b * r;
-    if TOLERANCE.slack(value, target) < 0.0 {
-        return inconclusive;
-    }
     let raw = value - target;
     let allowance = TOLERANCE.abs + TOLERANCE.rel * value.abs().max(target.abs());
+    if decide(raw, allowance, false) != Outcome::Pass {
+        return inconclusive;
+    }
     Judged {
         outcome: Outcome::Pass,
         margin: (raw > allowance && ratio_of(value, Some(r)).is_some())

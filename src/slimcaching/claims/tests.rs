@@ -143,7 +143,9 @@ fn assert_margin_agrees(id: &str, c: &Check) -> bool {
     match (c.outcome, c.margin) {
         (Outcome::Inconclusive | Outcome::Measured, m) => assert_eq!(m, None, "{id}: {c:?}"),
         (Outcome::Fail, m) => assert!(m.is_some_and(|m| m < 0.0), "{id}: {c:?}"),
-        (Outcome::Pass, m) => assert!(m.is_none_or(|m| m >= 0.0), "{id}: {c:?}"),
+        (Outcome::Pass | Outcome::Boundary, m) => {
+            assert!(m.is_none_or(|m| m >= 0.0), "{id}: {c:?}")
+        }
     }
     let Some(m) = c.margin else {
         return false;
@@ -182,7 +184,7 @@ fn assert_margin_agrees(id: &str, c: &Check) -> bool {
         }
         "prop6-multi-server" => {
             let k = c.value.unwrap();
-            assert_eq!(m, (k - 0.5).min(1.0 - k) - PROP6_END_POINT, "{id}");
+            assert_eq!(m, (k - 0.5).min(1.0 - k) + PROP6_END_POINT, "{id}");
         }
         "alg3-equals-alg2" => {
             // About 1e-9 minus the largest relative difference.
@@ -608,12 +610,17 @@ fn a_server_left_with_nothing_to_gain_has_kappa_zero() {
     assert!((t.reference.unwrap() - 0.03).abs() < 1e-12);
     assert!((t.margin.unwrap() - 0.75).abs() < 1e-8, "{:?}", t.margin);
     // Prop. 6 (multi-server) takes the maximum over server 0 only: exactly 1/2, an end
-    // point of the open interval (1/2, 1).
+    // point of the open interval (1/2, 1), met within the tolerance: a boundary case, not a
+    // violation (floating point cannot place the exact curvature on either side).
     let c = check_prop6_multi(&i, &options());
-    assert_eq!(c.outcome, Outcome::Fail);
+    assert_eq!(c.outcome, Outcome::Boundary);
     assert!((c.value.unwrap() - 0.5).abs() < 1e-12 && c.note.contains("end point 1/2"));
-    // Margin min(kappa - 1/2, 1 - kappa) - 1e-9 = -1e-9.
-    assert!((c.margin.unwrap() + 1e-9).abs() < 1e-12, "{:?}", c.margin);
+    // Margin min(kappa - 1/2, 1 - kappa) + 1e-9 = 1e-9: >= 0, not a fail.
+    assert!((c.margin.unwrap() - 1e-9).abs() < 1e-12, "{:?}", c.margin);
+    assert!(
+        c.witness.is_some(),
+        "the evidence of a boundary case is kept"
+    );
 }
 
 /// `value >= b OPT` judged from bounds on OPT, numbers by hand (b = 0.5): OPT in
