@@ -330,10 +330,15 @@ enum Command {
         #[arg(long)]
         resume: bool,
         /// Exit with status 1 (after writing every output) when a claim the papers state is
-        /// violated (with --instance: fails on that instance), for use in CI. Inferred claims,
-        /// sanity checks and boundary cases never trigger it.
+        /// violated in the judged tier (with --instance: fails on that instance), for use in
+        /// CI. Inferred claims, sanity checks and boundary cases never trigger it.
         #[arg(long, value_name = "WHAT")]
         fail_on: Option<FailOn>,
+        /// The tier the claims are judged in and the worst-case searches and shrinks stay in:
+        /// `regime` (the paper's model, assumptions and evaluation ranges), `model` (its model
+        /// and assumptions), `extension` (any instance). Every tier's verdict is reported.
+        #[arg(long, default_value = "model")]
+        tier: crate::tier::Tier,
     },
     /// DeepSeek's Expert Parallelism Load Balancer on a weight file: the physical-to-logical
     /// map, the logical-to-physical map and the replica counts.
@@ -991,6 +996,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             resume,
             json,
             fail_on,
+            tier,
         } => {
             let keep = |i: &ClaimInfo| {
                 claim.as_deref().is_none_or(|id| i.id == id)
@@ -1052,12 +1058,20 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 },
             };
             if let Some(file) = instance {
-                let result = chosen[0].recheck(0, &file, &check)?;
+                let (result, classified) = chosen[0].recheck(0, &file, &check)?;
                 let info = chosen[0].infos()[0];
                 if json {
-                    outln!("{}", to_json(&result));
+                    let mut value = serde_json::to_value(&result).expect("checks serialise");
+                    value["tier"] = classified.tier.as_str().into();
+                    value["broken_premises"] = classified.broken.clone().into();
+                    outln!("{}", to_json(&value));
                 } else {
                     out!("{}", check_text(&info, &result));
+                    outln!(
+                        "  tier {}{}",
+                        classified.tier,
+                        broken_text(&classified.broken)
+                    );
                 }
                 let violated = info.kind == ClaimKind::Stated
                     && result.outcome == crate::claims::Outcome::Fail;
@@ -1074,6 +1088,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 check,
                 out: out.clone(),
                 resume,
+                tier,
             };
             let groups: Vec<&dyn ClaimGroup> = chosen.iter().map(|g| g.as_ref()).collect();
             let rows = crate::verify::run(&groups, &options)?;
@@ -1218,6 +1233,15 @@ fn check_text(claim: &ClaimInfo, check: &crate::claims::Check) -> String {
     )
 }
 
+/// `; breaks NAME: reason; ...` for a non-empty list of broken premises.
+fn broken_text(broken: &[String]) -> String {
+    if broken.is_empty() {
+        String::new()
+    } else {
+        format!(": breaks {}", broken.join("; "))
+    }
+}
+
 /// `moe-opt claims`: per claim its id, kind and quantifier, place, the paper's sentence, the
 /// statement as moe-opt reads it and the bound. A block per claim: the quotes are too long for
 /// a table's cells.
@@ -1319,6 +1343,7 @@ fn demo(registry: &Registry, instances: u64, first_seed: u64, dir: &Path) -> Res
         },
         out: dir.join("verify"),
         resume: false,
+        tier: crate::tier::Tier::Model,
     };
     let groups: Vec<&dyn ClaimGroup> = groups.iter().map(|g| g.as_ref()).collect();
     let rows = crate::verify::run(&groups, &verify)?;
@@ -1379,12 +1404,19 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
                     (None, _, Some(lo), Some(hi)) => format!("measured {lo:.4}..{hi:.4}"),
                     _ => "-".into(),
                 };
+                let tiers = format!(
+                    "{} / {} / {}",
+                    r.verdict_regime.as_str(),
+                    r.verdict_model.as_str(),
+                    r.verdict_extension.as_str()
+                );
                 vec![
                     r.id.clone(),
                     format!("{}, {}", r.kind.as_str(), r.quantifier.as_str()),
                     verdict,
                     r.inconclusive.to_string(),
                     worst,
+                    tiers,
                 ]
             })
             .collect();
@@ -1399,15 +1431,31 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
                 "verdict",
                 "inconclusive",
                 "worst ratio / measured",
+                "regime / model / extension",
             ],
             &table_rows,
             3,
         ));
     }
+    if let Some(r) = rows.first() {
+        text.push_str(&format!(
+            "verdicts and counts over the instances inside the tier {}; the last column is each \
+             tier's verdict (claims.csv: instances per tier)\n",
+            r.tier
+        ));
+    }
     for r in rows {
         if let Some(path) = &r.counterexample {
+            let tier = r.counterexample_tier.map_or(String::new(), |t| {
+                let broken = if r.counterexample_broken.is_empty() {
+                    String::new()
+                } else {
+                    format!(": breaks {}", r.counterexample_broken)
+                };
+                format!(", tier {t}{broken}")
+            });
             text.push_str(&format!(
-                "{}: counterexample {} ({})\n  re-check: {}\n",
+                "{}: counterexample {} ({}{tier})\n  re-check: {}\n",
                 r.id,
                 out.join(path).display(),
                 r.note,

@@ -22,5 +22,6 @@ pub mod results_page;
 pub mod slimcaching;
 pub mod smoe;
 pub mod sweep;
+pub mod tier;
 pub mod verify;
 pub mod zipmoe;

@@ -46,6 +46,7 @@ use crate::claims::{
     Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier, Verdict,
 };
 use crate::report::canonical_sha256;
+use crate::tier::{classify, Classified, Premise, Tier};
 
 /// An instance type whose claims `moe-opt verify` can check: how to read it back, describe its
 /// size, perturb it for the worst-case search and shrink it to a smallest counterexample.
@@ -64,11 +65,18 @@ pub trait Searchable: Clone + Send + Sync + Serialize + DeserializeOwned + 'stat
     fn perturb(&self, rng: &mut ChaCha8Rng) -> Self;
     /// Strictly smaller valid instances, for shrinking a counterexample.
     fn shrink_candidates(&self) -> Vec<Self>;
+    /// The paper's premises on such instances, which fix an instance's [`Tier`].
+    fn premises() -> Vec<Premise<Self>>;
+}
+
+/// The tier of an instance for claim `claim` under its problem's premises.
+fn tier_of<I: Searchable>(claim: &ClaimInfo, instance: &I) -> Classified {
+    classify(&I::premises(), claim.id, instance)
 }
 
 /// Implements [`Searchable`] for an instance type from its problem's `mutate` module, which has
-/// `perturb`, `shrink_candidates`, `size` (a `u64`) and `dims` (named sizes, in the order of
-/// `DIMS`; a test of each problem checks the names).
+/// `perturb`, `shrink_candidates`, `size` (a `u64`), `dims` (named sizes, in the order of
+/// `DIMS`; a test of each problem checks the names) and `premises` in scope.
 #[macro_export]
 macro_rules! searchable_from_mutate {
     ($instance:ty, $load:path, [$($dim:literal),+ $(,)?]) => {
@@ -94,6 +102,10 @@ macro_rules! searchable_from_mutate {
 
             fn shrink_candidates(&self) -> Vec<Self> {
                 shrink_candidates(self)
+            }
+
+            fn premises() -> Vec<$crate::tier::Premise<Self>> {
+                premises()
             }
         }
     };
@@ -162,6 +174,10 @@ pub struct Record {
     pub dims: BTreeMap<String, u64>,
     /// What the check found.
     pub check: Check,
+    /// Where the instance stands with respect to the paper's model.
+    pub tier: Tier,
+    /// The premises it breaks, `name: reason`.
+    pub broken_premises: Vec<String>,
 }
 
 /// Most generated instances per claim (`--instances`): the run lists its tasks first.
@@ -196,6 +212,8 @@ pub struct VerifyOptions {
     pub out: PathBuf,
     /// Continue from the journal in `out`.
     pub resume: bool,
+    /// The tier the claims are judged in, and the searches and shrinks stay in.
+    pub tier: Tier,
 }
 
 /// The verdict of one claim over a run.
@@ -257,6 +275,25 @@ pub struct ClaimRow {
     /// Instances that miss the claim by less than its numeric tolerance ([`Outcome::Boundary`]):
     /// neither passes nor fails, counted among `inconclusive`.
     pub boundary: usize,
+    /// The tier the run judged in (`--tier`): `verdict` and the counts above are over the
+    /// instances inside it.
+    pub tier: Tier,
+    /// The verdict over the instances inside the evaluation's ranges.
+    pub verdict_regime: Verdict,
+    /// The verdict over the instances inside the paper's model (the headline's by default).
+    pub verdict_model: Verdict,
+    /// The verdict over every instance, extensions of the model included.
+    pub verdict_extension: Verdict,
+    /// Instances in the tier `regime`.
+    pub instances_regime: usize,
+    /// Instances in the tier `model` (inside the model, outside the ranges).
+    pub instances_model: usize,
+    /// Instances in the tier `extension`.
+    pub instances_extension: usize,
+    /// The saved counterexample's tier.
+    pub counterexample_tier: Option<Tier>,
+    /// The premises the saved counterexample breaks, `; `-separated.
+    pub counterexample_broken: String,
 }
 
 /// The command that re-checks a saved instance of a claim (`verify` prints it under each
@@ -286,6 +323,7 @@ fn record<I: Searchable>(
     inst: &I,
     check: Check,
 ) -> Record {
+    let Classified { tier, broken } = tier_of(claim, inst);
     Record {
         claim: claim.id.into(),
         source,
@@ -298,7 +336,19 @@ fn record<I: Searchable>(
             .zip(inst.dims())
             .collect(),
         check,
+        tier,
+        broken_premises: broken,
     }
+}
+
+/// A counterexample saved by [`ClaimGroup::counterexample`].
+pub struct Saved {
+    /// Its path, relative to the output folder.
+    pub path: String,
+    /// Its check's note.
+    pub note: String,
+    /// Its tier.
+    pub classified: Classified,
 }
 
 /// The claims of one problem, with their instance type erased so that claims of several
@@ -310,13 +360,14 @@ pub trait ClaimGroup: Sync {
     fn dims(&self) -> &'static [&'static str];
     /// Keeps only the claims `keep` accepts; `None` when none is left.
     fn select(&self, keep: &dyn Fn(&ClaimInfo) -> bool) -> Option<Box<dyn ClaimGroup>>;
-    /// Checks claim `c` on an instance file (`verify --instance FILE --claim ID`).
+    /// Checks claim `c` on an instance file (`verify --instance FILE --claim ID`), with the
+    /// instance's tier.
     fn recheck(
         &self,
         c: usize,
         path: &Path,
         options: &CheckOptions,
-    ) -> Result<Check, formulations::Error>;
+    ) -> Result<(Check, Classified), formulations::Error>;
     /// Phase 1: checks claim `c` on the family instance at `seed`.
     fn generated(&self, c: usize, index: u64, seed: u64, options: &VerifyOptions) -> Record;
     /// Phase 2: the worst-case search `k` of claim `c` from the family instance at
@@ -328,14 +379,14 @@ pub trait ClaimGroup: Sync {
         start_seed: u64,
         options: &VerifyOptions,
     ) -> Option<Record>;
-    /// Phase 3: the smallest failing instance among `failed`, shrunk and saved under
-    /// `OUT/counterexamples/`; returns its path relative to `OUT` and its check's note.
+    /// Phase 3: the smallest failing instance among `failed`, shrunk inside the run's tier and
+    /// saved under `OUT/counterexamples/`.
     fn counterexample(
         &self,
         c: usize,
         failed: &[&Record],
         options: &VerifyOptions,
-    ) -> Result<Option<(String, String)>, formulations::Error>;
+    ) -> Result<Option<Saved>, formulations::Error>;
 }
 
 impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
@@ -357,8 +408,12 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
         c: usize,
         path: &Path,
         options: &CheckOptions,
-    ) -> Result<Check, formulations::Error> {
-        Ok((self[c].check)(&I::load(path)?, options))
+    ) -> Result<(Check, Classified), formulations::Error> {
+        let instance = I::load(path)?;
+        Ok((
+            (self[c].check)(&instance, options),
+            tier_of(&self[c].info, &instance),
+        ))
     }
 
     fn generated(&self, c: usize, index: u64, seed: u64, options: &VerifyOptions) -> Record {
@@ -384,7 +439,12 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
     ) -> Option<Record> {
         let claim = &self[c];
         let start = (claim.family)(start_seed);
-        let score = |inst: &I| (claim.check)(inst, &options.check).margin;
+        // Neighbours outside the run's tier are rejected, like those without a margin.
+        let score = |inst: &I| {
+            (tier_of(&claim.info, inst).tier <= options.tier)
+                .then(|| (claim.check)(inst, &options.check).margin)
+                .flatten()
+        };
         let found = local_search(
             start,
             |i: &I, rng: &mut ChaCha8Rng| i.perturb(rng),
@@ -416,7 +476,7 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
         c: usize,
         failed: &[&Record],
         options: &VerifyOptions,
-    ) -> Result<Option<(String, String)>, formulations::Error> {
+    ) -> Result<Option<Saved>, formulations::Error> {
         let claim = &self[c];
         // Failing instances: generated ones rebuilt from their family seeds, searched ones read
         // back from where the search saved them.
@@ -434,7 +494,10 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
         else {
             return Ok(None);
         };
-        let fails = |i: &I| (claim.check)(i, &options.check).outcome == Outcome::Fail;
+        let fails = |i: &I| {
+            tier_of(&claim.info, i).tier <= options.tier
+                && (claim.check)(i, &options.check).outcome == Outcome::Fail
+        };
         let small = shrink(
             instance,
             |i: &I| i.shrink_candidates(),
@@ -452,7 +515,11 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
         std::fs::create_dir_all(&dir).map_err(io)?;
         let text = serde_json::to_string_pretty(&small).expect("instances serialise") + "\n";
         std::fs::write(dir.join(&name), text).map_err(io)?;
-        Ok(Some((format!("counterexamples/{name}"), check.note)))
+        Ok(Some(Saved {
+            path: format!("counterexamples/{name}"),
+            note: check.note,
+            classified: tier_of(&claim.info, &small),
+        }))
     }
 }
 
@@ -478,6 +545,9 @@ pub struct RunSettings {
     pub mip_rel_gap: f64,
     /// HiGHS `threads` of the checks.
     pub threads: u32,
+    /// `--tier` (absent in folders written before tiers).
+    #[serde(default)]
+    pub tier: Option<Tier>,
 }
 
 impl RunSettings {
@@ -493,6 +563,7 @@ impl RunSettings {
             time_limit_s: solve.time_limit_s,
             mip_rel_gap: solve.mip_rel_gap,
             threads: solve.threads,
+            tier: Some(options.tier),
         }
     }
 
@@ -527,6 +598,7 @@ impl RunSettings {
             "restarts" => "--restarts",
             "mip_rel_gap" => "the MILP gap",
             "threads" => "the HiGHS threads",
+            "tier" => "--tier",
             _ => "shrink steps",
         };
         let now = text(&new[&field]);
@@ -706,6 +778,7 @@ pub fn run(
                         .done
                         .values()
                         .filter(|r| r.claim == info.id && r.source == Source::Generated)
+                        .filter(|r| r.tier <= options.tier)
                         .filter_map(|r| r.check.margin.map(|m| (m, r.family_seed)))
                         .collect();
                     starts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -757,11 +830,16 @@ fn verdict(
     journal: &Journal,
     options: &VerifyOptions,
 ) -> Result<ClaimRow, formulations::Error> {
-    let records: Vec<&Record> = journal
+    let all: Vec<&Record> = journal
         .done
         .values()
         .filter(|r| r.claim == info.id)
         .collect();
+    let inside = |t: Tier| all.iter().copied().filter(move |r| r.tier <= t);
+    let per_tier = |t: Tier| Verdict::of(info, inside(t).map(|r| r.check.outcome));
+    let count = |t: Tier| all.iter().filter(|r| r.tier == t).count();
+    // The verdict and every count below: over the instances inside the run's tier.
+    let records: Vec<&Record> = inside(options.tier).collect();
     let decided = |o: Outcome| !matches!(o, Outcome::Inconclusive | Outcome::Boundary);
     let checked = records.iter().filter(|r| decided(r.check.outcome)).count();
     let failed: Vec<&Record> = records
@@ -796,9 +874,13 @@ fn verdict(
     let measured_max = measured.iter().copied().reduce(f64::max);
     let mut counterexample = None;
     let mut note = String::new();
-    if let Some((path, n)) = group.counterexample(c, &failed, options)? {
-        counterexample = Some(path);
-        note = n;
+    let mut counterexample_tier = None;
+    let mut counterexample_broken = String::new();
+    if let Some(saved) = group.counterexample(c, &failed, options)? {
+        counterexample = Some(saved.path);
+        note = saved.note;
+        counterexample_tier = Some(saved.classified.tier);
+        counterexample_broken = saved.classified.broken.join("; ");
     } else if checked == 0 {
         note = most_common(records.iter().map(|r| r.check.note.as_str()))
             .unwrap_or("no instance checked")
@@ -840,6 +922,15 @@ fn verdict(
             .iter()
             .filter(|r| r.check.outcome == Outcome::Boundary)
             .count(),
+        tier: options.tier,
+        verdict_regime: per_tier(Tier::Regime),
+        verdict_model: per_tier(Tier::Model),
+        verdict_extension: per_tier(Tier::Extension),
+        instances_regime: count(Tier::Regime),
+        instances_model: count(Tier::Model),
+        instances_extension: count(Tier::Extension),
+        counterexample_tier,
+        counterexample_broken,
     })
 }
 
@@ -926,6 +1017,8 @@ fn finish(
         "bound",
         "margin",
         "note",
+        "tier",
+        "broken_premises",
     ]);
     w.write_record(&header).map_err(csv_err(&path))?;
     let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
@@ -960,6 +1053,8 @@ fn finish(
             opt(c.bound),
             opt(c.margin),
             c.note.clone(),
+            r.tier.as_str().to_string(),
+            r.broken_premises.join("; "),
         ]);
         w.write_record(&row).map_err(csv_err(&path))?;
     }
@@ -1020,6 +1115,7 @@ mod tests {
             check: CheckOptions::default(),
             out: out.clone(),
             resume: false,
+            tier: Tier::Extension,
         };
         let rows = run(&[&chosen], &options).unwrap();
         let ids = chosen.iter().map(|c| c.info.id.to_string()).collect();

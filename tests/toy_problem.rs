@@ -17,6 +17,7 @@ use moe_opt::claims::{Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome,
 use moe_opt::cli::{run_with, Cli};
 use moe_opt::problem::{self, Problem, RunOptions, Sense, Solved};
 use moe_opt::registry::{Commands, ProblemEntry, Registry};
+use moe_opt::tier::{Level, Premise};
 use moe_opt::verify::{ClaimGroup, Searchable};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -359,6 +360,35 @@ impl Searchable for Knapsack {
         let i = rng.random_range(0..k.values.len());
         k.values[i] = (k.values[i] + rng.random_range(-3.0..3.0)).max(0.0);
         k
+    }
+
+    /// The textbook knapsack's assumption (every item fits alone; greedy-plus's 1/2 rests on
+    /// it) and an "evaluation range" of at most 12 items.
+    fn premises() -> Vec<Premise<Self>> {
+        vec![
+            Premise {
+                name: "item-fits",
+                level: Level::Model,
+                place: "textbook",
+                quote: "every item fits in the knapsack",
+                claims: &[],
+                holds: |k| match k.weights.iter().position(|&w| w > k.capacity) {
+                    Some(i) => Err(format!("item {i} weighs more than the capacity")),
+                    None => Ok(()),
+                },
+            },
+            Premise {
+                name: "few-items",
+                level: Level::Regime,
+                place: "the toy's evaluation",
+                quote: "at most 12 items",
+                claims: &[],
+                holds: |k| match k.weights.len() {
+                    n if n <= 12 => Ok(()),
+                    n => Err(format!("{n} items")),
+                },
+            },
+        ]
     }
 
     fn shrink_candidates(&self) -> Vec<Self> {

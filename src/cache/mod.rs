@@ -35,6 +35,7 @@ pub mod mutate;
 pub mod pareto;
 pub mod policies;
 pub mod policy;
+pub mod premises;
 pub mod quality;
 pub mod router;
 pub mod routers;

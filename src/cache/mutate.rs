@@ -163,6 +163,7 @@ pub fn shrink_candidates(instance: &CacheInstance) -> Vec<CacheInstance> {
 }
 
 // Instances of this problem in `moe-opt verify`.
+use super::premises::premises;
 crate::searchable_from_mutate!(
     CacheInstance,
     formulations::cache::offline::load,

@@ -17,4 +17,5 @@ pub mod generate;
 pub mod import;
 pub mod methods;
 pub mod mutate;
+pub mod premises;
 pub mod scale;

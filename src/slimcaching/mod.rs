@@ -17,3 +17,4 @@ pub mod import;
 pub mod methods;
 pub mod mutate;
 pub mod network;
+pub mod premises;

@@ -1075,6 +1075,10 @@ impl crate::verify::Searchable for Instance {
         perturb(self, rng)
     }
 
+    fn premises() -> Vec<crate::tier::Premise<Self>> {
+        super::premises::premises()
+    }
+
     fn shrink_candidates(&self) -> Vec<Self> {
         shrink_candidates(self)
     }

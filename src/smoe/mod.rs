@@ -14,5 +14,6 @@ pub mod commands;
 pub mod generate;
 pub mod mutate;
 pub mod pipeline;
+pub mod premises;
 pub mod router;
 pub mod split;

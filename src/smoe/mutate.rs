@@ -239,6 +239,7 @@ pub fn shrink_candidates(instance: &Instance) -> Vec<Instance> {
 }
 
 // Instances of this problem in `moe-opt verify`.
+use super::premises::premises;
 crate::searchable_from_mutate!(
     Instance,
     formulations::smoe::load,

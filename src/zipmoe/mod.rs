@@ -15,3 +15,4 @@ pub mod generate;
 pub mod methods;
 pub mod mutate;
 pub mod planning;
+pub mod premises;

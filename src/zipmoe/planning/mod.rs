@@ -25,3 +25,4 @@ pub mod independent;
 pub mod ipf;
 pub mod mutate;
 pub mod planner;
+pub mod premises;

@@ -208,6 +208,7 @@ pub fn shrink_candidates(instance: &PoolInstance) -> Vec<PoolInstance> {
 }
 
 // Instances of this problem in `moe-opt verify`.
+use super::premises::premises;
 crate::searchable_from_mutate!(
     PoolInstance,
     formulations::zipmoe::pool::load,
