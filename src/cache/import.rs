@@ -32,6 +32,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
+use formulations::cache::binary::{self, Packed};
 use formulations::cache::model::{Phase, Routing, Token, Trace};
 use formulations::cache::validate::MAX_LAYERS;
 use formulations::{Error, ProblemKind};
@@ -439,9 +440,69 @@ pub fn counts_not_replayable(path: &Path) -> Error {
     )
 }
 
-/// Loads a trace for replay from a token log (`.jsonl`, `.jsonl.gz`) or a `cache-trace` JSON
-/// file; refuses an activation-count file with [`counts_not_replayable`].
-pub fn load_any(path: &Path, options: &ImportOptions) -> Result<Trace, Error> {
+/// The format `import cache-trace` writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    /// The cache-trace JSON.
+    #[default]
+    Json,
+    /// The binary trace ([`formulations::cache::binary`]).
+    Bin,
+}
+
+/// A trace file as a command reads it.
+#[derive(Debug, Clone)]
+pub enum TraceFile {
+    /// A token log or a cache-trace JSON.
+    Json(Trace),
+    /// A binary trace ([`formulations::cache::binary`]) and the SHA-256 of its bytes.
+    Binary {
+        /// Its columns.
+        packed: Packed,
+        /// SHA-256 of the file (what its reports carry).
+        sha256: String,
+    },
+}
+
+impl TraceFile {
+    /// The trace, and the hash its reports carry when it is not that of the trace's canonical
+    /// JSON (a binary trace's).
+    pub fn into_trace(self) -> (Trace, Option<String>) {
+        match self {
+            TraceFile::Json(trace) => (trace, None),
+            TraceFile::Binary { packed, sha256 } => (packed.to_trace(), Some(sha256)),
+        }
+    }
+}
+
+/// Whether the file at `path` starts with a binary trace's magic bytes.
+fn starts_binary(path: &Path) -> bool {
+    let mut head = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| binary::is_binary(&head))
+}
+
+/// Reads a trace for replay: a binary trace (by its magic bytes, whatever its name), a token
+/// log (`.jsonl`, `.jsonl.gz`) or a `cache-trace` JSON file; refuses an activation-count file
+/// with [`counts_not_replayable`].
+pub fn read_trace(path: &Path, options: &ImportOptions) -> Result<TraceFile, Error> {
+    if starts_binary(path) {
+        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let packed = Packed::decode(path, &bytes)?;
+        return Ok(TraceFile::Binary {
+            packed,
+            sha256: crate::report::bytes_sha256(&bytes),
+        });
+    }
+    load_json(path, options).map(TraceFile::Json)
+}
+
+/// [`read_trace`] of a file that is not binary.
+fn load_json(path: &Path, options: &ImportOptions) -> Result<Trace, Error> {
     let name = path.to_string_lossy();
     if name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") {
         return import_token_log(path, options);

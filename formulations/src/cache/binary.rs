@@ -339,7 +339,11 @@ impl Packed {
         let mut out = Vec::with_capacity(HEADER_BYTES + self.ids.len() * 2);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
-        out.extend([u8::from(self.ranked), kind(&self.weights), kind(&self.logits)]);
+        out.extend([
+            u8::from(self.ranked),
+            kind(&self.weights),
+            kind(&self.logits),
+        ]);
         out.extend([0; 3]);
         for x in [self.experts, self.top_k, self.shared_experts, self.layers] {
             out.extend_from_slice(&(x as u32).to_le_bytes());
@@ -358,7 +362,9 @@ impl Packed {
         }
         match &self.ids {
             Ids::U8(v) => out.extend_from_slice(v),
-            Ids::U16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Ids::U16(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
         }
         for section in [&self.weights, &self.logits].into_iter().flatten() {
             if let Some(p) = &section.present {
@@ -651,8 +657,7 @@ impl<'a> Reader<'a> {
                 ));
             };
             if let Some(p) = runs.last() {
-                if p.seq == seq && p.phase == phase && p.first.checked_add(p.count) == Some(first)
-                {
+                if p.seq == seq && p.phase == phase && p.first.checked_add(p.count) == Some(first) {
                     return Err(self.invalid(
                         format!("runs[{i}]"),
                         "continues the run before it (runs are maximal: merge them)",
@@ -825,7 +830,10 @@ mod tests {
             "{e}"
         );
         let e = err(&|b| b[32] = 4);
-        assert!(e.contains("tokens: is 4, but the runs hold 3 tokens"), "{e}");
+        assert!(
+            e.contains("tokens: is 4, but the runs hold 3 tokens"),
+            "{e}"
+        );
         let e = err(&|b| b.push(0));
         assert!(e.contains("the file has 1 more bytes"), "{e}");
         // T = 2^40 tokens: refused by size, nothing allocated.

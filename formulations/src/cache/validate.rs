@@ -119,7 +119,10 @@ pub struct Scores<'a> {
 impl ValidationError {
     /// Puts a routing's failure at token `t`, layer `l`.
     pub fn at(self, t: usize, l: usize) -> ValidationError {
-        ValidationError::new(format!("tokens[{t}].layers[{l}].{}", self.field), self.reason)
+        ValidationError::new(
+            format!("tokens[{t}].layers[{l}].{}", self.field),
+            self.reason,
+        )
     }
 }
 
@@ -200,8 +203,7 @@ fn selected_rules(shape: &Shape, experts: &[u32], scores: Scores, seen: &mut [bo
             );
         }
         if shape.ranked {
-            if let Some(i) = (1..k).find(|&i| z[experts[i] as usize] > z[experts[i - 1] as usize])
-            {
+            if let Some(i) = (1..k).find(|&i| z[experts[i] as usize] > z[experts[i - 1] as usize]) {
                 return fail(
                     format!("experts[{i}]"),
                     "must follow the logits' rank order (the trace is ranked)",

@@ -1,0 +1,179 @@
+//! The replay `moe-opt replay` runs: a trace held in columns ([`Packed`]: a binary trace as
+//! read, or a JSON one converted once), each cache's policy statically dispatched, a step's
+//! experts read straight from the id column (no `Box<dyn Policy>`, no token structs). It
+//! reports what [`super::policies::replay_trace`] reports, to the bit: the same policies, hooks
+//! and statistics, only the dispatch and the data layout differ (tests/cache_traces.rs
+//! compares the two on every policy).
+
+use formulations::cache::binary::Packed;
+use formulations::Error;
+
+use super::belady::Belady;
+use super::import::FrequencyWarmStart;
+use super::policies::{
+    check_replay, fill_scores, ratio, Fifo, LayerStats, Lfu, PolicySpec, ReplayShape, Scope,
+    SmoeWindow, TraceReplay, ZipMoeFreq,
+};
+use super::policy::{combine, CacheStats, Lru, Policy, Scores, Simulation};
+
+/// Replays `packed` under its original routing through `policy` with capacity `capacity` (per
+/// layer, or of the pool), as [`super::policies::replay_trace`] does, with its refusals.
+pub fn replay_packed(
+    packed: &Packed,
+    policy: PolicySpec,
+    capacity: usize,
+    scope: Scope,
+    warm_start: Option<&FrequencyWarmStart>,
+) -> Result<TraceReplay, Error> {
+    let shape = ReplayShape {
+        name: &packed.name,
+        experts: packed.experts,
+        top_k: packed.top_k,
+        layers: packed.layers,
+    };
+    check_replay(
+        &shape,
+        || packed.has_logits(),
+        policy,
+        capacity,
+        scope,
+        warm_start,
+    )?;
+    let l = packed.layers;
+    let mut layers = Vec::with_capacity(l);
+    let total = match scope {
+        Scope::PerLayer => {
+            let mut all = Vec::with_capacity(l);
+            for layer in 0..l {
+                let cache = Cache {
+                    packed,
+                    layer: Some(layer),
+                    policy,
+                    capacity,
+                    counts: warm_start.map(|w| w.counts[layer].clone()),
+                };
+                let (s, open) = cache.replay(&mut []);
+                layers.push(LayerStats {
+                    layer,
+                    requests: s.requests,
+                    loads: s.loads,
+                    miss_rate: s.miss_rate,
+                    lifetime_mean_steps: Some(s.lifetime_mean_steps),
+                    lifetime_std_steps: Some(s.lifetime_std_steps),
+                });
+                all.push((s, open));
+            }
+            combine(&all)
+        }
+        Scope::Pool => {
+            let cache = Cache {
+                packed,
+                layer: None,
+                policy,
+                capacity,
+                counts: warm_start.map(|w| w.counts.concat()),
+            };
+            let mut per = vec![(0u64, 0u64); l];
+            let (s, _) = cache.replay(&mut per);
+            for (layer, (requests, loads)) in per.into_iter().enumerate() {
+                layers.push(LayerStats {
+                    layer,
+                    requests,
+                    loads,
+                    miss_rate: ratio(loads, requests),
+                    lifetime_mean_steps: None,
+                    lifetime_std_steps: None,
+                });
+            }
+            s
+        }
+    };
+    Ok(TraceReplay {
+        policy,
+        scope,
+        capacity,
+        layers,
+        total,
+    })
+}
+
+/// One cache of a replay: one layer's, or the pool of every layer (`layer` None).
+struct Cache<'a> {
+    packed: &'a Packed,
+    layer: Option<usize>,
+    policy: PolicySpec,
+    capacity: usize,
+    /// LFU's warm start, one count per id of the cache.
+    counts: Option<Vec<u64>>,
+}
+
+impl Cache<'_> {
+    /// Ids of the cache: E, or L x E for the pool.
+    fn universe(&self) -> usize {
+        match self.layer {
+            Some(_) => self.packed.experts,
+            None => self.packed.experts * self.packed.layers,
+        }
+    }
+
+    /// The statistics and the ids resident at the end; for the pool, adds each layer's
+    /// requests and loads to `per`.
+    fn replay(self, per: &mut [(u64, u64)]) -> (CacheStats, usize) {
+        let (c, u) = (self.capacity, self.universe());
+        match (self.policy, self.counts.clone()) {
+            (PolicySpec::Lfu, Some(counts)) => self.run(Lfu::with_counts(c, counts), per),
+            (PolicySpec::Lfu, None) => self.run(Lfu::new(c, u), per),
+            (PolicySpec::Lru, _) => self.run(Lru::new(c, u), per),
+            (PolicySpec::Fifo, _) => self.run(Fifo::new(c, u), per),
+            (PolicySpec::SmoeWindow { n }, _) => self.run(SmoeWindow::new(c, u, n), per),
+            (PolicySpec::ZipMoeFreq, _) => self.run(ZipMoeFreq::new(c, u), per),
+            (PolicySpec::Belady, _) => {
+                let requests = match self.layer {
+                    Some(layer) => self.packed.layer_requests(layer),
+                    None => self.packed.pooled_requests(),
+                };
+                self.run(Belady::new(c, &requests), per)
+            }
+        }
+    }
+
+    /// The steps through `policy`, statically dispatched.
+    fn run<P: Policy>(&self, policy: P, per: &mut [(u64, u64)]) -> (CacheStats, usize) {
+        let p = self.packed;
+        let (e, k, l) = (p.experts, p.top_k, p.layers);
+        let mut sim = Simulation::new(policy, self.universe());
+        // Routings of the cache: one layer's (every L-th from `layer`), or all in order.
+        let (first, stride, count) = match self.layer {
+            Some(layer) => (layer, l, p.tokens),
+            None => (0, 1, p.routings()),
+        };
+        let logits = self.policy.needs_scores().then(|| p.all_logits()).flatten();
+        let (mut ids, mut scores) = (Vec::with_capacity(k), Vec::with_capacity(e));
+        for i in 0..count {
+            let r = first + i * stride;
+            let layer = r % l;
+            let base = if self.layer.is_some() {
+                0
+            } else {
+                (layer * e) as u32
+            };
+            ids.clear();
+            p.ids.extend_into(r * k..(r + 1) * k, &mut ids);
+            if base > 0 {
+                ids.iter_mut().for_each(|x| *x += base);
+            }
+            let has =
+                logits.is_some_and(|z| fill_scores(&mut scores, Some(&z[r * e..(r + 1) * e])));
+            let step_scores = has.then_some(Scores {
+                first: base,
+                values: &scores,
+            });
+            let loads = sim.step(&ids, step_scores).len() as u64;
+            if let Some(slot) = per.get_mut(layer) {
+                slot.0 += k as u64;
+                slot.1 += loads;
+            }
+        }
+        (sim.stats(), sim.policy().resident().len())
+    }
+}
