@@ -3,9 +3,11 @@
 //! experts read straight from the id column (no `Box<dyn Policy>`, no token structs). It
 //! reports what [`super::policies::replay_trace`] reports, to the bit: the same policies, hooks
 //! and statistics, only the dispatch and the data layout differ (tests/cache_traces.rs
-//! compares the two on every policy).
+//! compares the two on every policy). LRU on a per-layer cache of at most 256 experts, the
+//! common case, has a loop of its own ([`SmallLru`]): byte-wide recency links and a 256-bit
+//! residency set, no bounds checks and no per-step buffers.
 
-use formulations::cache::binary::Packed;
+use formulations::cache::binary::{Ids, Packed};
 use formulations::Error;
 
 use super::belady::Belady;
@@ -14,7 +16,7 @@ use super::policies::{
     check_replay, fill_scores, ratio, Fifo, LayerStats, Lfu, PolicySpec, ReplayShape, Scope,
     SmoeWindow, TraceReplay, ZipMoeFreq,
 };
-use super::policy::{combine, CacheStats, Lru, Policy, Scores, Simulation};
+use super::policy::{combine, CacheStats, Lru, Policy, Scores, Simulation, Tally};
 
 /// Replays `packed` under its original routing through `policy` with capacity `capacity` (per
 /// layer, or of the pool), as [`super::policies::replay_trace`] does, with its refusals.
@@ -123,7 +125,10 @@ impl Cache<'_> {
         match (self.policy, self.counts.clone()) {
             (PolicySpec::Lfu, Some(counts)) => self.run(Lfu::with_counts(c, counts), per),
             (PolicySpec::Lfu, None) => self.run(Lfu::new(c, u), per),
-            (PolicySpec::Lru, _) => self.run(Lru::new(c, u), per),
+            (PolicySpec::Lru, _) => match (&self.packed.ids, self.layer) {
+                (Ids::U8(ids), Some(layer)) => self.small_lru(ids, layer),
+                _ => self.run(Lru::new(c, u), per),
+            },
             (PolicySpec::Fifo, _) => self.run(Fifo::new(c, u), per),
             (PolicySpec::SmoeWindow { n }, _) => self.run(SmoeWindow::new(c, u, n), per),
             (PolicySpec::ZipMoeFreq, _) => self.run(ZipMoeFreq::new(c, u), per),
@@ -175,5 +180,108 @@ impl Cache<'_> {
             }
         }
         (sim.stats(), sim.policy().resident().len())
+    }
+
+    /// LRU on one layer of byte ids ([`SmallLru`]): the same evictions and statistics as
+    /// [`Lru`] in a [`Simulation`].
+    fn small_lru(&self, ids: &[u8], layer: usize) -> (CacheStats, usize) {
+        let p = self.packed;
+        let (k, stride) = (p.top_k, p.layers * p.top_k);
+        let mut lru = SmallLru::new(self.capacity);
+        let mut tally = Tally::new(p.experts);
+        for t in 0..p.tokens {
+            let start = t * stride + layer * k;
+            lru.step(&ids[start..start + k], &mut tally);
+        }
+        (tally.stats(), lru.len)
+    }
+}
+
+/// No id: the end of the recency list.
+const NIL: u16 = 256;
+
+/// [`Lru`] over ids below 256: a doubly linked recency list (head the least recent) in byte-
+/// indexed arrays and a 256-bit residency set.
+struct SmallLru {
+    capacity: usize,
+    len: usize,
+    resident: [u64; 4],
+    prev: [u16; 256],
+    next: [u16; 256],
+    head: u16,
+    tail: u16,
+}
+
+impl SmallLru {
+    fn new(capacity: usize) -> Self {
+        SmallLru {
+            capacity,
+            len: 0,
+            resident: [0; 4],
+            prev: [NIL; 256],
+            next: [NIL; 256],
+            head: NIL,
+            tail: NIL,
+        }
+    }
+
+    fn contains(&self, id: u8) -> bool {
+        self.resident[usize::from(id >> 6)] >> (id & 63) & 1 == 1
+    }
+
+    fn flip(&mut self, id: u8) {
+        self.resident[usize::from(id >> 6)] ^= 1 << (id & 63);
+    }
+
+    fn unlink(&mut self, id: u8) {
+        let (p, n) = (self.prev[usize::from(id)], self.next[usize::from(id)]);
+        match self.prev.get(usize::from(n)) {
+            Some(_) => self.prev[usize::from(n)] = p,
+            None => self.tail = p,
+        }
+        match self.next.get_mut(usize::from(p)) {
+            Some(slot) => *slot = n,
+            None => self.head = n,
+        }
+    }
+
+    fn append(&mut self, id: u8) {
+        let id16 = u16::from(id);
+        self.prev[usize::from(id)] = self.tail;
+        self.next[usize::from(id)] = NIL;
+        match self.next.get_mut(usize::from(self.tail)) {
+            Some(slot) => *slot = id16,
+            None => self.head = id16,
+        }
+        self.tail = id16;
+    }
+
+    /// One step as [`Lru`]'s hooks take it: the step's hits leave the list, each miss evicts
+    /// the head when full, then the step's ids join the tail in listed order.
+    fn step(&mut self, ids: &[u8], tally: &mut Tally) {
+        for &id in ids {
+            if self.contains(id) {
+                self.unlink(id);
+            }
+        }
+        for &id in ids {
+            if self.contains(id) {
+                continue;
+            }
+            if self.len == self.capacity {
+                let victim = self.head as u8;
+                self.unlink(victim);
+                self.flip(victim);
+                self.len -= 1;
+                tally.evicted(u32::from(victim));
+            }
+            self.flip(id);
+            self.len += 1;
+            tally.loaded(u32::from(id));
+        }
+        for &id in ids {
+            self.append(id);
+        }
+        tally.end_step(ids.len());
     }
 }

@@ -235,12 +235,11 @@ pub struct CacheStats {
     pub lifetime_std_steps: f64,
 }
 
-/// Replays steps through a policy, counting misses and residency lengths.
-pub struct Simulation<P> {
-    policy: P,
+/// Misses and residency lengths counted step by step: what [`Simulation`] records around a
+/// policy, and the loops of [`super::fast`] record around theirs.
+#[derive(Debug, Clone)]
+pub(crate) struct Tally {
     loaded_at: Vec<usize>,
-    loaded: Vec<u32>,
-    evicted: Vec<u32>,
     stats: CacheStats,
     lifetimes: Vec<u64>,
     time: usize,
@@ -248,53 +247,44 @@ pub struct Simulation<P> {
 
 const ABSENT: usize = usize::MAX;
 
-impl<P: Policy> Simulation<P> {
-    /// A simulation over a universe of `universe` ids, cold start.
-    pub fn new(policy: P, universe: usize) -> Self {
-        Simulation {
-            policy,
+impl Tally {
+    /// Nothing counted, over a universe of `universe` ids.
+    pub(crate) fn new(universe: usize) -> Self {
+        Tally {
             loaded_at: vec![ABSENT; universe],
-            loaded: Vec::new(),
-            evicted: Vec::new(),
             stats: CacheStats::default(),
             lifetimes: Vec::new(),
             time: 0,
         }
     }
 
-    /// The policy (its cache state).
-    pub fn policy(&self) -> &P {
-        &self.policy
+    /// The current step, from 0.
+    pub(crate) fn time(&self) -> usize {
+        self.time
     }
 
-    /// Replays one step; returns the ids it loaded.
-    pub fn step(&mut self, ids: &[u32], scores: Option<Scores>) -> &[u32] {
-        self.loaded.clear();
-        self.evicted.clear();
-        let request = Request {
-            time: self.time,
-            ids,
-            scores,
-        };
-        self.policy
-            .access(&request, &mut self.loaded, &mut self.evicted);
-        for &id in &self.evicted {
-            let start = std::mem::replace(&mut self.loaded_at[id as usize], ABSENT);
-            self.lifetimes.push((self.time - start) as u64);
-        }
-        for &id in &self.loaded {
-            self.loaded_at[id as usize] = self.time;
-        }
+    /// The current step evicted `id`: its residency ends.
+    pub(crate) fn evicted(&mut self, id: u32) {
+        let start = std::mem::replace(&mut self.loaded_at[id as usize], ABSENT);
+        self.lifetimes.push((self.time - start) as u64);
+        self.stats.evictions += 1;
+    }
+
+    /// The current step loaded `id`: a residency starts.
+    pub(crate) fn loaded(&mut self, id: u32) {
+        self.loaded_at[id as usize] = self.time;
+        self.stats.loads += 1;
+    }
+
+    /// Closes the current step, which requested `requested` ids.
+    pub(crate) fn end_step(&mut self, requested: usize) {
         self.stats.steps += 1;
-        self.stats.requests += ids.len() as u64;
-        self.stats.loads += self.loaded.len() as u64;
-        self.stats.evictions += self.evicted.len() as u64;
+        self.stats.requests += requested as u64;
         self.time += 1;
-        &self.loaded
     }
 
     /// The statistics so far, residencies still open counted as ending now.
-    pub fn stats(&self) -> CacheStats {
+    pub(crate) fn stats(&self) -> CacheStats {
         let mut stats = self.stats.clone();
         stats.hits = stats.requests - stats.loads;
         stats.miss_rate = if stats.requests == 0 {
@@ -316,6 +306,57 @@ impl<P: Policy> Simulation<P> {
             stats.lifetime_std_steps = var.sqrt();
         }
         stats
+    }
+}
+
+/// Replays steps through a policy, counting misses and residency lengths.
+pub struct Simulation<P> {
+    policy: P,
+    loaded: Vec<u32>,
+    evicted: Vec<u32>,
+    tally: Tally,
+}
+
+impl<P: Policy> Simulation<P> {
+    /// A simulation over a universe of `universe` ids, cold start.
+    pub fn new(policy: P, universe: usize) -> Self {
+        Simulation {
+            policy,
+            loaded: Vec::new(),
+            evicted: Vec::new(),
+            tally: Tally::new(universe),
+        }
+    }
+
+    /// The policy (its cache state).
+    pub fn policy(&self) -> &P {
+        &self.policy
+    }
+
+    /// Replays one step; returns the ids it loaded.
+    pub fn step(&mut self, ids: &[u32], scores: Option<Scores>) -> &[u32] {
+        self.loaded.clear();
+        self.evicted.clear();
+        let request = Request {
+            time: self.tally.time(),
+            ids,
+            scores,
+        };
+        self.policy
+            .access(&request, &mut self.loaded, &mut self.evicted);
+        for &id in &self.evicted {
+            self.tally.evicted(id);
+        }
+        for &id in &self.loaded {
+            self.tally.loaded(id);
+        }
+        self.tally.end_step(ids.len());
+        &self.loaded
+    }
+
+    /// The statistics so far, residencies still open counted as ending now.
+    pub fn stats(&self) -> CacheStats {
+        self.tally.stats()
     }
 }
 

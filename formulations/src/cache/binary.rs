@@ -496,6 +496,15 @@ impl Packed {
 
     /// Every routing's rules ([`routing_rules`]), as a JSON trace's.
     fn check_routings(&self, path: &Path) -> Result<(), Error> {
+        let first = match &self.ids {
+            // Ids alone: a 256-bit set per routing; the rules run on the first bad one only,
+            // to name it.
+            Ids::U8(ids) if self.weights.is_none() && self.logits.is_none() => ids
+                .chunks_exact(self.top_k)
+                .position(|ids| !distinct_below(ids, self.experts))
+                .unwrap_or(self.routings()),
+            _ => 0,
+        };
         let shape = Shape {
             experts: self.experts,
             top_k: self.top_k,
@@ -506,7 +515,7 @@ impl Packed {
         let mut weights = Walk::new(&self.weights, self.top_k);
         let mut logits = Walk::new(&self.logits, self.experts);
         let k = self.top_k;
-        for r in 0..self.routings() {
+        for r in first..self.routings() {
             experts.clear();
             self.ids.extend_into(r * k..(r + 1) * k, &mut experts);
             let scores = Scores {
@@ -518,6 +527,18 @@ impl Packed {
         }
         Ok(())
     }
+}
+
+/// Whether `ids` are distinct and below `experts`.
+fn distinct_below(ids: &[u8], experts: usize) -> bool {
+    let mut set = [0u64; 4];
+    let mut ok = true;
+    for &x in ids {
+        let (word, bit) = (usize::from(x >> 6), x & 63);
+        ok &= usize::from(x) < experts && set[word] >> bit & 1 == 0;
+        set[word] |= 1 << bit;
+    }
+    ok
 }
 
 /// A section's floats routing by routing, in order.
