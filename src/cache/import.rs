@@ -475,19 +475,21 @@ impl TraceFile {
     }
 }
 
-/// Whether the file at `path` starts with a binary trace's magic bytes.
-fn starts_binary(path: &Path) -> bool {
-    let mut head = [0u8; 8];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| binary::is_binary(&head))
+/// The first bytes of the file at `path` (fewer when it is shorter; none when unreadable).
+fn head(path: &Path) -> Vec<u8> {
+    let mut head = Vec::with_capacity(binary::MAGIC.len());
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(binary::MAGIC.len() as u64).read_to_end(&mut head);
+    }
+    head
 }
 
 /// Reads a trace for replay: a binary trace (by its magic bytes, whatever its name), a token
 /// log (`.jsonl`, `.jsonl.gz`) or a `cache-trace` JSON file; refuses an activation-count file
 /// with [`counts_not_replayable`].
 pub fn read_trace(path: &Path, options: &ImportOptions) -> Result<TraceFile, Error> {
-    if starts_binary(path) {
+    let head = head(path);
+    if binary::is_binary(&head) {
         let bytes = std::fs::read(path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
@@ -498,7 +500,26 @@ pub fn read_trace(path: &Path, options: &ImportOptions) -> Result<TraceFile, Err
             sha256: crate::report::bytes_sha256(&bytes),
         });
     }
-    load_json(path, options).map(TraceFile::Json)
+    load_json(path, options)
+        .map(TraceFile::Json)
+        .map_err(|e| match e {
+            // Neither binary nor text (nor gzip): a damaged binary trace, most likely.
+            Error::Io { source, .. }
+                if source.kind() == std::io::ErrorKind::InvalidData
+                    && !head.starts_with(&[0x1f, 0x8b]) =>
+            {
+                invalid(
+                    path,
+                    "magic",
+                    format!(
+                        "neither a binary trace (which starts with {:?}) nor UTF-8 text (a JSON \
+                         trace or a token log)",
+                        String::from_utf8_lossy(binary::MAGIC)
+                    ),
+                )
+            }
+            other => other,
+        })
 }
 
 /// [`read_trace`] of a file that is not binary.
