@@ -292,16 +292,17 @@ impl Tally {
         } else {
             stats.loads as f64 / stats.requests as f64
         };
-        let open = self
-            .loaded_at
-            .iter()
-            .filter(|&&t| t != ABSENT)
-            .map(|&t| (self.time - t) as u64);
-        let all: Vec<u64> = self.lifetimes.iter().copied().chain(open).collect();
-        if !all.is_empty() {
-            let n = all.len() as f64;
-            let mean = all.iter().sum::<u64>() as f64 / n;
-            let var = all.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+        // Completed residencies, then the open ones; walked twice rather than collected.
+        let all = || {
+            let open = self.loaded_at.iter().filter(|&&t| t != ABSENT);
+            let open = open.map(|&t| (self.time - t) as u64);
+            self.lifetimes.iter().copied().chain(open)
+        };
+        let count = all().count();
+        if count > 0 {
+            let n = count as f64;
+            let mean = all().sum::<u64>() as f64 / n;
+            let var = all().map(|x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
             stats.lifetime_mean_steps = mean;
             stats.lifetime_std_steps = var.sqrt();
         }

@@ -499,10 +499,19 @@ impl Packed {
         let first = match &self.ids {
             // Ids alone: a 256-bit set per routing; the rules run on the first bad one only,
             // to name it.
-            Ids::U8(ids) if self.weights.is_none() && self.logits.is_none() => ids
-                .chunks_exact(self.top_k)
-                .position(|ids| !distinct_below(ids, self.experts))
-                .unwrap_or(self.routings()),
+            Ids::U8(ids) if self.weights.is_none() && self.logits.is_none() => {
+                let below = ids
+                    .iter()
+                    .max()
+                    .is_none_or(|&m| usize::from(m) < self.experts);
+                if below {
+                    ids.chunks_exact(self.top_k)
+                        .position(|ids| !distinct(ids))
+                        .unwrap_or(self.routings())
+                } else {
+                    0
+                }
+            }
             _ => 0,
         };
         let shape = Shape {
@@ -529,16 +538,13 @@ impl Packed {
     }
 }
 
-/// Whether `ids` are distinct and below `experts`.
-fn distinct_below(ids: &[u8], experts: usize) -> bool {
+/// Whether `ids` are distinct: as many bits set as ids.
+fn distinct(ids: &[u8]) -> bool {
     let mut set = [0u64; 4];
-    let mut ok = true;
     for &x in ids {
-        let (word, bit) = (usize::from(x >> 6), x & 63);
-        ok &= usize::from(x) < experts && set[word] >> bit & 1 == 0;
-        set[word] |= 1 << bit;
+        set[usize::from(x >> 6)] |= 1 << (x & 63);
     }
-    ok
+    set.iter().map(|w| w.count_ones() as usize).sum::<usize>() == ids.len()
 }
 
 /// A section's floats routing by routing, in order.
