@@ -117,7 +117,7 @@ pub struct ImportArgs {
     /// cache-trace: the output's format: json, or bin (the binary trace: magic bytes, a
     /// little-endian header, fixed-width expert ids; read by every command that takes a
     /// trace).
-    #[arg(long, value_enum, default_value = "json")]
+    #[arg(long, value_enum, default_value = "json", hide_possible_values = true)]
     pub format: crate::cache::import::TraceFormat,
     /// cache-trace: E, for a log that is not one of the known files, or of a libCacheSim trace.
     #[arg(long, value_parser = crate::cli::flags::at_least_one::<usize>)]

@@ -538,13 +538,20 @@ impl Packed {
     }
 }
 
-/// Whether `ids` are distinct: as many bits set as ids.
+/// Whether `ids` are distinct: as many bits set as ids. The four words are locals, so the
+/// bits accumulate in registers, not through memory.
 fn distinct(ids: &[u8]) -> bool {
-    let mut set = [0u64; 4];
+    let (mut a, mut b, mut c, mut d) = (0u64, 0u64, 0u64, 0u64);
     for &x in ids {
-        set[usize::from(x >> 6)] |= 1 << (x & 63);
+        let bit = 1u64 << (x & 63);
+        match x >> 6 {
+            0 => a |= bit,
+            1 => b |= bit,
+            2 => c |= bit,
+            _ => d |= bit,
+        }
     }
-    set.iter().map(|w| w.count_ones() as usize).sum::<usize>() == ids.len()
+    (a.count_ones() + b.count_ones() + c.count_ones() + d.count_ones()) as usize == ids.len()
 }
 
 /// A section's floats routing by routing, in order.
