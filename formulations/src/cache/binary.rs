@@ -500,13 +500,10 @@ impl Packed {
             // Ids alone: a 256-bit set per routing; the rules run on the first bad one only,
             // to name it.
             Ids::U8(ids) if self.weights.is_none() && self.logits.is_none() => {
-                let below = ids
-                    .iter()
-                    .max()
-                    .is_none_or(|&m| usize::from(m) < self.experts);
-                if below {
+                let max = ids.iter().fold(0u8, |m, &x| m.max(x));
+                if usize::from(max) < self.experts {
                     ids.chunks_exact(self.top_k)
-                        .position(|ids| !distinct(ids))
+                        .position(|ids| !distinct(ids, max))
                         .unwrap_or(self.routings())
                 } else {
                     0
@@ -538,20 +535,21 @@ impl Packed {
     }
 }
 
-/// Whether `ids` are distinct: as many bits set as ids. The four words are locals, so the
-/// bits accumulate in registers, not through memory.
-fn distinct(ids: &[u8]) -> bool {
-    let (mut a, mut b, mut c, mut d) = (0u64, 0u64, 0u64, 0u64);
+/// Whether `ids`, none above `max`, are distinct: as many bits set as ids. The words are
+/// locals and the updates branch-free, so the bits accumulate in registers.
+fn distinct(ids: &[u8], max: u8) -> bool {
+    if max < 64 {
+        let set = ids.iter().fold(0u64, |m, &x| m | 1 << x);
+        return set.count_ones() as usize == ids.len();
+    }
+    let mut w = [0u64; 4];
     for &x in ids {
         let bit = 1u64 << (x & 63);
-        match x >> 6 {
-            0 => a |= bit,
-            1 => b |= bit,
-            2 => c |= bit,
-            _ => d |= bit,
+        for (k, word) in w.iter_mut().enumerate() {
+            *word |= bit * u64::from(usize::from(x >> 6) == k);
         }
     }
-    (a.count_ones() + b.count_ones() + c.count_ones() + d.count_ones()) as usize == ids.len()
+    w.iter().map(|x| x.count_ones() as usize).sum::<usize>() == ids.len()
 }
 
 /// A section's floats routing by routing, in order.
