@@ -3,10 +3,16 @@
 //! second on one core for LRU and Belady (the figure libCacheSim advertises for general
 //! traces); the other policies are measured alongside. Belady's next-use table is built inside
 //! the timing (it is part of replaying a stream). Also `mrc` against a replay per capacity.
+//! `replay-10m` measures the path `moe-opt replay` runs on a binary trace (issue 15): the
+//! columns replay ([`replay_packed`]), and the whole in-process command (read, hash, validate,
+//! replay) of the file, on 10 M requests (one layer, E = 64, K = 8).
 //! Run: `cargo bench --bench cache`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use formulations::cache::model::Requests;
+use formulations::cache::binary::Packed;
+use formulations::cache::model::{Requests, Trace};
+use moe_opt::cache::commands::{replay_file, PolicyChoice};
+use moe_opt::cache::fast::replay_packed;
 use moe_opt::cache::generate::{generate, GeneratorConfig, Preset};
 use moe_opt::cache::import::{import_token_log, ImportOptions};
 use moe_opt::cache::mrc::{mrc, POLICIES};
@@ -84,5 +90,50 @@ fn miss_ratio_curves(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, throughput, miss_ratio_curves);
+/// The README's 10 M-request trace: two generated OLMoE-shaped sequences of 625,000 tokens
+/// (seeds 1 and 2, the generator's limit is 2^20 tokens a trace) of one layer, E = 64, K = 8,
+/// without logits, as `import cache-trace --libcachesim` makes it from their exports.
+fn ten_million() -> Trace {
+    let config = GeneratorConfig {
+        layers: 1,
+        tokens_per_sequence: 625_000,
+        ..GeneratorConfig::preset(Preset::Olmoe)
+    };
+    let mut trace = generate(&config, 1).expect("preset configurations are valid");
+    let second = generate(&config, 2).expect("preset configurations are valid");
+    trace.tokens.extend(second.tokens.into_iter().map(|mut t| {
+        t.seq = 1;
+        t
+    }));
+    for routing in trace.tokens.iter_mut().flat_map(|t| t.layers.iter_mut()) {
+        routing.logits = None;
+    }
+    trace
+}
+
+fn replay_ten_million(c: &mut Criterion) {
+    let packed = Packed::from_trace(&ten_million());
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("replay-10m.bin");
+    std::fs::write(&file, packed.encode()).expect("target/tmp is writable");
+    let mut group = c.benchmark_group("replay-10m");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(packed.ids.len() as u64));
+    for capacity in [16usize, 32, 64] {
+        for policy in [PolicySpec::Lru, PolicySpec::Belady] {
+            group.bench_function(format!("{policy} loop C={capacity}"), |b| {
+                b.iter(|| replay_packed(&packed, policy, capacity, Scope::PerLayer, None))
+            });
+            group.bench_function(format!("{policy} file C={capacity}"), |b| {
+                let choice = PolicyChoice::These(vec![policy]);
+                b.iter(|| {
+                    let options = Default::default();
+                    replay_file(&file, &options, capacity, &choice, Scope::PerLayer, None)
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, throughput, miss_ratio_curves, replay_ten_million);
 criterion_main!(benches);

@@ -1131,7 +1131,7 @@ fn fail_on_violated<'a>(
 
 /// Writes a generated or imported instance and says so on stderr.
 fn write_made(output: &Path, made: &Made) -> Result<(), CliError> {
-    write_file(output, made.instance.as_bytes())?;
+    write_file(output, &made.instance)?;
     if made.summary.is_empty() {
         note!("wrote {}", output.display());
     } else if made.summary.contains('\n') {
@@ -1321,7 +1321,7 @@ fn demo(registry: &Registry, instances: u64, first_seed: u64, dir: &Path) -> Res
                 continue;
             };
             let file = dir.join(format!("{}-{seed}.json", entry.tag()));
-            write_file(&file, made?.instance.as_bytes())?;
+            write_file(&file, &made?.instance)?;
             outln!("== {} ({}), seed {seed}", entry.tag(), entry.about());
             out!("{}", entry.compare(&file, None, &options)?.text);
             outln!();

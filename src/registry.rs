@@ -57,9 +57,9 @@ impl Rendered {
 
 /// An instance made by `generate` or `import`, and one line on what it holds.
 pub struct Made {
-    /// The instance file's content (pretty JSON, serialised from the instance's own types so
-    /// that an `f32` keeps its shortest form).
-    pub instance: String,
+    /// The instance file's content: pretty JSON, serialised from the instance's own types so
+    /// that an `f32` keeps its shortest form, or a binary trace's bytes.
+    pub instance: Vec<u8>,
     /// One line for stderr (sizes), or empty.
     pub summary: String,
 }
@@ -67,10 +67,13 @@ pub struct Made {
 impl Made {
     /// An instance with a summary line.
     pub fn new<I: Serialize>(instance: &I, summary: String) -> Self {
-        Made {
-            instance: serde_json::to_string_pretty(instance).expect("instances serialise") + "\n",
-            summary,
-        }
+        let json = serde_json::to_string_pretty(instance).expect("instances serialise") + "\n";
+        Made::bytes(json.into_bytes(), summary)
+    }
+
+    /// A file's bytes as they are (a binary trace) with a summary line.
+    pub fn bytes(instance: Vec<u8>, summary: String) -> Self {
+        Made { instance, summary }
     }
 }
 
@@ -97,7 +100,7 @@ pub struct ImportArgs {
     /// The activation counts: moe-activation-counts/v1 JSON (maybe gzip), or a bare matrix
     /// [prompt][layer][expert] or [layer][expert] as numpy's .npy, a JSON array or CSV
     /// (`prompt,layer,count_0,...` a line), by extension; a bare one needs --top-k.
-    #[arg(long, required_unless_present_any = ["log", "libcachesim"])]
+    #[arg(long, required_unless_present_any = ["log", "libcachesim", "trace"])]
     pub counts: Option<PathBuf>,
     /// cache-trace: a token log (JSON Lines, maybe gzip: {seq, token, layer, experts,
     /// weights, phase}; ../shared/data/token-traces).
@@ -107,6 +110,15 @@ pub struct ImportArgs {
     /// name ends in .csv; with --experts, --layers and --top-k, or --renumber.
     #[arg(long, conflicts_with_all = ["counts", "log"])]
     pub libcachesim: Option<PathBuf>,
+    /// cache-trace: a cache-trace file, JSON or binary, to write again in --format (e.g. a
+    /// JSON trace into a binary one).
+    #[arg(long, conflicts_with_all = ["counts", "log", "libcachesim"])]
+    pub trace: Option<PathBuf>,
+    /// cache-trace: the output's format: json, or bin (the binary trace: magic bytes, a
+    /// little-endian header, fixed-width expert ids; read by every command that takes a
+    /// trace).
+    #[arg(long, value_enum, default_value = "json", hide_possible_values = true)]
+    pub format: crate::cache::import::TraceFormat,
     /// cache-trace: E, for a log that is not one of the known files, or of a libCacheSim trace.
     #[arg(long, value_parser = crate::cli::flags::at_least_one::<usize>)]
     pub experts: Option<usize>,
@@ -153,13 +165,21 @@ impl ImportArgs {
     /// The activation-count file and the header flags of a bare one, or an error saying this
     /// problem imports one.
     pub fn counts(&self, tag: &str) -> Result<(&Path, crate::counts::Header), Error> {
-        match (&self.counts, &self.log, &self.libcachesim) {
-            (Some(c), None, None) => Ok((c, counts_header(self.top_k, self.model.as_deref())?)),
+        if self.format != crate::cache::import::TraceFormat::Json {
+            return Err(Error::command_line(
+                "--format",
+                format!("{tag} writes JSON; --format bin is cache-trace's"),
+            ));
+        }
+        match (&self.counts, &self.log, &self.libcachesim, &self.trace) {
+            (Some(c), None, None, None) => {
+                Ok((c, counts_header(self.top_k, self.model.as_deref())?))
+            }
             _ => Err(Error::command_line(
                 "--counts",
                 format!(
-                    "{tag} imports an activation-count file (--counts); --log and --libcachesim \
-                     are cache-trace's"
+                    "{tag} imports an activation-count file (--counts); --log, --libcachesim \
+                     and --trace are cache-trace's"
                 ),
             )),
         }

@@ -22,7 +22,12 @@ pub struct RunOptions {
 /// value), so whitespace and key order in the file it was read from do not matter.
 pub fn canonical_sha256<T: Serialize>(value: &T) -> String {
     let canonical = serde_json::to_vec(value).expect("instances always serialise");
-    Sha256::digest(&canonical)
+    bytes_sha256(&canonical)
+}
+
+/// SHA-256 (hex) of bytes: a binary trace's hash is that of its file.
+pub fn bytes_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()

@@ -4,10 +4,12 @@
 //! libCacheSim's formats and back. Tests that read the real
 //! data skip with a printed reason where the folder is absent.
 
+use formulations::cache::binary::Packed;
 use formulations::cache::model::Trace;
 use moe_opt::cache::commands::{self, PolicyChoice};
+use moe_opt::cache::fast::replay_packed;
 use moe_opt::cache::generate::{generate, GeneratorConfig, Preset};
-use moe_opt::cache::import::{self, ImportOptions};
+use moe_opt::cache::import::{self, FrequencyWarmStart, ImportOptions};
 use moe_opt::cache::mrc::{mrc, POLICIES};
 use moe_opt::cache::policies::{replay_trace, PolicySpec, Scope};
 use moe_opt::cache::stats::{trace_stats, CalibrationGrid};
@@ -458,4 +460,79 @@ fn the_switch_log_export_misses_what_libcachesim_counts() {
     assert_eq!(loads(PolicySpec::Belady, 4, Scope::PerLayer), 363);
     assert_eq!(loads(PolicySpec::Lru, 24, Scope::Pool), 657);
     assert_eq!(loads(PolicySpec::Belady, 24, Scope::Pool), 305);
+}
+
+/// The replay `moe-opt replay` runs ([`replay_packed`] over a trace's columns, read back from
+/// its binary bytes) against [`replay_trace`] (boxed policies over the JSON model's tokens),
+/// the two written apart: the same report, lifetimes to the bit, for every policy, both scopes
+/// and capacities from K to the whole universe, on generated traces (E from 8 to 300, so both
+/// id widths; several sequences; logits, so smoe-window runs) and the real logs.
+#[test]
+fn columns_replay_equals_the_token_replay_on_every_policy() {
+    let mut traces = vec![
+        shortened(Preset::Mixtral8x7b, 3, 80, 1),
+        shortened(Preset::Olmoe, 2, 150, 2),
+        shortened(Preset::Kimi, 2, 60, 3),
+        generate(
+            &GeneratorConfig {
+                sequences: 3,
+                ..GeneratorConfig::synthetic(
+                    300,
+                    4,
+                    2,
+                    40,
+                    moe_opt::cache::generate::OLMOE_LOCALITY,
+                )
+            },
+            4,
+        )
+        .unwrap(),
+    ];
+    traces.extend(LOGS.iter().filter_map(|(rel, _)| real_log(rel)));
+    let mut compared = 0;
+    for t in &traces {
+        let bytes = Packed::from_trace(t).encode();
+        let packed = Packed::decode(std::path::Path::new("t.bin"), &bytes).unwrap();
+        assert_eq!(packed.to_trace(), *t);
+        let (k, e, l) = (t.top_k, t.experts, t.layers);
+        for (scope, universe) in [(Scope::PerLayer, e), (Scope::Pool, e * l)] {
+            for c in [k, (k + universe) / 2, universe] {
+                for p in PolicySpec::all() {
+                    if p.needs_scores() && !t.has_logits() {
+                        continue;
+                    }
+                    let old = replay_trace(t, p, c, scope, None).unwrap();
+                    let new = replay_packed(&packed, p, c, scope, None).unwrap();
+                    assert_eq!(new, old, "{} {p} {scope:?} C = {c}", t.name);
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared >= 4 * 2 * 3 * 6, "{compared} replays compared");
+    // LFU's warm start, per layer and pooled.
+    let t = &traces[1];
+    let warm = FrequencyWarmStart {
+        model: "m".into(),
+        experts: t.experts,
+        top_k: t.top_k,
+        counts: (0..t.layers)
+            .map(|l| {
+                (0..t.experts as u64)
+                    .map(|x| (x * 7 + l as u64) % 5)
+                    .collect()
+            })
+            .collect(),
+        dropped_layers: vec![],
+    };
+    let packed = Packed::from_trace(t);
+    for (scope, c) in [(Scope::PerLayer, 16), (Scope::Pool, 40)] {
+        let old = replay_trace(t, PolicySpec::Lfu, c, scope, Some(&warm)).unwrap();
+        let new = replay_packed(&packed, PolicySpec::Lfu, c, scope, Some(&warm)).unwrap();
+        assert_eq!(new, old, "{scope:?}");
+    }
+    // The refusals are the same too.
+    let old = replay_trace(t, PolicySpec::Lru, 3, Scope::PerLayer, None).unwrap_err();
+    let new = replay_packed(&packed, PolicySpec::Lru, 3, Scope::PerLayer, None).unwrap_err();
+    assert_eq!(new.to_string(), old.to_string());
 }

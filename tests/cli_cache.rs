@@ -337,3 +337,75 @@ fn libcachesim_export_imports_back_to_the_same_routing_and_bytes() {
     assert_eq!(experts(&r), want);
     assert_eq!(r["experts"], serde_json::json!(order.len()));
 }
+
+/// A JSON trace written as a binary one (`import cache-trace --trace --format bin`) and back:
+/// the same bytes both ways; every trace command reads the binary file by its magic bytes,
+/// whatever its name, with the same report but for the hash, which is the SHA-256 of the file.
+#[test]
+fn a_binary_trace_reads_as_its_json_and_hashes_its_bytes() {
+    use sha2::{Digest, Sha256};
+    let dir = scratch("cli-trace-bin");
+    let json = trace(&dir, "mixtral-8x7b");
+    let bin = dir.join("mixtral.bin");
+    let import = |from: &std::path::Path, format: &str, to: &std::path::Path| {
+        ok(moe_opt()
+            .args(["import", "cache-trace", "--trace"])
+            .arg(from)
+            .args(["--format", format, "-o"])
+            .arg(to))
+    };
+    import(&json, "bin", &bin);
+    let bytes = std::fs::read(&bin).unwrap();
+    assert_eq!(&bytes[..8], b"MOETRACE");
+    let back = dir.join("back.json");
+    import(&bin, "json", &back);
+    assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&json).unwrap());
+    let again = dir.join("again.bin");
+    import(&back, "bin", &again);
+    assert_eq!(std::fs::read(&again).unwrap(), bytes);
+    // Named like a JSON file, still read as binary.
+    let renamed = dir.join("renamed.json");
+    std::fs::copy(&bin, &renamed).unwrap();
+    let sha: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    for args in [
+        &["replay", "FILE", "--capacity", "4", "--json"][..],
+        &["mrc", "FILE", "--json"],
+        &[
+            "route",
+            "FILE",
+            "--method",
+            "max-rank:m=4,j=1",
+            "--capacity",
+            "4",
+            "--json",
+        ],
+        &["tpot", "FILE", "--capacity", "12", "--json"],
+    ] {
+        let run = |file: &std::path::Path| -> serde_json::Value {
+            let args = args.iter().map(|a| match *a {
+                "FILE" => file.as_os_str().to_owned(),
+                a => a.into(),
+            });
+            serde_json::from_str(&ok(moe_opt().args(args))).unwrap()
+        };
+        let (mut from_json, from_bin) = (run(&json), run(&renamed));
+        assert_eq!(from_bin["trace"]["sha256"], sha.as_str(), "{args:?}");
+        assert_ne!(from_json["trace"]["sha256"], sha.as_str(), "{args:?}");
+        from_json["trace"]["sha256"] = sha.as_str().into();
+        assert_eq!(from_bin, from_json, "{args:?}");
+    }
+    let export = |file: &std::path::Path, out: &str| {
+        let out = dir.join(out);
+        ok(moe_opt().arg("export").arg(file).arg("-o").arg(&out));
+        std::fs::read(out).unwrap()
+    };
+    assert_eq!(export(&bin, "bin.og"), export(&json, "json.og"));
+    // Another problem's import refuses the binary format.
+    let err = refused(moe_opt().args([
+        "import", "prism", "--counts", "x.json", "--format", "bin", "-o", "out.json",
+    ]));
+    assert!(err.contains("--format: prism writes JSON"), "{err}");
+}

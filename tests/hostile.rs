@@ -52,6 +52,9 @@ enum Format {
     /// numpy's `.npy`, held as `{"descr", "fortran_order", "shape", "data"}`: the mutations
     /// reach the header dict's values and the data.
     Npy,
+    /// moe-opt's binary trace, held as its header fields by name, `run_records` (`[seq, first,
+    /// count, phase]`), `ids` and `logit_values`: the mutations reach every field and count.
+    TraceBin,
 }
 
 /// A file kind: a valid file of it and the command that reads it (`FILE` and `OUT` stand for
@@ -94,6 +97,7 @@ impl Kind {
             Format::OracleGeneral => "oracleGeneral.bin",
             Format::LibCacheSimCsv | Format::Csv => "csv",
             Format::Npy => "npy",
+            Format::TraceBin => "bin",
         };
         format!("{stem}.{ext}")
     }
@@ -111,7 +115,11 @@ impl Kind {
                 other => other.to_string(),
             },
             Format::Toml => toml::to_string(value).ok()?,
-            Format::OracleGeneral | Format::LibCacheSimCsv | Format::Csv | Format::Npy => {
+            Format::OracleGeneral
+            | Format::LibCacheSimCsv
+            | Format::Csv
+            | Format::Npy
+            | Format::TraceBin => {
                 unreachable!("encoded above")
             }
         };
@@ -140,6 +148,9 @@ impl Kind {
 fn encode_records(format: Format, value: &Value) -> Option<Vec<u8>> {
     if format == Format::Npy {
         return Some(encode_npy(value));
+    }
+    if format == Format::TraceBin {
+        return Some(encode_trace_bin(value));
     }
     let Value::Array(records) = value else {
         return matches!(
@@ -247,6 +258,119 @@ fn encode_npy(value: &Value) -> Vec<u8> {
     npy_bytes(&header, &data)
 }
 
+/// The bytes of a held binary trace ([`Format::TraceBin`]), in the order of the format
+/// (formulations::cache::binary): each header field cast to its width (wrapping; a
+/// non-number as 0), `magic`, `name` and `model` as their text (the lengths from it), the
+/// records and ids cast likewise (an element that is no record as its JSON text), the ids u8
+/// or u16 as `experts` says, `logit_values` as f32. A value that is no object is written as its
+/// JSON text.
+fn encode_trace_bin(value: &Value) -> Vec<u8> {
+    let Value::Object(f) = value else {
+        return value.to_string().into_bytes();
+    };
+    let num = |v: Option<&Value>| -> i128 {
+        match v {
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| n.as_u64().map(i128::from))
+                .unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i128),
+            _ => 0,
+        }
+    };
+    let text = |key: &str| match f.get(key) {
+        Some(Value::String(s)) => s.clone().into_bytes(),
+        Some(other) => other.to_string().into_bytes(),
+        None => Vec::new(),
+    };
+    let field = |key: &str| num(f.get(key));
+    let mut b = text("magic");
+    b.extend((field("version") as u16).to_le_bytes());
+    b.extend([field("flags"), field("weights"), field("logits")].map(|x| x as u8));
+    b.extend([field("reserved") as u8, 0, 0]);
+    for key in ["experts", "top_k", "shared_experts", "layers"] {
+        b.extend((field(key) as u32).to_le_bytes());
+    }
+    b.extend((field("tokens") as u64).to_le_bytes());
+    b.extend((field("runs") as u64).to_le_bytes());
+    let (name, model) = (text("name"), text("model"));
+    b.extend((name.len() as u32).to_le_bytes());
+    b.extend((model.len() as u32).to_le_bytes());
+    b.extend(name);
+    b.extend(model);
+    let list = |key: &str| {
+        f.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for r in list("run_records") {
+        if !r.is_array() {
+            b.extend(r.to_string().into_bytes());
+            continue;
+        }
+        for i in 0..3 {
+            b.extend((num(r.get(i)) as u32).to_le_bytes());
+        }
+        b.extend([num(r.get(3)) as u8, 0, 0, 0]);
+    }
+    let wide = field("experts") > 256;
+    for x in list("ids") {
+        let x = num(Some(&x));
+        if wide {
+            b.extend((x as u16).to_le_bytes());
+        } else {
+            b.push(x as u8);
+        }
+    }
+    for x in list("logit_values") {
+        b.extend((x.as_f64().unwrap_or(0.0) as f32).to_le_bytes());
+    }
+    b
+}
+
+/// The first `tokens` tokens of a cache-trace JSON held as a binary trace
+/// ([`Format::TraceBin`]): one run per sequence stretch, every routing's logits.
+fn trace_bin_base(trace: &Value, tokens: usize) -> Value {
+    let toks = &trace["tokens"].as_array().unwrap()[..tokens];
+    let mut runs: Vec<[u64; 4]> = Vec::new();
+    let (mut ids, mut logits) = (Vec::new(), Vec::new());
+    for t in toks {
+        let (seq, pos) = (t["seq"].as_u64().unwrap(), t["token"].as_u64().unwrap());
+        let phase = ["decode", "prefill", "encoder"]
+            .iter()
+            .position(|p| t["phase"] == *p)
+            .unwrap() as u64;
+        match runs.last_mut() {
+            Some(r) if r[0] == seq && r[3] == phase && r[1] + r[2] == pos => r[2] += 1,
+            _ => runs.push([seq, pos, 1, phase]),
+        }
+        for routing in t["layers"].as_array().unwrap() {
+            ids.extend(routing["experts"].as_array().unwrap().iter().cloned());
+            logits.extend(routing["logits"].as_array().unwrap().iter().cloned());
+        }
+    }
+    json!({
+        "magic": "MOETRACE",
+        "version": 1,
+        "flags": u8::from(trace["ranked"] == true),
+        "weights": 0,
+        "logits": 1,
+        "reserved": 0,
+        "experts": trace["experts"],
+        "top_k": trace["top_k"],
+        "shared_experts": trace["shared_experts"],
+        "layers": trace["layers"],
+        "tokens": tokens,
+        "runs": runs.len(),
+        "name": trace["name"],
+        "model": trace["model"],
+        "run_records": runs,
+        "ids": ids,
+        "logit_values": logits,
+    })
+}
+
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     encoder.write_all(bytes).unwrap();
@@ -272,7 +396,7 @@ fn read_value(path: &Path, format: Format) -> Value {
             });
             return Value::Array(rows.collect());
         }
-        Format::OracleGeneral | Format::Csv | Format::Npy => {
+        Format::OracleGeneral | Format::Csv | Format::Npy | Format::TraceBin => {
             unreachable!("no fuzz base is read from these")
         }
     };
@@ -286,7 +410,11 @@ fn read_value(path: &Path, format: Format) -> Value {
         Format::Toml => {
             serde_json::to_value(toml::from_str::<toml::Value>(&text).unwrap()).unwrap()
         }
-        Format::OracleGeneral | Format::LibCacheSimCsv | Format::Csv | Format::Npy => {
+        Format::OracleGeneral
+        | Format::LibCacheSimCsv
+        | Format::Csv
+        | Format::Npy
+        | Format::TraceBin => {
             unreachable!("returned above")
         }
     }
@@ -436,6 +564,12 @@ fn kinds(dir: &Path) -> Vec<Kind> {
             "cache-trace",
             Format::Json,
             read_value(&switch, Format::Json),
+            &["replay", "FILE", "--capacity", "2", "--csv", "OUT"],
+        ),
+        Kind::new(
+            "cache-trace-bin",
+            Format::TraceBin,
+            trace_bin_base(&read_value(&switch, Format::Json), 12),
             &["replay", "FILE", "--capacity", "2", "--csv", "OUT"],
         ),
         Kind::new(
@@ -966,6 +1100,23 @@ const ACCEPTED: &[(&str, &str)] = &[
     ("zipmoe", "name removed"),
     ("zipmoe-pool", "ipf removed"),
     ("cache-trace", "shared_experts removed"),
+    // A binary trace's held fields: an unknown one is not written; a removed or non-number
+    // flag byte, section kind, reserved byte or shared-expert count is written as 0 (all
+    // valid), any shared-expert count is valid, and a name or model is any text.
+    ("cache-trace-bin", "an unknown field"),
+    ("cache-trace-bin", "flags removed"),
+    ("cache-trace-bin", "flags of the wrong type"),
+    ("cache-trace-bin", "weights removed"),
+    ("cache-trace-bin", "weights of the wrong type"),
+    ("cache-trace-bin", "reserved removed"),
+    ("cache-trace-bin", "reserved of the wrong type"),
+    ("cache-trace-bin", "shared_experts removed"),
+    ("cache-trace-bin", "shared_experts of the wrong type"),
+    ("cache-trace-bin", "shared_experts negative"),
+    ("cache-trace-bin", "name removed"),
+    ("cache-trace-bin", "name of the wrong type"),
+    ("cache-trace-bin", "model removed"),
+    ("cache-trace-bin", "model of the wrong type"),
     ("cache-offline", "trace.shared_experts removed"),
     ("sweep-spec", "axes removed"),
     ("sweep-spec", "preset removed"),
@@ -1627,6 +1778,89 @@ fn malformed_npy_weights_are_refused_naming_the_file_and_the_field() {
     assert_eq!(report["logical_experts"], 4);
 }
 
+/// Malformed binary traces: `replay` refuses each with exit 2 and one line naming the file and
+/// the field (truncated, wrong magic, unknown version, an expert id >= E, counts that disagree,
+/// ...); the well-formed base is replayed.
+#[test]
+fn malformed_binary_traces_are_refused_naming_the_file_and_the_field() {
+    let dir = scratch("hostile-trace-bin");
+    let switch = trace(&dir, "switch");
+    let base = trace_bin_base(&read_value(&switch, Format::Json), 12);
+    let good = encode_trace_bin(&base);
+    let edit = |at: &str, value: Value| {
+        let mut v = base.clone();
+        *v.pointer_mut(at).unwrap() = value;
+        encode_trace_bin(&v)
+    };
+    let e = base["experts"].as_u64().unwrap();
+    let cases: Vec<(&str, &str, Vec<u8>)> = vec![
+        ("header-only", "name", good[..56].to_vec()),
+        ("truncated", "logits", good[..good.len() - 3].to_vec()),
+        ("trailing", "logits", [good.clone(), vec![0]].concat()),
+        ("magic", "magic", edit("/magic", json!("MOETRACX"))),
+        ("version", "version", edit("/version", json!(2))),
+        ("flags", "flags", edit("/flags", json!(6))),
+        ("weights-kind", "weights", edit("/weights", json!(3))),
+        ("experts-zero", "experts", edit("/experts", json!(0))),
+        ("top-k", "top_k", edit("/top_k", json!(e + 1))),
+        ("layers", "layers", edit("/layers", json!(5000))),
+        (
+            "id",
+            "tokens[3].layers[2].experts[0]",
+            edit("/ids/20", json!(e)),
+        ),
+        (
+            "duplicate",
+            "tokens[0].layers[0].experts[0]",
+            edit("/ids/0", json!(e)),
+        ),
+        ("tokens", "tokens", edit("/tokens", json!(13))),
+        ("runs-count", "runs", edit("/runs", json!(1u64 << 40))),
+        (
+            "run-count",
+            "runs[0].count",
+            edit("/run_records/0/2", json!(0)),
+        ),
+        (
+            "run-phase",
+            "runs[0].phase",
+            edit("/run_records/0/3", json!(9)),
+        ),
+        ("huge-tokens", "tokens", edit("/tokens", json!(u64::MAX))),
+        (
+            "logit",
+            "tokens[0].layers[0].logits[0]",
+            edit("/logit_values/0", json!(1e300)),
+        ),
+    ];
+    let mut faults = Vec::new();
+    for (name, field, bytes) in &cases {
+        let file = dir.join(format!("{name}.bin"));
+        std::fs::write(&file, bytes).unwrap();
+        let args = ["replay", file.to_str().unwrap(), "--capacity", "2"].map(String::from);
+        let outcome = run_capped(args);
+        let fault = outcome
+            .refusal_fault(&file.display().to_string())
+            .or_else(|| outcome.refusal_fault(&format!(": {field}:")));
+        if let Some(fault) = fault {
+            faults.push(format!(
+                "{name}: {fault}\n    {}",
+                outcome.stderr.trim_end()
+            ));
+        }
+    }
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+    let file = dir.join("good.bin");
+    std::fs::write(&file, &good).unwrap();
+    let report: Value = serde_json::from_str(&ok(moe_opt().arg("replay").arg(&file).args([
+        "--capacity",
+        "2",
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(report["trace"]["tokens"], 12);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The fuzz harness
 
@@ -1797,6 +2031,7 @@ fuzz_tests! {
     fuzz_zipmoe_pool: "zipmoe-pool",
     fuzz_smoe: "smoe",
     fuzz_cache_trace: "cache-trace",
+    fuzz_cache_trace_bin: "cache-trace-bin",
     fuzz_cache_offline: "cache-offline",
     fuzz_eplb_weights: "eplb-weights",
     fuzz_eplb_npy: "eplb-npy",

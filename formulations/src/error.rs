@@ -178,6 +178,17 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Resu
     parse_json(path, &text)
 }
 
+/// The bytes read from `path` as text, refused as [`std::fs::read_to_string`] refuses them.
+pub fn utf8(path: &std::path::Path, bytes: Vec<u8>) -> Result<String, Error> {
+    String::from_utf8(bytes).map_err(|_| Error::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ),
+    })
+}
+
 /// Parses JSON text read from `path` into `T`; a failure is an [`Error::Json`] naming the file,
 /// line and column.
 pub fn parse_json<T: serde::de::DeserializeOwned>(

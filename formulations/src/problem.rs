@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{parse_json, read_json, Error};
+use crate::error::{parse_json, Error};
 
 /// The problems moe-opt formulates, by the tag their instance files carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -57,10 +57,18 @@ struct Tagged {
 
 /// The `problem` tag of an instance file, `None` when it has none (a SlimCaching file). The
 /// tag is read as text, so a problem outside [`ProblemKind`] (one registered by a user) has
-/// its files recognised too. Errors name the file: unreadable, not JSON, or a tag that is not
-/// a string.
+/// its files recognised too. A binary trace ([`crate::cache::binary`]) is a `cache-trace`.
+/// Errors name the file: unreadable, not JSON, or a tag that is not a string.
 pub fn detect_tag(path: &Path) -> Result<Option<String>, Error> {
-    tag_of(path, read_json(path)?)
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if crate::cache::binary::is_binary(&bytes) {
+        return Ok(Some(ProblemKind::CacheTrace.name().into()));
+    }
+    let text = crate::error::utf8(path, bytes)?;
+    detect_tag_in(path, &text)
 }
 
 /// [`detect_tag`] on a file's text, already read.

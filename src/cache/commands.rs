@@ -6,21 +6,23 @@
 use std::fmt::Write;
 use std::path::Path;
 
+use formulations::cache::binary::Packed;
 use formulations::cache::model::Trace;
 use formulations::Error;
 use serde::Serialize;
 
+use super::fast::replay_packed;
 use super::generate::{generate as generate_trace, GeneratorConfig, Locality, Preset};
-use super::import::{self, FrequencyWarmStart, ImportOptions};
+use super::import::{self, FrequencyWarmStart, ImportOptions, TraceFile, TraceFormat};
 use super::libcachesim::Shape;
 use super::mrc::{mrc, Mrc};
-use super::policies::{replay_trace, PolicySpec, Scope, TraceReplay};
+use super::policies::{PolicySpec, Scope, TraceReplay};
 use super::policy::CacheStats;
 use super::stats::{
     calibrate as calibrate_knobs, trace_stats, CalibrationGrid, CalibrationPoint, TraceStats,
 };
 use crate::render::table;
-use crate::report::{canonical_sha256, VERSION};
+use crate::report::{bytes_sha256, canonical_sha256, VERSION};
 
 /// Identity and shape of a trace (every report on a trace carries one).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,7 +31,7 @@ pub struct TraceInfo {
     pub name: String,
     /// The trace's `model`.
     pub model: String,
-    /// SHA-256 of the trace's canonical JSON.
+    /// SHA-256 of the trace's canonical JSON, or of the file's bytes for a binary trace.
     pub sha256: String,
     /// E.
     pub experts: usize,
@@ -64,6 +66,32 @@ impl TraceInfo {
             ranked: trace.ranked,
             has_logits: trace.has_logits(),
             has_weights: trace.has_weights(),
+        }
+    }
+
+    /// Describes a trace held in columns whose hash is `sha256` (a binary trace's: that of
+    /// its bytes).
+    pub fn of_packed(packed: &Packed, sha256: String) -> Self {
+        TraceInfo {
+            name: packed.name.clone(),
+            model: packed.model.clone(),
+            sha256,
+            experts: packed.experts,
+            top_k: packed.top_k,
+            shared_experts: packed.shared_experts,
+            layers: packed.layers,
+            tokens: packed.tokens,
+            ranked: packed.ranked,
+            has_logits: packed.has_logits(),
+            has_weights: packed.has_weights(),
+        }
+    }
+
+    /// The hash of a file's bytes in place of the canonical one, where it has one (a binary
+    /// trace, [`TraceFile::into_trace`]).
+    pub fn stamp(&mut self, sha256: Option<String>) {
+        if let Some(sha) = sha256 {
+            self.sha256 = sha;
         }
     }
 
@@ -252,6 +280,35 @@ pub fn import_token_log(path: &Path, options: &ImportOptions) -> Result<Imported
 /// Imports a libCacheSim trace (oracleGeneral or csv).
 pub fn import_libcachesim(path: &Path, shape: Shape) -> Result<Imported, Error> {
     imported(path, super::libcachesim::import(path, shape)?)
+}
+
+/// Reads a cache-trace file, JSON or binary, to be written again (`import cache-trace
+/// --trace`).
+pub fn import_trace(path: &Path) -> Result<Imported, Error> {
+    let trace = match import::read_trace(path, &ImportOptions::default())? {
+        TraceFile::Json(trace) => trace,
+        TraceFile::Binary { packed, .. } => packed.to_trace(),
+    };
+    imported(path, trace)
+}
+
+impl Imported {
+    /// The file to write in `format`, and the report's text for stderr, whose hash is the
+    /// written file's (a binary trace's bytes, a JSON trace's canonical JSON).
+    pub fn write(mut self, format: TraceFormat) -> (Vec<u8>, String) {
+        let bytes = match format {
+            TraceFormat::Json => {
+                { serde_json::to_string_pretty(&self.trace).expect("traces serialise") + "\n" }
+                    .into_bytes()
+            }
+            TraceFormat::Bin => {
+                let bytes = Packed::from_trace(&self.trace).encode();
+                self.report.trace.sha256 = bytes_sha256(&bytes);
+                bytes
+            }
+        };
+        (bytes, self.report.text().trim_end().to_string())
+    }
 }
 
 fn imported(path: &Path, trace: Trace) -> Result<Imported, Error> {
@@ -457,13 +514,33 @@ pub fn replay(
     scope: Scope,
     warm_start: Option<&FrequencyWarmStart>,
 ) -> Result<ReplayReport, Error> {
+    let packed = Packed::from_trace(trace);
+    replay_columns(
+        &packed,
+        TraceInfo::new(trace),
+        capacity,
+        policies,
+        scope,
+        warm_start,
+    )
+}
+
+/// Replays a trace held in columns, described by `info` ([`super::fast`]).
+pub fn replay_columns(
+    packed: &Packed,
+    info: TraceInfo,
+    capacity: usize,
+    policies: &PolicyChoice,
+    scope: Scope,
+    warm_start: Option<&FrequencyWarmStart>,
+) -> Result<ReplayReport, Error> {
     let mut skipped = Vec::new();
     let list = match policies {
         PolicyChoice::These(p) => p.clone(),
         PolicyChoice::All => PolicySpec::all()
             .into_iter()
             .filter(|p| {
-                let ok = !p.needs_scores() || trace.has_logits();
+                let ok = !p.needs_scores() || info.has_logits;
                 if !ok {
                     skipped.push(Skipped {
                         policy: *p,
@@ -477,11 +554,11 @@ pub fn replay(
     };
     let results = list
         .iter()
-        .map(|&p| replay_trace(trace, p, capacity, scope, warm_start))
+        .map(|&p| replay_packed(packed, p, capacity, scope, warm_start))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ReplayReport {
         moe_opt_version: VERSION,
-        trace: TraceInfo::new(trace),
+        trace: info,
         scope,
         capacity,
         warm_start: warm_start.map(|w| w.model.clone()),
@@ -490,8 +567,9 @@ pub fn replay(
     })
 }
 
-/// Replays a file: a token log, or a cache-trace JSON; an activation-count file is refused
-/// (no token order). `warm_start` is an optional activation-count file for LFU.
+/// Replays a file: a binary trace, a token log, or a cache-trace JSON; an activation-count
+/// file is refused (no token order). `warm_start` is an optional activation-count file for
+/// LFU. A binary trace is replayed as read, without building the JSON model's tokens.
 pub fn replay_file(
     path: &Path,
     options: &ImportOptions,
@@ -500,9 +578,16 @@ pub fn replay_file(
     scope: Scope,
     warm_start: Option<&Path>,
 ) -> Result<ReplayReport, Error> {
-    let trace = import::load_any(path, options)?;
+    let (packed, info) = match import::read_trace(path, options)? {
+        TraceFile::Json(trace) => (Packed::from_trace(&trace), TraceInfo::new(&trace)),
+        TraceFile::Binary { packed, sha256 } => {
+            let info = TraceInfo::of_packed(&packed, sha256);
+            (packed, info)
+        }
+    };
     let warm = warm_start.map(import::import_counts).transpose()?;
-    replay(&trace, capacity, policies, scope, warm.as_ref()).map_err(|e| e.with_file(path))
+    replay_columns(&packed, info, capacity, policies, scope, warm.as_ref())
+        .map_err(|e| e.with_file(path))
 }
 
 /// The report of `mrc`.
@@ -568,18 +653,20 @@ impl MrcReport {
     }
 }
 
-/// The miss-ratio curves of a file: a token log, or a cache-trace JSON.
+/// The miss-ratio curves of a file: a binary trace, a token log, or a cache-trace JSON.
 pub fn mrc_file(
     path: &Path,
     options: &ImportOptions,
     policies: &[PolicySpec],
     scope: Scope,
 ) -> Result<MrcReport, Error> {
-    let trace = import::load_any(path, options)?;
+    let (trace, sha256) = import::read_trace(path, options)?.into_trace();
     let mrc = mrc(&trace, policies, scope).map_err(|e| e.with_file(path))?;
+    let mut info = TraceInfo::new(&trace);
+    info.stamp(sha256);
     Ok(MrcReport {
         moe_opt_version: VERSION,
-        trace: TraceInfo::new(&trace),
+        trace: info,
         mrc,
     })
 }

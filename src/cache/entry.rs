@@ -49,10 +49,11 @@ impl Entry for CacheTraceEntry {
         registry::generator::<TraceGenerator>()
     }
 
-    /// A token log into a trace; an activation-count file is refused (no token order), with
-    /// the way to use it instead.
+    /// A token log, a libCacheSim trace or a cache-trace file into a trace, written as JSON or
+    /// binary (`--format`); an activation-count file is refused (no token order), with the way
+    /// to use it instead.
     fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
-        if let Some(file) = &args.libcachesim {
+        let imported = if let Some(file) = &args.libcachesim {
             let shape = match (args.renumber, args.experts, args.layers, args.top_k) {
                 (true, ..) => Shape::Renumber,
                 (false, Some(experts), Some(layers), Some(top_k)) => Shape::Export {
@@ -68,13 +69,16 @@ impl Entry for CacheTraceEntry {
                     ))
                 }
             };
-            let imported = cc::import_libcachesim(file, shape)?;
-            return Ok(Made::new(
-                &imported.trace,
-                imported.report.text().trim_end().to_string(),
-            ));
-        }
-        let Some(log) = &args.log else {
+            cc::import_libcachesim(file, shape)?
+        } else if let Some(file) = &args.trace {
+            cc::import_trace(file)?
+        } else if let Some(log) = &args.log {
+            let options = ImportOptions {
+                experts: args.experts,
+                ..ImportOptions::default()
+            };
+            cc::import_token_log(log, &options)?
+        } else {
             let counts = args
                 .counts
                 .as_ref()
@@ -89,15 +93,8 @@ impl Entry for CacheTraceEntry {
                 ),
             ));
         };
-        let options = ImportOptions {
-            experts: args.experts,
-            ..ImportOptions::default()
-        };
-        let imported = cc::import_token_log(log, &options)?;
-        Ok(Made::new(
-            &imported.trace,
-            imported.report.text().trim_end().to_string(),
-        ))
+        let (bytes, summary) = imported.write(args.format);
+        Ok(Made::bytes(bytes, summary))
     }
 
     fn hint(&self, file: &Path) -> String {

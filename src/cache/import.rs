@@ -32,6 +32,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
+use formulations::cache::binary::{self, Packed};
 use formulations::cache::model::{Phase, Routing, Token, Trace};
 use formulations::cache::validate::MAX_LAYERS;
 use formulations::{Error, ProblemKind};
@@ -439,9 +440,90 @@ pub fn counts_not_replayable(path: &Path) -> Error {
     )
 }
 
-/// Loads a trace for replay from a token log (`.jsonl`, `.jsonl.gz`) or a `cache-trace` JSON
-/// file; refuses an activation-count file with [`counts_not_replayable`].
-pub fn load_any(path: &Path, options: &ImportOptions) -> Result<Trace, Error> {
+/// The format `import cache-trace` writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    /// The cache-trace JSON.
+    #[default]
+    Json,
+    /// The binary trace ([`formulations::cache::binary`]).
+    Bin,
+}
+
+/// A trace file as a command reads it.
+#[derive(Debug, Clone)]
+pub enum TraceFile {
+    /// A token log or a cache-trace JSON.
+    Json(Trace),
+    /// A binary trace ([`formulations::cache::binary`]) and the SHA-256 of its bytes.
+    Binary {
+        /// Its columns.
+        packed: Packed,
+        /// SHA-256 of the file (what its reports carry).
+        sha256: String,
+    },
+}
+
+impl TraceFile {
+    /// The trace, and the hash its reports carry when it is not that of the trace's canonical
+    /// JSON (a binary trace's).
+    pub fn into_trace(self) -> (Trace, Option<String>) {
+        match self {
+            TraceFile::Json(trace) => (trace, None),
+            TraceFile::Binary { packed, sha256 } => (packed.to_trace(), Some(sha256)),
+        }
+    }
+}
+
+/// The first bytes of the file at `path` (fewer when it is shorter; none when unreadable).
+fn head(path: &Path) -> Vec<u8> {
+    let mut head = Vec::with_capacity(binary::MAGIC.len());
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(binary::MAGIC.len() as u64).read_to_end(&mut head);
+    }
+    head
+}
+
+/// Reads a trace for replay: a binary trace (by its magic bytes, whatever its name), a token
+/// log (`.jsonl`, `.jsonl.gz`) or a `cache-trace` JSON file; refuses an activation-count file
+/// with [`counts_not_replayable`].
+pub fn read_trace(path: &Path, options: &ImportOptions) -> Result<TraceFile, Error> {
+    let head = head(path);
+    if binary::is_binary(&head) {
+        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let packed = Packed::decode(path, &bytes)?;
+        return Ok(TraceFile::Binary {
+            packed,
+            sha256: crate::report::bytes_sha256(&bytes),
+        });
+    }
+    load_json(path, options)
+        .map(TraceFile::Json)
+        .map_err(|e| match e {
+            // Neither binary nor text (nor gzip): a damaged binary trace, most likely.
+            Error::Io { source, .. }
+                if source.kind() == std::io::ErrorKind::InvalidData
+                    && !head.starts_with(&[0x1f, 0x8b]) =>
+            {
+                invalid(
+                    path,
+                    "magic",
+                    format!(
+                        "neither a binary trace (which starts with {:?}) nor UTF-8 text (a JSON \
+                         trace or a token log)",
+                        String::from_utf8_lossy(binary::MAGIC)
+                    ),
+                )
+            }
+            other => other,
+        })
+}
+
+/// [`read_trace`] of a file that is not binary.
+fn load_json(path: &Path, options: &ImportOptions) -> Result<Trace, Error> {
     let name = path.to_string_lossy();
     if name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") {
         return import_token_log(path, options);

@@ -6,6 +6,8 @@
 //!   lifetimes, and LRU;
 //! * [`policies`]: LFU, FIFO, SMoE's score window, ZipMoE's frequency counts, policy names,
 //!   and the replay of a trace through per-layer caches or one pool;
+//! * [`fast`]: the replay the command line runs, over a trace held in columns (a binary
+//!   trace as read);
 //! * [`import`]: token logs (JSON Lines) and activation counts;
 //! * [`libcachesim`]: libCacheSim's `oracleGeneral` and csv traces, out and back in;
 //! * [`generate`]: the seeded logit generator with temporal locality and its presets;
@@ -27,6 +29,7 @@ pub mod bounds;
 pub mod claims;
 pub mod commands;
 pub mod entry;
+pub mod fast;
 pub mod generate;
 pub mod import;
 pub mod libcachesim;

@@ -570,56 +570,19 @@ pub fn replay_trace(
     scope: Scope,
     warm_start: Option<&FrequencyWarmStart>,
 ) -> Result<TraceReplay, Error> {
-    let fail = |field: &str, reason: String| Error::Invalid {
-        path: "<replay>".into(),
-        field: field.into(),
-        reason,
-    };
-    if capacity < trace.top_k {
-        return Err(fail(
-            "capacity",
-            format!(
-                "must be at least top_k = {} (the experts of a token are resident together), got {capacity}",
-                trace.top_k
-            ),
-        ));
-    }
-    let (universe, what) = match scope {
-        Scope::PerLayer => (trace.experts, "the experts of a layer"),
-        Scope::Pool => (trace.experts * trace.layers, "the experts of all layers"),
-    };
-    if capacity > universe {
-        return Err(fail(
-            "capacity",
-            format!("must be at most {universe} ({what}), got {capacity}"),
-        ));
-    }
-    if policy.needs_scores() && !trace.has_logits() {
-        return Err(fail(
-            "policy",
-            format!(
-                "{policy} needs router scores over all {} experts on every token; trace `{}` has \
-                 no logits (real token logs carry only the selected experts): use lru, lfu, fifo, \
-                 zipmoe-freq or belady, or a generated trace",
-                trace.experts, trace.name
-            ),
-        ));
-    }
-    if let Some(w) = warm_start {
-        if w.experts != trace.experts || w.counts.len() != trace.layers {
-            return Err(fail(
-                "warm_start",
-                format!(
-                    "counts of {} ({} layers x {} experts) do not match the trace ({} layers x {} experts)",
-                    w.model,
-                    w.counts.len(),
-                    w.experts,
-                    trace.layers,
-                    trace.experts
-                ),
-            ));
-        }
-    }
+    check_replay(
+        &ReplayShape {
+            name: &trace.name,
+            experts: trace.experts,
+            top_k: trace.top_k,
+            layers: trace.layers,
+        },
+        || trace.has_logits(),
+        policy,
+        capacity,
+        scope,
+        warm_start,
+    )?;
     let (e, l) = (trace.experts, trace.layers);
     let build = |requests: Requests, counts: Option<Vec<u64>>| -> Box<dyn Policy> {
         match (policy, counts) {
@@ -643,7 +606,7 @@ pub fn replay_trace(
                 let mut sim = Simulation::new(build(requests, counts), e);
                 for token in &trace.tokens {
                     let r = &token.layers[layer];
-                    let has = needs_scores && fill_scores(&mut scores_buf, &r.logits);
+                    let has = needs_scores && fill_scores(&mut scores_buf, r.logits.as_deref());
                     let scores = has.then_some(Scores {
                         first: 0,
                         values: &scores_buf,
@@ -678,7 +641,7 @@ pub fn replay_trace(
                 for (layer, r) in token.layers.iter().enumerate() {
                     ids.clear();
                     ids.extend(r.experts.iter().map(|&x| (layer * e) as u32 + x));
-                    let has = needs_scores && fill_scores(&mut scores_buf, &r.logits);
+                    let has = needs_scores && fill_scores(&mut scores_buf, r.logits.as_deref());
                     let scores = has.then_some(Scores {
                         first: (layer * e) as u32,
                         values: &scores_buf,
@@ -710,8 +673,83 @@ pub fn replay_trace(
     })
 }
 
+/// What the checks of a replay need of its trace.
+pub(crate) struct ReplayShape<'a> {
+    /// The trace's name.
+    pub name: &'a str,
+    /// E.
+    pub experts: usize,
+    /// K.
+    pub top_k: usize,
+    /// L.
+    pub layers: usize,
+}
+
+/// The refusals of [`replay_trace`], shared with the replay of a trace held in columns
+/// ([`super::fast`]); `has_logits` is asked only of a policy that needs scores.
+pub(crate) fn check_replay(
+    shape: &ReplayShape,
+    has_logits: impl FnOnce() -> bool,
+    policy: PolicySpec,
+    capacity: usize,
+    scope: Scope,
+    warm_start: Option<&FrequencyWarmStart>,
+) -> Result<(), Error> {
+    let fail = |field: &str, reason: String| Error::Invalid {
+        path: "<replay>".into(),
+        field: field.into(),
+        reason,
+    };
+    if capacity < shape.top_k {
+        return Err(fail(
+            "capacity",
+            format!(
+                "must be at least top_k = {} (the experts of a token are resident together), got {capacity}",
+                shape.top_k
+            ),
+        ));
+    }
+    let (universe, what) = match scope {
+        Scope::PerLayer => (shape.experts, "the experts of a layer"),
+        Scope::Pool => (shape.experts * shape.layers, "the experts of all layers"),
+    };
+    if capacity > universe {
+        return Err(fail(
+            "capacity",
+            format!("must be at most {universe} ({what}), got {capacity}"),
+        ));
+    }
+    if policy.needs_scores() && !has_logits() {
+        return Err(fail(
+            "policy",
+            format!(
+                "{policy} needs router scores over all {} experts on every token; trace `{}` has \
+                 no logits (real token logs carry only the selected experts): use lru, lfu, fifo, \
+                 zipmoe-freq or belady, or a generated trace",
+                shape.experts, shape.name
+            ),
+        ));
+    }
+    if let Some(w) = warm_start {
+        if w.experts != shape.experts || w.counts.len() != shape.layers {
+            return Err(fail(
+                "warm_start",
+                format!(
+                    "counts of {} ({} layers x {} experts) do not match the trace ({} layers x {} experts)",
+                    w.model,
+                    w.counts.len(),
+                    w.experts,
+                    shape.layers,
+                    shape.experts
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Writes softmax(logits) into `buf`; false without logits.
-fn fill_scores(buf: &mut Vec<f32>, logits: &Option<Vec<f32>>) -> bool {
+pub(crate) fn fill_scores(buf: &mut Vec<f32>, logits: Option<&[f32]>) -> bool {
     match logits {
         Some(z) => {
             buf.clear();

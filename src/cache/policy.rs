@@ -235,12 +235,11 @@ pub struct CacheStats {
     pub lifetime_std_steps: f64,
 }
 
-/// Replays steps through a policy, counting misses and residency lengths.
-pub struct Simulation<P> {
-    policy: P,
+/// Misses and residency lengths counted step by step: what [`Simulation`] records around a
+/// policy, and the loops of [`super::fast`] record around theirs.
+#[derive(Debug, Clone)]
+pub(crate) struct Tally {
     loaded_at: Vec<usize>,
-    loaded: Vec<u32>,
-    evicted: Vec<u32>,
     stats: CacheStats,
     lifetimes: Vec<u64>,
     time: usize,
@@ -248,17 +247,85 @@ pub struct Simulation<P> {
 
 const ABSENT: usize = usize::MAX;
 
+impl Tally {
+    /// Nothing counted, over a universe of `universe` ids.
+    pub(crate) fn new(universe: usize) -> Self {
+        Tally {
+            loaded_at: vec![ABSENT; universe],
+            stats: CacheStats::default(),
+            lifetimes: Vec::new(),
+            time: 0,
+        }
+    }
+
+    /// The current step, from 0.
+    pub(crate) fn time(&self) -> usize {
+        self.time
+    }
+
+    /// The current step evicted `id`: its residency ends.
+    pub(crate) fn evicted(&mut self, id: u32) {
+        let start = std::mem::replace(&mut self.loaded_at[id as usize], ABSENT);
+        self.lifetimes.push((self.time - start) as u64);
+        self.stats.evictions += 1;
+    }
+
+    /// The current step loaded `id`: a residency starts.
+    pub(crate) fn loaded(&mut self, id: u32) {
+        self.loaded_at[id as usize] = self.time;
+        self.stats.loads += 1;
+    }
+
+    /// Closes the current step, which requested `requested` ids.
+    pub(crate) fn end_step(&mut self, requested: usize) {
+        self.stats.steps += 1;
+        self.stats.requests += requested as u64;
+        self.time += 1;
+    }
+
+    /// The statistics so far, residencies still open counted as ending now.
+    pub(crate) fn stats(&self) -> CacheStats {
+        let mut stats = self.stats.clone();
+        stats.hits = stats.requests - stats.loads;
+        stats.miss_rate = if stats.requests == 0 {
+            0.0
+        } else {
+            stats.loads as f64 / stats.requests as f64
+        };
+        // Completed residencies, then the open ones; walked twice rather than collected.
+        let all = || {
+            let open = self.loaded_at.iter().filter(|&&t| t != ABSENT);
+            let open = open.map(|&t| (self.time - t) as u64);
+            self.lifetimes.iter().copied().chain(open)
+        };
+        let count = all().count();
+        if count > 0 {
+            let n = count as f64;
+            let mean = all().sum::<u64>() as f64 / n;
+            let var = all().map(|x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+            stats.lifetime_mean_steps = mean;
+            stats.lifetime_std_steps = var.sqrt();
+        }
+        stats
+    }
+}
+
+/// Replays steps through a policy, counting misses and residency lengths.
+pub struct Simulation<P> {
+    policy: P,
+    loaded: Vec<u32>,
+    evicted: Vec<u32>,
+    tally: Tally,
+}
+
 impl<P: Policy> Simulation<P> {
     /// A simulation over a universe of `universe` ids, cold start.
     pub fn new(policy: P, universe: usize) -> Self {
         Simulation {
             policy,
-            loaded_at: vec![ABSENT; universe],
             loaded: Vec::new(),
             evicted: Vec::new(),
-            stats: CacheStats::default(),
-            lifetimes: Vec::new(),
-            time: 0,
+            tally: Tally::new(universe),
         }
     }
 
@@ -272,50 +339,25 @@ impl<P: Policy> Simulation<P> {
         self.loaded.clear();
         self.evicted.clear();
         let request = Request {
-            time: self.time,
+            time: self.tally.time(),
             ids,
             scores,
         };
         self.policy
             .access(&request, &mut self.loaded, &mut self.evicted);
         for &id in &self.evicted {
-            let start = std::mem::replace(&mut self.loaded_at[id as usize], ABSENT);
-            self.lifetimes.push((self.time - start) as u64);
+            self.tally.evicted(id);
         }
         for &id in &self.loaded {
-            self.loaded_at[id as usize] = self.time;
+            self.tally.loaded(id);
         }
-        self.stats.steps += 1;
-        self.stats.requests += ids.len() as u64;
-        self.stats.loads += self.loaded.len() as u64;
-        self.stats.evictions += self.evicted.len() as u64;
-        self.time += 1;
+        self.tally.end_step(ids.len());
         &self.loaded
     }
 
     /// The statistics so far, residencies still open counted as ending now.
     pub fn stats(&self) -> CacheStats {
-        let mut stats = self.stats.clone();
-        stats.hits = stats.requests - stats.loads;
-        stats.miss_rate = if stats.requests == 0 {
-            0.0
-        } else {
-            stats.loads as f64 / stats.requests as f64
-        };
-        let open = self
-            .loaded_at
-            .iter()
-            .filter(|&&t| t != ABSENT)
-            .map(|&t| (self.time - t) as u64);
-        let all: Vec<u64> = self.lifetimes.iter().copied().chain(open).collect();
-        if !all.is_empty() {
-            let n = all.len() as f64;
-            let mean = all.iter().sum::<u64>() as f64 / n;
-            let var = all.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
-            stats.lifetime_mean_steps = mean;
-            stats.lifetime_std_steps = var.sqrt();
-        }
-        stats
+        self.tally.stats()
     }
 }
 

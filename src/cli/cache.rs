@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::{problems, write_json, CliError, Output};
 use crate::cache::bounds;
 use crate::cache::commands::{self as cc, PolicyChoice};
-use crate::cache::import::{load_any, ImportOptions};
+use crate::cache::import::{read_trace, ImportOptions};
 use crate::cache::libcachesim::{self, Format};
 use crate::cache::pareto::{self, SweepOptions};
 use crate::cache::policies::{PolicySpec, Scope};
@@ -25,11 +25,13 @@ use crate::smoe::commands as sc;
 use crate::smoe::pipeline::{PipelineConfig, PipelineCosts, Predictor, SplitChoice};
 use crate::smoe::router::RouterConfig;
 
-/// Where a trace comes from: a cache-trace JSON, or a token log (JSON Lines, maybe gzip).
+/// Where a trace comes from: a cache-trace JSON or binary, or a token log (JSON Lines, maybe
+/// gzip).
 #[derive(Debug, Args)]
 pub(super) struct TraceArgs {
-    /// Trace file: cache-trace JSON (`moe-opt generate cache-trace`, `import cache-trace`) or
-    /// a token log `.jsonl[.gz]` ({seq, token, layer, experts, weights, phase}).
+    /// Trace file: cache-trace JSON (`moe-opt generate cache-trace`, `import cache-trace`), a
+    /// binary trace (`import cache-trace --format bin`, recognised by its first bytes) or a
+    /// token log `.jsonl[.gz]` ({seq, token, layer, experts, weights, phase}).
     trace: PathBuf,
     /// E for a token log whose file name is not one of the known logs.
     #[arg(long, value_parser = super::flags::at_least_one::<usize>)]
@@ -37,12 +39,14 @@ pub(super) struct TraceArgs {
 }
 
 impl TraceArgs {
-    fn load(&self) -> Result<formulations::cache::Trace, CliError> {
+    /// The trace, and the hash its reports carry when it is not the canonical one (a binary
+    /// trace's: [`crate::cache::import::TraceFile::into_trace`]).
+    fn load(&self) -> Result<(formulations::cache::Trace, Option<String>), CliError> {
         let options = ImportOptions {
             experts: self.experts,
             ..ImportOptions::default()
         };
-        Ok(load_any(&self.trace, &options)?)
+        Ok(read_trace(&self.trace, &options)?.into_trace())
     }
 }
 
@@ -205,7 +209,7 @@ pub(super) struct RouteArgs {
 
 impl RouteArgs {
     pub(super) fn run(self) -> Result<(), CliError> {
-        let trace = self.trace.load()?;
+        let (trace, sha256) = self.trace.load()?;
         let options = ReplayOptions {
             layout: self
                 .scope
@@ -213,7 +217,8 @@ impl RouteArgs {
                 .map_err(|e| CliError::flag("--scope", e))?,
             ..ReplayOptions::default()
         };
-        let report = pareto::route(&trace, &self.router, self.capacity, &options)?;
+        let mut report = pareto::route(&trace, &self.router, self.capacity, &options)?;
+        report.trace.stamp(sha256);
         let r = &report.result;
         let rows = layer_rows(&r.per_layer, &r.total, &[]);
         let quality = to_value(&r.quality);
@@ -265,7 +270,7 @@ pub(super) struct ParetoArgs {
 
 impl ParetoArgs {
     pub(super) fn run(self) -> Result<(), CliError> {
-        let trace = self.trace.load()?;
+        let (trace, sha256) = self.trace.load()?;
         let routers = crate::cli::rejoin_knobs(&self.routers)
             .iter()
             .map(|r| r.parse())
@@ -284,12 +289,13 @@ impl ParetoArgs {
             ..SweepOptions::default()
         };
         // Each capacity is checked as a replay's `--capacity`: here it is one of --capacities.
-        let report = pareto::sweep_report(&trace, &options).map_err(|e| match e {
+        let mut report = pareto::sweep_report(&trace, &options).map_err(|e| match e {
             formulations::Error::Flag { flag, reason } if flag == "--capacity" => {
                 formulations::Error::command_line("--capacities", reason)
             }
             other => other,
         })?;
+        report.trace.stamp(sha256);
         if let Some(path) = &self.csv {
             let mut context = report.trace.context();
             context.push(("policy", report.policy.clone().into()));
@@ -378,7 +384,7 @@ pub(super) struct OfflineArgs {
 
 impl OfflineArgs {
     pub(super) fn run(self) -> Result<(), CliError> {
-        let mut trace = self.trace.load()?;
+        let (mut trace, _) = self.trace.load()?;
         if let Some(t) = self.tokens {
             trace.tokens.truncate(t);
         }
@@ -445,7 +451,7 @@ pub(super) struct TpotArgs {
 
 impl TpotArgs {
     pub(super) fn run(self) -> Result<(), CliError> {
-        let trace = self.trace.load()?;
+        let (trace, sha256) = self.trace.load()?;
         let split = self.split;
         let config = PipelineConfig {
             router: RouterConfig::new(self.alpha),
@@ -460,8 +466,9 @@ impl TpotArgs {
             },
         };
         if self.alphas.is_empty() {
-            let report = sc::tpot(&trace, self.capacity, &config)
+            let mut report = sc::tpot(&trace, self.capacity, &config)
                 .map_err(|e| e.with_file(&self.trace.trace))?;
+            report.trace.stamp(sha256);
             return problems::emit(&report, self.output.json, |r| r.text());
         }
         let Some(budget) = self.budget_s else {
@@ -469,7 +476,7 @@ impl TpotArgs {
                 "--alphas needs --budget-s (the TPOT budget R of eq. (5))",
             ));
         };
-        let report = sc::alpha(
+        let mut report = sc::alpha(
             &trace,
             self.capacity,
             &config,
@@ -478,6 +485,7 @@ impl TpotArgs {
             budget,
         )
         .map_err(|e| e.with_file(&self.trace.trace))?;
+        report.trace.stamp(sha256);
         let context = vec![
             ("moe_opt_version", VERSION.into()),
             ("budget_s", budget.into()),
@@ -528,7 +536,7 @@ pub(super) struct ExportArgs {
 
 impl ExportArgs {
     pub(super) fn run(self) -> Result<(), CliError> {
-        let trace = self.trace.load()?;
+        let (trace, _) = self.trace.load()?;
         let records = libcachesim::records(&trace, self.layer, self.object_size)?;
         super::write_file(&self.output, &libcachesim::encode(&records, self.format))?;
         note!(

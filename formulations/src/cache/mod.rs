@@ -7,6 +7,7 @@
 //! an expert.
 //!
 //! * [`model`]: the trace (serde JSON) and its flattened request streams;
+//! * [`binary`]: the binary trace format, and the trace held column by column;
 //! * [`validate`]: the rules a trace must satisfy, with the failing field named;
 //! * [`offline`]: the offline caching instance (`cache-offline`: one layer, a capacity, the
 //!   routing freedom), its validation and the one evaluator of a schedule;
@@ -19,6 +20,7 @@
 //! * ../shared/papers/004_ecd17ad30b7583cf.txt: SMoE (importance-driven expert substitution,
 //!   CPU-assisted loading).
 
+pub mod binary;
 pub mod exhaustive;
 pub mod milp;
 pub mod model;
@@ -29,11 +31,19 @@ pub use model::{Phase, Routing, Token, Trace};
 
 use std::path::Path;
 
-use crate::error::{read_json, Error};
+use crate::error::{parse_json, Error};
 
-/// Reads and validates a trace file.
+/// Reads and validates a trace file, JSON or binary (recognised by its magic bytes).
 pub fn load(path: &Path) -> Result<Trace, Error> {
-    let trace: Trace = read_json(path)?;
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if binary::is_binary(&bytes) {
+        return Ok(binary::Packed::decode(path, &bytes)?.to_trace());
+    }
+    let text = crate::error::utf8(path, bytes)?;
+    let trace: Trace = parse_json(path, &text)?;
     validate::validate(&trace).map_err(|e| e.in_file(path))?;
     Ok(trace)
 }

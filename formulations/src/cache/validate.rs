@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::model::{Routing, Trace};
+use super::model::Trace;
 use crate::error::ValidationError;
 use crate::error::{fail, Check};
 use crate::problem::ProblemKind;
@@ -55,6 +55,12 @@ pub fn validate(trace: &Trace) -> Check {
     if trace.tokens.is_empty() {
         return fail("tokens", "must not be empty");
     }
+    let shape = Shape {
+        experts: trace.experts,
+        top_k: trace.top_k,
+        ranked: trace.ranked,
+    };
+    let mut seen = vec![false; trace.experts];
     let mut last: HashMap<u32, u32> = HashMap::new();
     for (t, token) in trace.tokens.iter().enumerate() {
         if let Some(&prev) = last.get(&token.seq) {
@@ -80,27 +86,67 @@ pub fn validate(trace: &Trace) -> Check {
             );
         }
         for (l, routing) in token.layers.iter().enumerate() {
-            routing_rules(trace, routing).map_err(|e| {
-                ValidationError::new(format!("tokens[{t}].layers[{l}].{}", e.field), e.reason)
-            })?;
+            let scores = Scores {
+                weights: routing.weights.as_deref(),
+                logits: routing.logits.as_deref(),
+            };
+            routing_rules(&shape, &routing.experts, scores, &mut seen).map_err(|e| e.at(t, l))?;
         }
     }
     Ok(())
 }
 
-fn routing_rules(trace: &Trace, routing: &Routing) -> Check {
-    let (e, k) = (trace.experts, trace.top_k);
-    if routing.experts.len() != k {
+/// What the rules of one routing need to know of its trace.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// E.
+    pub experts: usize,
+    /// K.
+    pub top_k: usize,
+    /// Whether the trace is `ranked`.
+    pub ranked: bool,
+}
+
+/// A routing's weights and logits, where given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scores<'a> {
+    /// The selected experts' weights.
+    pub weights: Option<&'a [f32]>,
+    /// The logits over all E experts.
+    pub logits: Option<&'a [f32]>,
+}
+
+impl ValidationError {
+    /// Puts a routing's failure at token `t`, layer `l`.
+    pub fn at(self, t: usize, l: usize) -> ValidationError {
+        ValidationError::new(
+            format!("tokens[{t}].layers[{l}].{}", self.field),
+            self.reason,
+        )
+    }
+}
+
+/// The rules of one routing (`experts`, with its `scores`) of a trace of `shape`. `seen` is
+/// scratch space of E flags, all false, and left so: one buffer serves every routing.
+pub fn routing_rules(shape: &Shape, experts: &[u32], scores: Scores, seen: &mut [bool]) -> Check {
+    let check = selected_rules(shape, experts, scores, seen);
+    for &x in experts {
+        if let Some(s) = seen.get_mut(x as usize) {
+            *s = false;
+        }
+    }
+    check
+}
+
+fn selected_rules(shape: &Shape, experts: &[u32], scores: Scores, seen: &mut [bool]) -> Check {
+    let (e, k) = (shape.experts, shape.top_k);
+    if experts.len() != k {
         return fail(
             "experts",
-            format!(
-                "must list top_k = {k} experts, got {}",
-                routing.experts.len()
-            ),
+            format!("must list top_k = {k} experts, got {}", experts.len()),
         );
     }
-    let mut seen = vec![false; e];
-    for (i, &x) in routing.experts.iter().enumerate() {
+    for (i, &x) in experts.iter().enumerate() {
         if x as usize >= e {
             return fail(
                 format!("experts[{i}]"),
@@ -114,7 +160,7 @@ fn routing_rules(trace: &Trace, routing: &Routing) -> Check {
             );
         }
     }
-    if let Some(w) = &routing.weights {
+    if let Some(w) = scores.weights {
         if w.len() != k {
             return fail(
                 "weights",
@@ -131,7 +177,7 @@ fn routing_rules(trace: &Trace, routing: &Routing) -> Check {
             );
         }
     }
-    if let Some(z) = &routing.logits {
+    if let Some(z) = scores.logits {
         if z.len() != e {
             return fail(
                 "logits",
@@ -144,8 +190,7 @@ fn routing_rules(trace: &Trace, routing: &Routing) -> Check {
                 format!("must be finite, got {}", z[i]),
             );
         }
-        let lowest_selected = routing
-            .experts
+        let lowest_selected = experts
             .iter()
             .map(|&x| z[x as usize])
             .fold(f32::INFINITY, f32::min);
@@ -157,10 +202,8 @@ fn routing_rules(trace: &Trace, routing: &Routing) -> Check {
                 ),
             );
         }
-        if trace.ranked {
-            if let Some(i) = (1..k)
-                .find(|&i| z[routing.experts[i] as usize] > z[routing.experts[i - 1] as usize])
-            {
+        if shape.ranked {
+            if let Some(i) = (1..k).find(|&i| z[experts[i] as usize] > z[experts[i - 1] as usize]) {
                 return fail(
                     format!("experts[{i}]"),
                     "must follow the logits' rank order (the trace is ranked)",
@@ -174,7 +217,7 @@ fn routing_rules(trace: &Trace, routing: &Routing) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::model::{Phase, Token};
+    use crate::cache::model::{Phase, Routing, Token};
 
     fn trace() -> Trace {
         Trace {
