@@ -284,8 +284,12 @@ enum Command {
     },
     /// List the registered claims of the papers.
     ///
-    /// `--csv`: a row per claim, the JSON's fields as columns.
+    /// `--csv`: a row per claim (with --premises: per premise), the JSON's fields as columns.
     Claims {
+        /// List the papers' premises instead: what places an instance in the tier `regime`,
+        /// `model` or `extension` (see `verify --tier`), each with the claims it bears on.
+        #[arg(long)]
+        premises: bool,
         #[command(flatten)]
         output: Output,
     },
@@ -974,7 +978,22 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Claims { output } => {
+        Command::Claims {
+            premises: true,
+            output,
+        } => {
+            let infos: Vec<crate::tier::PremiseInfo> = registry
+                .claim_groups()
+                .iter()
+                .flat_map(|g| g.premises())
+                .collect();
+            let context = vec![("moe_opt_version", VERSION.into())];
+            let rows = infos.iter().map(crate::registry::to_value).collect();
+            let text = premises_text(&infos);
+            let rendered = Rendered::new(&infos, text);
+            output.emit(rendered.with_table(crate::export::Table::new(context, rows)))
+        }
+        Command::Claims { output, .. } => {
             let infos = all_claims(registry);
             let context = vec![("moe_opt_version", VERSION.into())];
             let rows = infos.iter().map(crate::registry::to_value).collect();
@@ -1240,6 +1259,33 @@ fn broken_text(broken: &[String]) -> String {
     } else {
         format!(": breaks {}", broken.join("; "))
     }
+}
+
+/// `moe-opt claims --premises`: a block per premise (its sentence is too long for a table).
+fn premises_text(infos: &[crate::tier::PremiseInfo]) -> String {
+    let mut text = String::new();
+    for p in infos {
+        // A premise of every claim of its group: the group's paper says which.
+        let group = infos
+            .iter()
+            .filter(|q| q.paper == p.paper)
+            .map(|q| q.claims.matches(", ").count())
+            .max();
+        let claims = if Some(p.claims.matches(", ").count()) == group && p.claims.contains(", ") {
+            format!("every claim of {} on such instances", p.paper)
+        } else {
+            p.claims.clone()
+        };
+        let level = match p.level {
+            crate::tier::Level::Model => "model: breaking it makes an instance `extension`",
+            crate::tier::Level::Regime => "regime: breaking it makes an instance `model`",
+        };
+        text.push_str(&format!(
+            "{} ({level})\n  claims: {}\n  place: {}\n  quote: \"{}\"\n",
+            p.name, claims, p.place, p.quote
+        ));
+    }
+    text
 }
 
 /// `moe-opt claims`: per claim its id, kind and quantifier, place, the paper's sentence, the

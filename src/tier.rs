@@ -98,6 +98,41 @@ impl<I> Premise<I> {
     pub fn applies_to(&self, id: &str) -> bool {
         self.claims.is_empty() || self.claims.contains(&id)
     }
+
+    /// What `moe-opt claims --premises` lists of it, among the claims `ids`; `None` when it
+    /// bears on none of them.
+    pub fn info(&self, paper: &'static str, ids: &[&str]) -> Option<PremiseInfo> {
+        let claims: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| self.applies_to(id))
+            .collect();
+        (!claims.is_empty()).then(|| PremiseInfo {
+            paper,
+            name: self.name,
+            level: self.level,
+            claims: claims.join(", "),
+            place: self.place,
+            quote: self.quote,
+        })
+    }
+}
+
+/// A premise as `moe-opt claims --premises` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PremiseInfo {
+    /// The paper file.
+    pub paper: &'static str,
+    /// Its name.
+    pub name: &'static str,
+    /// Model premise or evaluation range.
+    pub level: Level,
+    /// The claims it bears on, `, `-separated.
+    pub claims: String,
+    /// Where the paper states it.
+    pub place: &'static str,
+    /// The paper's sentence.
+    pub quote: &'static str,
 }
 
 impl<I> Clone for Premise<I> {

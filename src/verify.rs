@@ -46,7 +46,7 @@ use crate::claims::{
     Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier, Verdict,
 };
 use crate::report::canonical_sha256;
-use crate::tier::{classify, Classified, Premise, Tier};
+use crate::tier::{classify, Classified, Premise, PremiseInfo, Tier};
 
 /// An instance type whose claims `moe-opt verify` can check: how to read it back, describe its
 /// size, perturb it for the worst-case search and shrink it to a smallest counterexample.
@@ -358,6 +358,8 @@ pub trait ClaimGroup: Sync {
     fn infos(&self) -> Vec<ClaimInfo>;
     /// Size column names of the group's instances.
     fn dims(&self) -> &'static [&'static str];
+    /// The premises that bear on the group's claims.
+    fn premises(&self) -> Vec<PremiseInfo>;
     /// Keeps only the claims `keep` accepts; `None` when none is left.
     fn select(&self, keep: &dyn Fn(&ClaimInfo) -> bool) -> Option<Box<dyn ClaimGroup>>;
     /// Checks claim `c` on an instance file (`verify --instance FILE --claim ID`), with the
@@ -396,6 +398,17 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
 
     fn dims(&self) -> &'static [&'static str] {
         I::DIMS
+    }
+
+    fn premises(&self) -> Vec<PremiseInfo> {
+        let ids: Vec<&str> = self.iter().map(|c| c.info.id).collect();
+        let Some(paper) = self.first().map(|c| c.info.paper) else {
+            return Vec::new();
+        };
+        I::premises()
+            .iter()
+            .filter_map(|p| p.info(paper, &ids))
+            .collect()
     }
 
     fn select(&self, keep: &dyn Fn(&ClaimInfo) -> bool) -> Option<Box<dyn ClaimGroup>> {
@@ -582,6 +595,7 @@ impl RunSettings {
                 .collect::<Vec<_>>()
                 .join(","),
             serde_json::Value::Null => "none".into(),
+            serde_json::Value::String(s) => s.clone(),
             // 20 s as the flag was given, not 20.0.
             serde_json::Value::Number(n) if n.is_f64() => {
                 n.as_f64().unwrap_or_default().to_string()

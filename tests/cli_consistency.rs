@@ -328,7 +328,23 @@ fn every_claim_quotes_its_paper_verbatim() {
         eprintln!("skipped: ../shared/papers is absent; the quotes are not checked");
         return;
     };
-    for c in claims {
+    // The premises quote their papers too (`claims --premises`).
+    let premises: serde_json::Value =
+        serde_json::from_str(&ok(moe_opt().args(["claims", "--premises", "--json"]))).unwrap();
+    let premises: Vec<serde_json::Value> = premises
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p["id"] = format!("premise {}", p["name"].as_str().unwrap()).into();
+            p["kind"] = "premise".into();
+            p["quantifier"] = "-".into();
+            p
+        })
+        .collect();
+    assert!(premises.len() >= 40, "{} premises", premises.len());
+    for c in claims.iter().chain(&premises) {
         let (id, quote) = (c["id"].as_str().unwrap(), c["quote"].as_str().unwrap());
         assert!(!quote.trim().is_empty(), "{id}: no quote");
         for field in ["kind", "quantifier"] {

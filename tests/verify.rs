@@ -161,6 +161,9 @@ fn resume_refuses_a_journal_written_with_other_options() {
         for (f, v) in base {
             cmd.args([f, if f == flag { value } else { v }]);
         }
+        if flag == "--tier" {
+            cmd.args(["--tier", value]);
+        }
         cmd
     };
     let args: Vec<&str> = base.iter().flat_map(|(f, v)| [*f, *v]).collect();
@@ -171,6 +174,7 @@ fn resume_refuses_a_journal_written_with_other_options() {
         ("--instances", "6", "9"),
         ("--time-limit", "20", "5"),
         ("--search", "0", "4"),
+        ("--tier", "model", "extension"),
         (
             "--claim",
             "slimcaching/prop3-greedy-ratio",

@@ -73,7 +73,10 @@ fn alg1_entropy_defined(i: &Instance) -> Result<(), String> {
     for (n, s) in i.servers.iter().enumerate() {
         let v: f64 = s.frequencies.iter().map(|r| entropy_bits(r)).sum();
         if v <= 1e-12 {
-            return Err(format!("server {n}'s layer entropies sum to {:.3e} bits", v.max(0.0)));
+            return Err(format!(
+                "server {n}'s layer entropies sum to {:.3e} bits",
+                v.max(0.0)
+            ));
         }
     }
     Ok(())
@@ -287,7 +290,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             "memory-headroom",
             Regime,
             "Sec. IV-A (1.33 and 1.79 slots per expert; (1, 3.6]: moe-opt's band)",
-            "When the total available GPU memory in the system surpasses the model's memory demands",
+            "GPU memory in the system surpasses the model’s memory demands",
             pipeline,
             memory_headroom,
         ),
@@ -311,7 +314,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             "workload",
             Regime,
             "Sec. IV-B (10-40 tokens and at least 100 requests: moe-opt's band)",
-            "We constrain the model's maximum output length to 20 tokens",
+            "We constrain the model’s maximum output length to 20 tokens.",
             &[EVAL],
             workload,
         ),

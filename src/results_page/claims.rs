@@ -35,6 +35,8 @@ struct Claim {
     verdict: &'static str,
     /// Stated, inferred, sanity or measurement; empty in folders written before the column.
     kind: &'static str,
+    /// The verdicts in the tiers regime / model / extension; empty before tiers.
+    tiers: String,
     /// checked, failed, inconclusive, by_optimum, by_bound, by_incumbent.
     counts: [u64; 6],
     worst_margin: Option<f64>,
@@ -91,6 +93,7 @@ fn read_claims(path: &Path) -> Result<Vec<Claim>, Error> {
     let numbers: Vec<usize> = numbers.into_iter().collect::<Result<_, _>>()?;
     let (bound, counterexample, note) = (col("bound")?, col("counterexample")?, col("note")?);
     let kind = t.column("kind").ok();
+    let tiers = ["verdict_regime", "verdict_model", "verdict_extension"].map(|c| t.column(c).ok());
     let mut claims: Vec<Claim> = Vec::with_capacity(t.len());
     for r in 0..t.len() {
         let n = |k: usize| t.number(r, numbers[k]);
@@ -106,6 +109,14 @@ fn read_claims(path: &Path) -> Result<Vec<Claim>, Error> {
             kind: match kind {
                 Some(k) => t.one_of(r, k, &KINDS)?,
                 None => "",
+            },
+            tiers: match tiers {
+                [Some(a), Some(b), Some(c)] => [a, b, c]
+                    .iter()
+                    .map(|&col| t.one_of(r, col, &verdicts()))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .join(" / "),
+                _ => String::new(),
             },
             counts: c,
             worst_margin: n(0)?,
@@ -190,7 +201,8 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
          checks (true by construction) and measurements (no bound, no verdict) are moe-opt's. \
          A ratio claim's outcome rests on a certificate: a proved optimum, a proved bound on \
          OPT (passes) or a solver's incumbent (fails); the margin is the claim's signed slack, \
-         below 0 exactly on a failure.",
+         below 0 exactly on a failure. The verdict is over the instances inside the run's tier \
+         (`--tier`, default the paper's model); beside it each tier's verdict.",
         claims.len(),
         tally.join(", ")
     ));
@@ -203,6 +215,7 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
                 format!("<a href=\"#claim-{i}\">{}</a>", escape(&c.id)),
                 c.kind.to_string(),
                 verdict_badge(c.verdict),
+                escape(&c.tiers),
                 checked.to_string(),
                 failed.to_string(),
                 inconclusive.to_string(),
@@ -220,6 +233,7 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
             "claim",
             "kind",
             "verdict",
+            "regime / model / extension",
             "checked",
             "failed",
             "inconclusive",

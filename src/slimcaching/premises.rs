@@ -400,7 +400,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
         regime(
             "compute",
             "Sec. VI-A (within a factor 2 of the stated speeds: moe-opt's band)",
-            "50 / 82.58 / 312 TFLOPs",
+            "The computing capabilities of edge devices, edge servers, and the cloud are 50 TFLOPs, 82.58 TFLOPs, and 312 TFLOPs, respectively.",
             compute,
         ),
         regime(
@@ -412,13 +412,13 @@ pub fn premises() -> Vec<Premise<Instance>> {
         regime(
             "edge-edge-rates",
             "Sec. VI-A, eq. (3) at 38 dBm, 50-200 MHz (a factor 2 around 100 MHz: moe-opt's band), 1 m to the cell's diagonal",
-            "a cell of size 1 km x 1 km",
+            "distributed in a cell of size 1 km",
             edge_edge_rates,
         ),
         regime(
             "radio-rates",
             "Sec. VI-A, eqs. (3)-(4) at 0.01 W up and 38 dBm down, 2.5-10 MHz (moe-opt's band around 5 MHz), 1 m to the cell's diagonal",
-            "a cell of size 1 km x 1 km",
+            "distributed in a cell of size 1 km",
             radio_rates,
         ),
         regime(

@@ -44,7 +44,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
         regime(
             "threads",
             "Sec. 2 (3 to 12 threads: moe-opt's band)",
-            "mainstream mobile devices typically feature 6-12 CPU cores",
+            "mobile devices typically feature 6–12 CPU cores",
             |i| within("decompression threads", f64::from(i.threads), 3.0, 12.0),
         ),
         regime(
