@@ -94,6 +94,25 @@ pub struct Premise<I> {
 }
 
 impl<I> Premise<I> {
+    /// A premise (the fields' docs say what each is).
+    pub fn new(
+        name: &'static str,
+        level: Level,
+        place: &'static str,
+        quote: &'static str,
+        claims: &'static [&'static str],
+        holds: fn(&I) -> Result<(), String>,
+    ) -> Self {
+        Premise {
+            name,
+            level,
+            place,
+            quote,
+            claims,
+            holds,
+        }
+    }
+
     /// Whether it bears on claim `id`.
     pub fn applies_to(&self, id: &str) -> bool {
         self.claims.is_empty() || self.claims.contains(&id)
@@ -150,6 +169,20 @@ pub struct Classified {
     pub tier: Tier,
     /// The broken premises, `name: reason`, model premises first.
     pub broken: Vec<String>,
+}
+
+/// `Ok` when `lo <= x <= hi`, else why not: the range premises' predicate.
+pub fn within<T: PartialOrd + std::fmt::Display>(
+    what: &str,
+    x: T,
+    lo: T,
+    hi: T,
+) -> Result<(), String> {
+    if lo <= x && x <= hi {
+        Ok(())
+    } else {
+        Err(format!("{what} {x}, outside {lo}..={hi}"))
+    }
 }
 
 /// The tier of `instance` for claim `claim` under the premises that bear on it (module doc).

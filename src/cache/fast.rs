@@ -13,8 +13,8 @@ use formulations::Error;
 use super::belady::Belady;
 use super::import::FrequencyWarmStart;
 use super::policies::{
-    check_replay, fill_scores, ratio, Fifo, LayerStats, Lfu, PolicySpec, ReplayShape, Scope,
-    SmoeWindow, TraceReplay, ZipMoeFreq,
+    check_replay, fill_scores, Fifo, LayerStats, Lfu, PolicySpec, ReplayShape, Scope, SmoeWindow,
+    TraceReplay, ZipMoeFreq,
 };
 use super::policy::{combine, CacheStats, Lru, Policy, Scores, Simulation, Tally};
 
@@ -55,14 +55,7 @@ pub fn replay_packed(
                     counts: warm_start.map(|w| w.counts[layer].clone()),
                 };
                 let (s, open) = cache.replay(&mut []);
-                layers.push(LayerStats {
-                    layer,
-                    requests: s.requests,
-                    loads: s.loads,
-                    miss_rate: s.miss_rate,
-                    lifetime_mean_steps: Some(s.lifetime_mean_steps),
-                    lifetime_std_steps: Some(s.lifetime_std_steps),
-                });
+                layers.push(LayerStats::of_cache(layer, &s));
                 all.push((s, open));
             }
             combine(&all)
@@ -78,14 +71,7 @@ pub fn replay_packed(
             let mut per = vec![(0u64, 0u64); l];
             let (s, _) = cache.replay(&mut per);
             for (layer, (requests, loads)) in per.into_iter().enumerate() {
-                layers.push(LayerStats {
-                    layer,
-                    requests,
-                    loads,
-                    miss_rate: ratio(loads, requests),
-                    lifetime_mean_steps: None,
-                    lifetime_std_steps: None,
-                });
+                layers.push(LayerStats::of_pool(layer, requests, loads));
             }
             s
         }

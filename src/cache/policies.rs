@@ -543,6 +543,32 @@ pub struct LayerStats {
     pub lifetime_std_steps: Option<f64>,
 }
 
+impl LayerStats {
+    /// One layer's statistics from its own cache's replay (per-layer scope).
+    pub(crate) fn of_cache(layer: usize, s: &CacheStats) -> Self {
+        LayerStats {
+            layer,
+            requests: s.requests,
+            loads: s.loads,
+            miss_rate: s.miss_rate,
+            lifetime_mean_steps: Some(s.lifetime_mean_steps),
+            lifetime_std_steps: Some(s.lifetime_std_steps),
+        }
+    }
+
+    /// One layer's share of a pooled cache: its requests and loads (no lifetimes).
+    pub(crate) fn of_pool(layer: usize, requests: u64, loads: u64) -> Self {
+        LayerStats {
+            layer,
+            requests,
+            loads,
+            miss_rate: ratio(loads, requests),
+            lifetime_mean_steps: None,
+            lifetime_std_steps: None,
+        }
+    }
+}
+
 /// The result of replaying a trace through one policy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TraceReplay {
@@ -615,14 +641,7 @@ pub fn replay_trace(
                 }
                 let s = sim.stats();
                 let open = sim.policy().resident().len();
-                layers.push(LayerStats {
-                    layer,
-                    requests: s.requests,
-                    loads: s.loads,
-                    miss_rate: s.miss_rate,
-                    lifetime_mean_steps: Some(s.lifetime_mean_steps),
-                    lifetime_std_steps: Some(s.lifetime_std_steps),
-                });
+                layers.push(LayerStats::of_cache(layer, &s));
                 all.push((s, open));
             }
             combine(&all)
@@ -652,14 +671,7 @@ pub fn replay_trace(
                 }
             }
             for (layer, (requests, loads)) in per.into_iter().enumerate() {
-                layers.push(LayerStats {
-                    layer,
-                    requests,
-                    loads,
-                    miss_rate: ratio(loads, requests),
-                    lifetime_mean_steps: None,
-                    lifetime_std_steps: None,
-                });
+                layers.push(LayerStats::of_pool(layer, requests, loads));
             }
             sim.stats()
         }

@@ -148,22 +148,13 @@ fn paper_router_hyperparameters(i: &CacheInstance) -> Result<(), String> {
 
 /// Every premise, model premises first (module doc).
 pub fn premises() -> Vec<Premise<CacheInstance>> {
-    type Holds = fn(&CacheInstance) -> Result<(), String>;
-    let premise = |name, level, place, quote, claims, holds: Holds| Premise {
-        name,
-        level,
-        place,
-        quote,
-        claims,
-        holds,
-    };
     use Level::{Model, Regime};
     const FIG9: &[&str] = &[HALVES, PRIOR];
     const LRU_REPLAYED: &[&str] = &[HALVES, PRIOR, GAPS[0], GAPS[1], GAPS[2]];
     const ROUTED: &[&str] = &[FLEXIBLE, PRIOR, GAPS[0], GAPS[1], GAPS[2]];
     const OWN_CAPACITY: &[&str] = &[BELADY, FLEXIBLE, GAPS[0], GAPS[1], GAPS[2]];
     vec![
-        premise(
+        Premise::new(
             "decoder-token-stream",
             Model,
             "Sec. 1 (the evaluated models are decoders; moe-opt's reading)",
@@ -171,7 +162,7 @@ pub fn premises() -> Vec<Premise<CacheInstance>> {
             FIG9,
             decoder_token_stream,
         ),
-        premise(
+        Premise::new(
             "lru-step-order-by-rank",
             Model,
             "Sec. 4.2",
@@ -179,7 +170,7 @@ pub fn premises() -> Vec<Premise<CacheInstance>> {
             LRU_REPLAYED,
             lru_step_order_by_rank,
         ),
-        premise(
+        Premise::new(
             "cache-aware-router-inputs",
             Model,
             "Sec. 3, eq. (9) and Alg. 1",
@@ -187,7 +178,7 @@ pub fn premises() -> Vec<Premise<CacheInstance>> {
             ROUTED,
             cache_aware_router_inputs,
         ),
-        premise(
+        Premise::new(
             "phi-named-exception",
             Model,
             "Sec. 4.8 (0.1 of router mass read as the 1 % perplexity level: moe-opt's reading)",
@@ -195,7 +186,7 @@ pub fn premises() -> Vec<Premise<CacheInstance>> {
             &[PRIOR],
             phi_named_exception,
         ),
-        premise(
+        Premise::new(
             "table1-model-shape",
             Regime,
             "Sec. 4, Tables 1-2",
@@ -203,7 +194,7 @@ pub fn premises() -> Vec<Premise<CacheInstance>> {
             &[],
             table1_model_shape,
         ),
-        premise(
+        Premise::new(
             "trace-length",
             Regime,
             "Sec. 4 (one WikiText context)",
@@ -214,7 +205,7 @@ pub fn premises() -> Vec<Premise<CacheInstance>> {
                 t => Err(format!("{t} tokens < 1024")),
             },
         ),
-        premise(
+        Premise::new(
             "half-capacity",
             Regime,
             "App. D (E/2 throughout, E/4 in App. D)",
@@ -222,7 +213,7 @@ pub fn premises() -> Vec<Premise<CacheInstance>> {
             OWN_CAPACITY,
             half_capacity,
         ),
-        premise(
+        Premise::new(
             "table2-lru-miss-rate",
             Regime,
             "Table 2, \"Original\" with LRU (within 0.05: moe-opt's band)",
@@ -230,7 +221,7 @@ pub fn premises() -> Vec<Premise<CacheInstance>> {
             FIG9,
             table2_lru_miss_rate,
         ),
-        premise(
+        Premise::new(
             "paper-router-hyperparameters",
             Regime,
             "Sec. 4.1",

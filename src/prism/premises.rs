@@ -28,7 +28,7 @@ use formulations::prism::validate::validate;
 use formulations::prism::{Instance, ServerId};
 
 use super::algorithms::entropy_bits;
-use crate::tier::{Level, Premise};
+use crate::tier::{within, Level, Premise};
 
 const THM1: &str = "prism/thm1-greedy-ratio";
 const LEMMA1: &str = "prism/lemma1-entropy-coverage";
@@ -51,14 +51,6 @@ fn server_slots(i: &Instance) -> Vec<u64> {
 
 fn experts(i: &Instance) -> u64 {
     u64::from(i.model.layers) * u64::from(i.model.experts_per_layer)
-}
-
-fn within<T: PartialOrd + std::fmt::Display>(what: &str, x: T, lo: T, hi: T) -> Result<(), String> {
-    if lo <= x && x <= hi {
-        Ok(())
-    } else {
-        Err(format!("{what} {x}, outside {lo}..={hi}"))
-    }
 }
 
 fn uniform_expert_size(i: &Instance) -> Result<(), String> {
@@ -193,20 +185,11 @@ fn comm_compute_ratio(i: &Instance) -> Result<(), String> {
 
 /// Every premise, model premises first (module doc).
 pub fn premises() -> Vec<Premise<Instance>> {
-    type Holds = fn(&Instance) -> Result<(), String>;
-    let premise = |name, level, place, quote, claims, holds: Holds| Premise {
-        name,
-        level,
-        place,
-        quote,
-        claims,
-        holds,
-    };
     let pipeline: &'static [&'static str] = &[THM1, GAP, EVAL];
     let regime_all: &'static [&'static str] = &[THM1, LEMMA1, GAP, EVAL];
     use Level::{Model, Regime};
     vec![
-        premise(
+        Premise::new(
             "uniform-expert-size",
             Model,
             "Alg. 1 (Sec. III-C1)",
@@ -214,7 +197,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             pipeline,
             uniform_expert_size,
         ),
-        premise(
+        Premise::new(
             "alg1-entropy-defined",
             Model,
             "Alg. 1, N_{n,l} (Sec. III-C1): the sum of a server's layer entropies is a divisor",
@@ -222,7 +205,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             pipeline,
             |i| validate(i).map_err(|e| e.to_string()).and_then(|()| alg1_entropy_defined(i)),
         ),
-        premise(
+        Premise::new(
             "coverage-feasible",
             Model,
             "Problem (2), first constraint (Sec. III-B)",
@@ -230,7 +213,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             pipeline,
             coverage_feasible,
         ),
-        premise(
+        Premise::new(
             "multi-server",
             Model,
             "Sec. I; Sec. III-A",
@@ -238,7 +221,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[GAP, EVAL],
             multi_server,
         ),
-        premise(
+        Premise::new(
             "remote-invocation-dominates",
             Model,
             "Sec. III-B (moe-opt's weakest reading: a remote round trip costs at least one expert computation)",
@@ -246,7 +229,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[EVAL],
             remote_invocation_dominates,
         ),
-        premise(
+        Premise::new(
             "servers",
             Regime,
             "Sec. IV-A (3 servers with 1, 1 and 2 GPUs; 2-6 servers of 1-4 GPUs, unequal: moe-opt's band)",
@@ -254,7 +237,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             pipeline,
             servers,
         ),
-        premise(
+        Premise::new(
             "layers",
             Regime,
             "Sec. IV-A (32 and 26 layers; 13-64: moe-opt's band)",
@@ -262,7 +245,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             pipeline,
             |i| within("layers", i.model.layers, 13, 64),
         ),
-        premise(
+        Premise::new(
             "experts-per-layer",
             Regime,
             "Sec. IV-A (8 and 64 experts; 4-128: moe-opt's band)",
@@ -270,7 +253,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             regime_all,
             |i| within("experts per layer", i.model.experts_per_layer, 4, 128),
         ),
-        premise(
+        Premise::new(
             "top-k",
             Regime,
             "Sec. IV-A (Top-2 and Top-8)",
@@ -278,7 +261,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             pipeline,
             |i| within("top-k", i.model.top_k, 2, 8),
         ),
-        premise(
+        Premise::new(
             "slots-per-gpu",
             Regime,
             "Sec. IV-A (70 % and 30 % of 40 GB: 85 and 744 expert slots; half the first to twice the second: moe-opt's band)",
@@ -286,7 +269,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             pipeline,
             slots_per_gpu,
         ),
-        premise(
+        Premise::new(
             "memory-headroom",
             Regime,
             "Sec. IV-A (1.33 and 1.79 slots per expert; (1, 3.6]: moe-opt's band)",
@@ -294,7 +277,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             pipeline,
             memory_headroom,
         ),
-        premise(
+        Premise::new(
             "no-full-copy",
             Regime,
             "Sec. I; Sec. IV-A",
@@ -302,7 +285,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             pipeline,
             no_full_copy,
         ),
-        premise(
+        Premise::new(
             "network",
             Regime,
             "Sec. IV-A, IV-C (latency not stated; at most 10 ms: moe-opt's reading)",
@@ -310,7 +293,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[EVAL],
             network,
         ),
-        premise(
+        Premise::new(
             "workload",
             Regime,
             "Sec. IV-B (10-40 tokens and at least 100 requests: moe-opt's band)",
@@ -318,7 +301,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[EVAL],
             workload,
         ),
-        premise(
+        Premise::new(
             "comm-compute-ratio",
             Regime,
             "moe-opt's time model at the testbed (24 and 135; 10-300: moe-opt's band); the paper gives no breakdown",

@@ -341,21 +341,11 @@ fn symmetric_backhaul(i: &Instance) -> Result<(), String> {
 /// Every premise, model premises first (module doc).
 pub fn premises() -> Vec<Premise<Instance>> {
     type Holds = fn(&Instance) -> Result<(), String>;
-    let model = |name, place, quote, holds: Holds| Premise {
-        name,
-        level: Level::Model,
-        place,
-        quote,
-        claims: &[],
-        holds,
+    let model = |name, place, quote, holds: Holds| {
+        Premise::new(name, Level::Model, place, quote, &[], holds)
     };
-    let regime = |name, place, quote, holds: Holds| Premise {
-        name,
-        level: Level::Regime,
-        place,
-        quote,
-        claims: &[],
-        holds,
+    let regime = |name, place, quote, holds: Holds| {
+        Premise::new(name, Level::Regime, place, quote, &[], holds)
     };
     vec![
         model(

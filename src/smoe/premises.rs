@@ -15,17 +15,9 @@
 
 use formulations::smoe::{Costs, Instance};
 
-use crate::tier::{Level, Premise};
+use crate::tier::{within, Level, Premise};
 
 const ALG2: &str = "smoe/alg2-uniform-optimal";
-
-fn within(what: &str, x: f64, lo: f64, hi: f64) -> Result<(), String> {
-    if (lo..=hi).contains(&x) {
-        Ok(())
-    } else {
-        Err(format!("{what} {x}, outside {lo}..={hi}"))
-    }
-}
 
 fn positive_gate_scores(i: &Instance) -> Result<(), String> {
     for (t, row) in i.scores.iter().enumerate() {
@@ -57,18 +49,9 @@ fn load_primary(i: &Instance) -> Result<(), String> {
 
 /// Every premise, model premises first (module doc).
 pub fn premises() -> Vec<Premise<Instance>> {
-    type Holds = fn(&Instance) -> Result<(), String>;
-    let premise = |name, level, place, quote, claims, holds: Holds| Premise {
-        name,
-        level,
-        place,
-        quote,
-        claims,
-        holds,
-    };
     use Level::{Model, Regime};
     vec![
-        premise(
+        Premise::new(
             "fine-grained-moe",
             Model,
             "Sec. II (k >= 3)",
@@ -76,7 +59,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[],
             |i| within("top-k", i.top_k as f64, 3.0, f64::INFINITY),
         ),
-        premise(
+        Premise::new(
             "positive-gate-scores",
             Model,
             "Sec. IV-A, the thresholds of Alg. 1",
@@ -84,7 +67,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[],
             positive_gate_scores,
         ),
-        premise(
+        Premise::new(
             "alpha-threshold",
             Model,
             "Sec. IV-A (alpha < 1)",
@@ -92,7 +75,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[],
             |i| within("alpha", i.alpha, 0.0, 1.0 - f64::EPSILON),
         ),
-        premise(
+        Premise::new(
             "uniform-costs",
             Model,
             "Sec. V-A",
@@ -100,7 +83,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[ALG2],
             |i| uniform(i).map(|_| ()),
         ),
-        premise(
+        Premise::new(
             "load-primary",
             Model,
             "Sec. V-A (C_load >= C_CPU: moe-opt's reading)",
@@ -108,7 +91,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[ALG2],
             load_primary,
         ),
-        premise(
+        Premise::new(
             "experts-per-layer",
             Regime,
             "Table III's models (E = 64 in their configs; 32-128: moe-opt's band)",
@@ -116,7 +99,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[],
             |i| within("experts", i.experts as f64, 32.0, 128.0),
         ),
-        premise(
+        Premise::new(
             "top-k",
             Regime,
             "Table III's models (k = 6-8 in their configs; 3-16: moe-opt's band)",
@@ -124,7 +107,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[],
             |i| within("top-k", i.top_k as f64, 3.0, 16.0),
         ),
-        premise(
+        Premise::new(
             "low-batch",
             Regime,
             "Sec. VI-B (batches of 1 and 3)",
@@ -132,7 +115,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[],
             |i| within("tokens", i.scores.len() as f64, 1.0, 3.0),
         ),
-        premise(
+        Premise::new(
             "alpha-range",
             Regime,
             "Table IV (alpha 0 to 0.6)",
@@ -140,7 +123,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[],
             |i| within("alpha", i.alpha, 0.0, 0.6),
         ),
-        premise(
+        Premise::new(
             "cache-share",
             Regime,
             "Table III (GPU memory 0.33-0.49 of the model; 1/8 to 2/3 of the experts resident: moe-opt's band)",
@@ -148,7 +131,7 @@ pub fn premises() -> Vec<Premise<Instance>> {
             &[],
             |i| within("resident share", i.gpu_cache.len() as f64 / i.experts as f64, 0.125, 0.67),
         ),
-        premise(
+        Premise::new(
             "load-cpu-ratio",
             Regime,
             "Sec. VI-C (3 in S3; 1.5-6: moe-opt's band)",

@@ -19,26 +19,18 @@ use formulations::zipmoe::Instance;
 
 use crate::tier::{Level, Premise};
 
-/// `x` in `[lo, hi]` within a relative 1e-9.
+/// `x` in `[lo, hi]` within a relative 1e-9 (a ratio computed at a band's end).
 pub(crate) fn within(what: &str, x: f64, lo: f64, hi: f64) -> Result<(), String> {
     let t = 1e-9 * hi.abs().max(lo.abs());
-    if lo - t <= x && x <= hi + t {
-        Ok(())
-    } else {
-        Err(format!("{what} {x}, outside {lo}..={hi}"))
-    }
+    crate::tier::within(what, x, lo - t, hi + t)
+        .map_err(|_| format!("{what} {x}, outside {lo}..={hi}"))
 }
 
 /// Every premise (module doc).
 pub fn premises() -> Vec<Premise<Instance>> {
     type Holds = fn(&Instance) -> Result<(), String>;
-    let regime = |name, place, quote, holds: Holds| Premise {
-        name,
-        level: Level::Regime,
-        place,
-        quote,
-        claims: &[],
-        holds,
+    let regime = |name, place, quote, holds: Holds| {
+        Premise::new(name, Level::Regime, place, quote, &[], holds)
     };
     vec![
         regime(

@@ -47,19 +47,10 @@ fn footprint_consistency(p: &PoolInstance) -> Result<(), String> {
 
 /// Every premise, model premises first (module doc).
 pub fn premises() -> Vec<Premise<PoolInstance>> {
-    type Holds = fn(&PoolInstance) -> Result<(), String>;
-    let premise = |name, level, place, quote, claims, holds: Holds| Premise {
-        name,
-        level,
-        place,
-        quote,
-        claims,
-        holds,
-    };
     use Level::{Model, Regime};
     let alg4: &'static [&'static str] = &[ALG4];
     vec![
-        premise(
+        Premise::new(
             "single-layer",
             Model,
             "Alg. 4 (App. C): one layer's list",
@@ -67,7 +58,7 @@ pub fn premises() -> Vec<Premise<PoolInstance>> {
             alg4,
             |p| within("layers", p.layers.len() as f64, 1.0, 1.0),
         ),
-        premise(
+        Premise::new(
             "cost-consistency",
             Model,
             "Sec. 3.1",
@@ -75,7 +66,7 @@ pub fn premises() -> Vec<Premise<PoolInstance>> {
             alg4,
             |p| within("the costs' rho", rho(p), f64::MIN_POSITIVE, 1.0),
         ),
-        premise(
+        Premise::new(
             "footprint-consistency",
             Model,
             "Sec. 2-3.1 (sign and mantissa are half a BF16 tensor: moe-opt's reading)",
@@ -83,7 +74,7 @@ pub fn premises() -> Vec<Premise<PoolInstance>> {
             alg4,
             footprint_consistency,
         ),
-        premise(
+        Premise::new(
             "evaluated-model-shape",
             Regime,
             "Sec. 5 (E and k from the models' configs)",
@@ -94,7 +85,7 @@ pub fn premises() -> Vec<Premise<PoolInstance>> {
                 (e, k) => Err(format!("E = {e}, k = {k}: none of the evaluated models")),
             },
         ),
-        premise(
+        Premise::new(
             "threads",
             Regime,
             "Sec. 2 (3 to 12 threads: moe-opt's band)",
@@ -102,7 +93,7 @@ pub fn premises() -> Vec<Premise<PoolInstance>> {
             alg4,
             |p| within("decompression threads", f64::from(p.costs.threads), 3.0, 12.0),
         ),
-        premise(
+        Premise::new(
             "compression-ratio",
             Regime,
             "Sec. 2 (rho = 2 s - 1: moe-opt's reading)",
@@ -110,7 +101,7 @@ pub fn premises() -> Vec<Premise<PoolInstance>> {
             alg4,
             |p| within("rho", rho(p), 0.32, 0.48),
         ),
-        premise(
+        Premise::new(
             "decompress-vs-read",
             Regime,
             "Sec. 2 (K c / u in [2, 3]: moe-opt's reading)",
@@ -121,7 +112,7 @@ pub fn premises() -> Vec<Premise<PoolInstance>> {
                 within("K c / u", f64::from(c.shards) * c.decompress_e_chunk_s / c.read_sm_chunk_s, 2.0, 3.0)
             },
         ),
-        premise(
+        Premise::new(
             "tensors-per-expert",
             Regime,
             "Sec. 3.1; the evaluated models' experts have 2 or 3 matrices",
@@ -129,7 +120,7 @@ pub fn premises() -> Vec<Premise<PoolInstance>> {
             alg4,
             |p| within("tensors per expert", f64::from(p.costs.tensors_per_expert), 2.0, 3.0),
         ),
-        premise(
+        Premise::new(
             "offloading-budget",
             Regime,
             "Sec. 5 (10 and 20 GB against the models' expert bytes: 0.15-0.70 of them, moe-opt's band)",
