@@ -363,6 +363,60 @@ impl Check {
         }
     }
 
+    /// What contradicts itself in this check, one line each (empty when consistent): an
+    /// `optimum` reference without a value or a solver status, or with bounds apart from it;
+    /// a ratio that is not value / reference; a margin whose sign does not restate the
+    /// outcome (< 0 exactly on a fail); a fail without a margin... where margins exist; a
+    /// measurement with a bound; a certificate on an undecided outcome, or an `optimum` one
+    /// without an optimum. Every test that produces checks runs it (the golden runs of
+    /// `verify` over every paper, the saved counterexamples, the problems' unit tests).
+    pub fn inconsistencies(&self) -> Vec<String> {
+        // Relative 1e-8: the JSON reports keep 9 significant digits.
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-8 * a.abs().max(b.abs()).max(1.0);
+        let mut found = Vec::new();
+        if self.reference_kind == ReferenceKind::Optimum {
+            match self.reference {
+                None => found.push("an optimum reference without a value".to_string()),
+                Some(r) => {
+                    for (side, b) in [("lower", self.lower), ("upper", self.upper)] {
+                        if b.is_some_and(|b| !close(b, r)) {
+                            found.push(format!("the optimum {r} but the {side} bound {b:?}"));
+                        }
+                    }
+                }
+            }
+            if self.solver_status.is_none() {
+                found.push("an optimum reference without a solver status".into());
+            }
+        }
+        if let (Some(ratio), Some(v), Some(r)) = (self.ratio, self.value, self.reference) {
+            if r.abs() > 1e-12 && !close(ratio, v / r) {
+                found.push(format!(
+                    "ratio {ratio} is not value / reference = {}",
+                    v / r
+                ));
+            }
+        }
+        if let Some(m) = self.margin {
+            if (m < 0.0) != (self.outcome == Outcome::Fail) {
+                found.push(format!("margin {m} with the outcome {:?}", self.outcome));
+            }
+        }
+        if self.outcome == Outcome::Measured && self.bound.is_some() {
+            found.push("a measurement with a bound".into());
+        }
+        match (self.certificate, self.outcome) {
+            (Some(c), Outcome::Inconclusive | Outcome::Measured | Outcome::Boundary) => {
+                found.push(format!("certificate {c:?} on an undecided outcome"))
+            }
+            (Some(Certificate::Optimum), _) if self.reference_kind != ReferenceKind::Optimum => {
+                found.push("an optimum certificate without an optimum reference".into())
+            }
+            _ => {}
+        }
+        found
+    }
+
     /// Nothing can be concluded on this instance; `note` says why.
     pub fn inconclusive(note: impl Into<String>) -> Self {
         Check::new(Outcome::Inconclusive, note)
@@ -489,6 +543,62 @@ mod tests {
             (-0.5, true, Fail),
         ] {
             assert_eq!(decide(raw, 1e-9, strict), expected, "{raw} {strict}");
+        }
+    }
+
+    #[test]
+    fn the_consistency_check_names_each_contradiction() {
+        let good = Check {
+            ratio: Some(0.5),
+            bound: Some(0.25),
+            margin: Some(0.25),
+            ..Check::against_optimum(Outcome::Pass, 1.0, 2.0, "exhaustive", "by hand")
+        };
+        assert_eq!(good.inconsistencies(), Vec::<String>::new());
+        let bad = [
+            Check {
+                ratio: Some(0.4),
+                ..good.clone()
+            },
+            Check {
+                margin: Some(-0.1),
+                ..good.clone()
+            },
+            Check {
+                solver_status: None,
+                ..good.clone()
+            },
+            Check {
+                upper: Some(3.0),
+                ..good.clone()
+            },
+            Check {
+                reference: None,
+                ..good.clone()
+            },
+            Check {
+                outcome: Outcome::Boundary,
+                margin: None,
+                ..good.clone()
+            },
+            Check {
+                outcome: Outcome::Measured,
+                margin: None,
+                certificate: None,
+                ..good.clone()
+            },
+            Check {
+                reference_kind: ReferenceKind::Bound,
+                ..good.clone()
+            },
+        ];
+        for (k, c) in bad.iter().enumerate() {
+            assert_eq!(
+                c.inconsistencies().len(),
+                1,
+                "case {k}: {:?}",
+                c.inconsistencies()
+            );
         }
     }
 

@@ -986,6 +986,13 @@ fn verify_papers() {
             "--out",
             arg(&out),
         ]);
+        // Every check of the run restates itself consistently (`Check::inconsistencies`).
+        let journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
+        for line in journal.lines() {
+            let r: moe_opt::verify::Record = serde_json::from_str(line).unwrap();
+            let found = r.check.inconsistencies();
+            assert!(found.is_empty(), "{} {}: {found:?}", r.claim, r.index);
+        }
         let claims = clean_csv(&out.join("claims.csv"));
         let instances = clean_csv(&out.join("instances.csv"));
         // A solver limit would make an instance inconclusive for the wrong reason.
@@ -1040,6 +1047,8 @@ fn verify_committed_counterexamples() {
             TIME_LIMIT,
         ]);
         assert_eq!(check["outcome"], "fail", "{claim}: {check}");
+        let parsed: moe_opt::claims::Check = serde_json::from_value(check.clone()).unwrap();
+        assert_eq!(parsed.inconsistencies(), Vec::<String>::new(), "{claim}");
         checks.insert(claim, check);
     }
     insta::assert_json_snapshot!("verify_committed_counterexamples", Value::Object(checks));

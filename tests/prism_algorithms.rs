@@ -50,6 +50,12 @@ fn claims_on_the_small_family() {
                 Outcome::Measured => 3,
                 Outcome::Boundary => 4,
             }] += 1;
+            assert_eq!(
+                c.inconsistencies(),
+                Vec::<String>::new(),
+                "{}",
+                claim.info.id
+            );
             if let Some(m) = c.margin {
                 assert_eq!(
                     m < 0.0,

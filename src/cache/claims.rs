@@ -463,8 +463,8 @@ fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOpti
                 instance.experts()
             );
             return Ok(Check {
-                // The quantity the bound limits is the mass loss (loads are in the note).
-                ratio: Some(loss),
+                // The value is the quantity the bound limits, the mass loss (loads are in the
+                // note): no ratio to Belady's loads.
                 bound: Some(SMALL_MASS_LOSS),
                 margin: Some(margin),
                 ..Check::against_optimum(

@@ -134,6 +134,7 @@ fn assert_consistent(id: &str, c: &Check) {
         assert!(c.witness.is_some(), "{id}: a failure carries its witness");
     }
     assert!(!c.note.is_empty() && !c.note.contains('\n'), "{id}");
+    assert_eq!(c.inconsistencies(), Vec::<String>::new(), "{id}");
     assert_margin_agrees(id, c);
 }
 
