@@ -446,6 +446,24 @@ impl Outcome {
     }
 }
 
+/// Case `name`: why `moe-opt ARGS` on a malformed `file` is no clean refusal naming the file
+/// (or else its `field`), with the stderr; None when it is one.
+fn file_refusal_fault(
+    args: impl IntoIterator<Item = String>,
+    name: &str,
+    file: &Path,
+    field: &str,
+) -> Option<String> {
+    let outcome = run_capped(args);
+    let fault = outcome
+        .refusal_fault(&file.display().to_string())
+        .or_else(|| outcome.refusal_fault(&format!(": {field}:")))?;
+    Some(format!(
+        "{name}: {fault}\n    {}",
+        outcome.stderr.trim_end()
+    ))
+}
+
 /// `moe-opt ARGS` under `ulimit -v` and `timeout` (exit 124 when it ran out of time).
 fn run_capped(args: impl IntoIterator<Item = String>) -> Outcome {
     let out = std::process::Command::new("sh")
@@ -1733,16 +1751,7 @@ fn malformed_npy_weights_are_refused_naming_the_file_and_the_field() {
             ]
             .map(String::from),
         );
-        let outcome = run_capped(args);
-        let fault = outcome
-            .refusal_fault(&file.display().to_string())
-            .or_else(|| outcome.refusal_fault(&format!(": {field}:")));
-        if let Some(fault) = fault {
-            faults.push(format!(
-                "{name}: {fault}\n    {}",
-                outcome.stderr.trim_end()
-            ));
-        }
+        faults.extend(file_refusal_fault(args, name, &file, field));
     }
     assert!(faults.is_empty(), "{}", faults.join("\n"));
     // The same layout with valid values is read: 2 layers of 4 experts, 8 slots on 2 GPUs.
@@ -1838,16 +1847,7 @@ fn malformed_binary_traces_are_refused_naming_the_file_and_the_field() {
         let file = dir.join(format!("{name}.bin"));
         std::fs::write(&file, bytes).unwrap();
         let args = ["replay", file.to_str().unwrap(), "--capacity", "2"].map(String::from);
-        let outcome = run_capped(args);
-        let fault = outcome
-            .refusal_fault(&file.display().to_string())
-            .or_else(|| outcome.refusal_fault(&format!(": {field}:")));
-        if let Some(fault) = fault {
-            faults.push(format!(
-                "{name}: {fault}\n    {}",
-                outcome.stderr.trim_end()
-            ));
-        }
+        faults.extend(file_refusal_fault(args, name, &file, field));
     }
     assert!(faults.is_empty(), "{}", faults.join("\n"));
     let file = dir.join("good.bin");
