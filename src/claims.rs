@@ -14,8 +14,10 @@
 //! and no fail is never `violated`: it `holds` where some instance passes, and is `boundary`
 //! where none does.
 //!
-//! Only [`ClaimKind::Stated`] claims are the paper's: `verify` reports inferred claims, sanity
-//! checks and measurements in sections of their own, so that none reads as a paper's error.
+//! Only [`ClaimKind::Stated`] claims are the paper's: `verify` reports repaired claims (moe-opt's
+//! corrections of violated stated ones, each beside the claim it repairs), inferred claims,
+//! sanity checks and measurements in sections of their own, so that none reads as a paper's
+//! error.
 //!
 //! A ratio claim's outcome on an instance rests on a [`Certificate`]: the optimum OPT is known
 //! to lie in `[lower, upper]` (a proved optimum: both equal; a solver stopped by a limit: its
@@ -52,6 +54,13 @@ pub struct ClaimInfo {
     pub kind: ClaimKind,
     /// Whether it is about every instance of its premise or about some instance.
     pub quantifier: Quantifier,
+    /// A [`ClaimKind::Repaired`] claim: the id of the stated claim it corrects.
+    pub repairs: Option<&'static str>,
+    /// At most this many neighbours per worst-case search (below `verify --search`), and no
+    /// shrinking of its counterexample, for a claim whose every check is costly (a family at
+    /// the papers' scale, or one whose search drifts to instances slow to solve exactly).
+    #[serde(skip)]
+    pub search_limit: Option<usize>,
 }
 
 /// What a claim is to its paper. `verify` reports each kind in its own section (in this order),
@@ -62,6 +71,11 @@ pub enum ClaimKind {
     /// The paper states it: a theorem, proposition, lemma, remark, or an explicit empirical
     /// sentence (the quote).
     Stated,
+    /// moe-opt's corrected statement of a stated claim found violated (`repairs` names it):
+    /// the strongest statement moe-opt can justify, with its proof in the claim's module doc
+    /// (or, for an empirical sentence, the weaker reading the paper's own text supports). Its
+    /// verdict is reported beside the original's; a violation would be moe-opt's error.
+    Repaired,
     /// A property the paper implies but does not state (the quote is the sentence it is read
     /// from; the claim's doc says how). A violation is not the paper's error.
     Inferred,
@@ -77,6 +91,7 @@ impl ClaimKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ClaimKind::Stated => "stated",
+            ClaimKind::Repaired => "repaired",
             ClaimKind::Inferred => "inferred",
             ClaimKind::Sanity => "sanity",
             ClaimKind::Measurement => "measurement",
@@ -479,6 +494,8 @@ mod tests {
             quote: "-",
             kind,
             quantifier,
+            repairs: None,
+            search_limit: None,
         }
     }
 

@@ -1294,8 +1294,11 @@ fn premises_text(infos: &[crate::tier::PremiseInfo]) -> String {
 fn claims_text(infos: &[ClaimInfo]) -> String {
     let mut text = String::new();
     for i in infos {
+        let repairs = i
+            .repairs
+            .map_or(String::new(), |of| format!(", repairs {of}"));
         text.push_str(&format!(
-            "{} ({}, {})
+            "{} ({}, {}{repairs})
   place: {}
   paper: \"{}\"
   claim: {}
@@ -1411,6 +1414,11 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
     for (kinds, heading) in [
         (&[ClaimKind::Stated][..], "stated by the papers"),
         (
+            &[ClaimKind::Repaired][..],
+            "repaired by moe-opt (corrections of violated stated claims, each proved in its \
+             module doc or read from the paper's own weaker sentence)",
+        ),
+        (
             &[ClaimKind::Inferred][..],
             "inferred by moe-opt (the papers do not state them: not the papers' errors)",
         ),
@@ -1433,6 +1441,11 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
                     Verdict::Violated => format!("violated on {} of {}", r.failed, r.checked),
                     Verdict::Boundary => format!("boundary on {}", r.boundary),
                     v => v.as_str().to_string(),
+                };
+                let verdict = match (&r.repairs, &r.repaired_by, r.repaired_verdict) {
+                    (Some(of), _, _) => format!("{verdict} (repairs {of})"),
+                    (_, Some(by), Some(v)) => format!("{verdict}; {by}: {}", v.as_str()),
+                    _ => verdict,
                 };
                 let worst = match (
                     r.worst_ratio,

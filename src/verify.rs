@@ -69,9 +69,11 @@ pub trait Searchable: Clone + Send + Sync + Serialize + DeserializeOwned + 'stat
     fn premises() -> Vec<Premise<Self>>;
 }
 
-/// The tier of an instance for claim `claim` under its problem's premises.
+/// The tier of an instance for claim `claim` under its problem's premises. A repaired claim
+/// is judged under the premises of the claim it repairs: it corrects that statement inside the
+/// same model.
 fn tier_of<I: Searchable>(claim: &ClaimInfo, instance: &I) -> Classified {
-    classify(&I::premises(), claim.id, instance)
+    classify(&I::premises(), claim.repairs.unwrap_or(claim.id), instance)
 }
 
 /// Implements [`Searchable`] for an instance type from its problem's `mutate` module, which has
@@ -294,6 +296,12 @@ pub struct ClaimRow {
     pub counterexample_tier: Option<Tier>,
     /// The premises the saved counterexample breaks, `; `-separated.
     pub counterexample_broken: String,
+    /// A repaired claim: the id of the stated claim it corrects.
+    pub repairs: Option<String>,
+    /// A stated claim: the repaired claim registered beside it, when the run checked it.
+    pub repaired_by: Option<String>,
+    /// That repaired claim's verdict in this run.
+    pub repaired_verdict: Option<Verdict>,
 }
 
 /// The command that re-checks a saved instance of a claim (`verify` prints it under each
@@ -463,7 +471,12 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
             |i: &I, rng: &mut ChaCha8Rng| i.perturb(rng),
             score,
             SearchOptions {
-                iterations: options.search_iterations,
+                iterations: claim
+                    .info
+                    .search_limit
+                    .map_or(options.search_iterations, |l| {
+                        l.min(options.search_iterations)
+                    }),
                 seed: family_seed(options.seed, start_seed),
             },
         )?;
@@ -515,7 +528,13 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
             instance,
             |i: &I| i.shrink_candidates(),
             fails,
-            options.shrink_steps,
+            // A claim at the papers' scale keeps its counterexample unshrunk: each of the many
+            // candidates costs a full check, and a smaller instance leaves the scale.
+            if claim.info.search_limit.is_some() {
+                0
+            } else {
+                options.shrink_steps
+            },
         )
         .instance;
         let check = (claim.check)(&small, &options.check);
@@ -815,6 +834,7 @@ pub fn run(
     for &(g, c, info) in &claims {
         rows.push(verdict(groups[g], c, &info, &journal, options)?);
     }
+    link_repairs(&mut rows);
     let dims: Vec<&str> =
         groups
             .iter()
@@ -945,7 +965,25 @@ fn verdict(
         instances_extension: count(Tier::Extension),
         counterexample_tier,
         counterexample_broken,
+        repairs: info.repairs.map(str::to_string),
+        repaired_by: None,
+        repaired_verdict: None,
     })
+}
+
+/// Puts each repaired claim's id and verdict on the row of the claim it repairs, so that the
+/// two verdicts stand side by side in claims.csv and the tables.
+fn link_repairs(rows: &mut [ClaimRow]) {
+    let repairs: Vec<(String, String, Verdict)> = rows
+        .iter()
+        .filter_map(|r| Some((r.repairs.clone()?, r.id.clone(), r.verdict)))
+        .collect();
+    for (original, id, verdict) in repairs {
+        if let Some(row) = rows.iter_mut().find(|r| r.id == original) {
+            row.repaired_by = Some(id);
+            row.repaired_verdict = Some(verdict);
+        }
+    }
 }
 
 /// The serde name of a unit enum (`pass`, `optimum`, ...).

@@ -44,7 +44,7 @@ fn problems_list_every_problem_with_its_methods_presets_and_claims() {
         .map(|m| m["name"].as_str().unwrap())
         .collect();
     assert!(methods.contains(&"successive-maxconv") && methods.contains(&"milp"));
-    assert_eq!(slim["claims"].as_array().unwrap().len(), 11);
+    assert_eq!(slim["claims"].as_array().unwrap().len(), 14);
     // Every problem's presets, as `--list-presets` and `--preset help` print them.
     let presets = ok(moe_opt().args(["generate", "zipmoe", "--list-presets"]));
     assert!(

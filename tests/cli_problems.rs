@@ -165,12 +165,12 @@ fn verify_covers_both_papers_with_each_problem_s_size_columns() {
     for (paper, ids, dims) in [
         (
             "001_612395f5f9077ee7.txt",
-            4,
+            7,
             &["servers", "gpus", "layers", "experts", "top_k"][..],
         ),
         (
             "003_f13bf7f446ba8bd3.txt",
-            5,
+            6,
             &["experts", "tasks", "threads", "layers", "grid_steps"][..],
         ),
     ] {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use moe_opt::claims::{CheckOptions, Outcome};
 use moe_opt::prism::algorithms::MigrationStats;
-use moe_opt::prism::claims::{lemma1_rows, registry};
+use moe_opt::prism::claims::{lemma1_rows, registry, Lemma1Form};
 use moe_opt::prism::commands::{compare, migrate_instance, MigrateConfig};
 use moe_opt::prism::generate::{try_generate, GeneratorConfig, Preset};
 use moe_opt::prism::methods::{Method, RunOptions};
@@ -118,7 +118,7 @@ fn lemma1_on_real_activation_counts() {
             println!("skipping {name}: not found under {}", dir.display());
             continue;
         };
-        let c = lemma1_rows(&rows);
+        let c = lemma1_rows(&rows, Lemma1Form::Stated);
         println!(
             "Lemma 1 on {name} (layer totals): {:?} margin {:?}: {}",
             c.outcome, c.margin, c.note

@@ -262,6 +262,8 @@ fn ratio_claim(id: &'static str, method: Method) -> Claim<Knapsack> {
             quote: "the method reaches half the optimum",
             kind: ClaimKind::Stated,
             quantifier: Quantifier::Universal,
+            repairs: None,
+            search_limit: None,
         },
         family,
         check: if method == Method::Greedy {
@@ -281,6 +283,8 @@ fn existence_claim(id: &'static str, method: Method) -> Claim<Knapsack> {
             statement: "some instance has the method below half the optimum",
             bound: "ratio < 1/2 on some instance",
             quantifier: Quantifier::Existential,
+            repairs: None,
+            search_limit: None,
             ..ratio_claim(id, method).info
         },
         family,

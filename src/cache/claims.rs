@@ -30,6 +30,18 @@
 //!    0.1 (a choice). Margin: 0.1 - loss when some lambda goes below Belady; otherwise minus
 //!    the relative excess of the best Cache-Prior loads over Belady's. Like claim 3, a stream
 //!    of fewer than 20 E requests is inconclusive.
+//! 6. `sec48-belady-below-lru` repairs claim 3 (kind `repaired`): the paper's own weaker
+//!    sentence (Sec. 4.8, Cache Size: "reducing cache size to half the number of experts
+//!    improves performance over LRU"): at C = max(E/2, K) Belady makes strictly fewer loads than
+//!    LRU, no factor claimed. Fig. 9's "roughly halves" has no printed number to calibrate
+//!    "roughly" against (the paper prints no Belady miss rate), so the factor is dropped, not
+//!    re-tuned. Same family and replay as claim 3; margin (LRU - Belady - 1/2) / LRU.
+//! 7. `sec48-cache-prior-similar` repairs claim 4 (kind `repaired`): the sentence's own "similar
+//!    or even lower", which claim 4 reads as "lower": the least lambda on the grid whose loads
+//!    exceed Belady's by at most 1 % of the requests ([`SIMILAR_MISS_RATE`]: the paper prints
+//!    miss rates in whole percents, Table 2 and Fig. 7, so two rates closer than that are
+//!    printed alike; moe-opt's reading), with mass loss at most 0.1 there. Margin: 0.1 - loss,
+//!    or 0.01 minus the best excess miss rate when no lambda comes that close.
 //! 5. `router-gap-max-rank`, `router-gap-cumsum`, `router-gap-cache-prior` (issue 5: "the gap
 //!    of every router to the flexible-routing bound"): the router (Max-Rank M = 4 = K + 2, J = 1;
 //!    Cumsum p = 0.9, J = 1; Cache-Prior lambda = 0.5, J = 1) replayed with LRU, against the
@@ -114,6 +126,8 @@ pub fn registry() -> Vec<CacheClaim> {
                     farthest in the future.",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_small,
             check: |i, o| settle(check_belady_optimal(i, o)),
@@ -132,6 +146,8 @@ pub fn registry() -> Vec<CacheClaim> {
                     substantial gain in cache efficiency, even surpassing the oracle bound.",
                 kind: ClaimKind::Sanity,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_small,
             check: |i, o| settle(check_flexible_below_belady(i, o)),
@@ -151,6 +167,8 @@ pub fn registry() -> Vec<CacheClaim> {
                     compared to LRU.",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_half,
             check: |i, o| settle(check_halves_lru(i, o)),
@@ -171,9 +189,55 @@ pub fn registry() -> Vec<CacheClaim> {
                     lower miss rates with only minimal perplexity increases.",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_prior,
             check: |i, o| settle(check_cache_prior_below_belady(i, o)),
+        },
+        CacheClaim {
+            info: ClaimInfo {
+                id: "cache/sec48-belady-below-lru",
+                paper: PAPER,
+                place: "Sec. 4.8 (Cache Size), Fig. 10, repaired by moe-opt",
+                statement: "at cache size E/2, Belady's optimal caching makes fewer loads than \
+                    LRU (\"improves performance over LRU\"), without a factor",
+                measured: "Belady loads and LRU loads at C = E/2",
+                bound: "Belady < LRU",
+                family: HALF,
+                quote: "For the optimal cache baseline, reducing cache size to half the number of \
+                    experts improves performance over LRU, but the benefit diminishes as cache \
+                    size shrinks further, becoming negligible for cache sizes  $\\leq k$ .",
+                kind: ClaimKind::Repaired,
+                quantifier: Quantifier::Universal,
+                repairs: Some("cache/sec48-belady-halves-lru"),
+                search_limit: None,
+            },
+            family: family_half,
+            check: |i, o| settle(check_belady_below_lru(i, o)),
+        },
+        CacheClaim {
+            info: ClaimInfo {
+                id: "cache/sec48-cache-prior-similar",
+                paper: PAPER,
+                place: "Sec. 4.8, Fig. 9, repaired by moe-opt",
+                statement: "Cache-Prior achieves similar (within 1 percentage point of the \
+                    requests, the paper's printed precision) or lower miss rates than Belady, \
+                    with a small router mass loss",
+                measured: "the least lambda of [0, 1] (50 points) with Cache-Prior + LRU loads \
+                    at most Belady's + 1 % of the requests, and the router mass lost there",
+                bound: "reached with mass loss <= 0.1 (\"small\", our reading)",
+                family: PRIOR,
+                quote:
+                    "As can be seen in Figure 9, our Cache-Prior method achieves similar or even \
+                    lower miss rates with only minimal perplexity increases.",
+                kind: ClaimKind::Repaired,
+                quantifier: Quantifier::Universal,
+                repairs: Some("cache/sec48-cache-prior-below-belady"),
+                search_limit: None,
+            },
+            family: family_prior,
+            check: |i, o| settle(check_cache_prior_similar(i, o)),
         },
     ];
     type CheckFn = fn(&CacheInstance, &CheckOptions) -> Check;
@@ -205,6 +269,8 @@ pub fn registry() -> Vec<CacheClaim> {
                     at the cost of a small, tunable increase in perplexity.",
                 kind: ClaimKind::Sanity,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_gap,
             check,
@@ -432,7 +498,58 @@ fn check_halves_lru(instance: &CacheInstance, _options: &CheckOptions) -> Checke
     })
 }
 
-fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOptions) -> Checked {
+/// The halving claim's repair (module doc, claim 6): Belady strictly below LRU at C = E/2.
+fn check_belady_below_lru(instance: &CacheInstance, _options: &CheckOptions) -> Checked {
+    let half = CacheInstance {
+        capacity: (instance.experts() / 2).max(instance.top_k()),
+        ..instance.clone()
+    };
+    too_short(&half)?;
+    let belady = belady_loads(&half)?;
+    let lru = run(&half, OfflineMethod::Lru, &Default::default())
+        .map_err(|e| inconclusive(format!("LRU: {e}")))?
+        .report
+        .loads
+        .unwrap_or(0);
+    let r = ratio(belady, lru).ok_or_else(|| inconclusive("LRU has no loads"))?;
+    // Loads are integers: Belady < LRU iff LRU - Belady >= 1, so the half-load offset makes
+    // the margin < 0 exactly on a fail.
+    let margin = ((lru as f64 - belady as f64) - 0.5) / lru as f64;
+    let note = format!(
+        "Belady {belady} loads, LRU {lru} at C = {} of E = {}: ratio {r:.3}",
+        half.capacity,
+        half.experts()
+    );
+    Ok(Check {
+        value: Some(belady as f64),
+        reference: Some(lru as f64),
+        reference_kind: ReferenceKind::Baseline,
+        ratio: Some(r),
+        bound: Some(1.0),
+        margin: Some(margin),
+        ..Check::new(Outcome::fail_if(margin < 0.0), note)
+    })
+}
+
+/// "Similar" for `sec48-cache-prior-similar`: within this share of the requests (the paper
+/// prints miss rates in whole percents: Table 2, Fig. 7).
+pub const SIMILAR_MISS_RATE: f64 = 0.01;
+
+/// Cache-Prior with LRU over the lambda grid (50 points of [0, 1], J of Sec. 4.2), up to the
+/// first lambda whose loads `accept` takes.
+struct PriorSweep {
+    belady: u64,
+    j: usize,
+    /// The first accepted (lambda, loads, mass kept).
+    found: Option<(f64, u64, f64)>,
+    /// Otherwise the fewest loads and their (first) lambda.
+    best: (u64, f64),
+}
+
+fn sweep_cache_prior(
+    instance: &CacheInstance,
+    accept: impl Fn(u64, u64) -> bool,
+) -> Result<PriorSweep, Box<Check>> {
     too_short(instance)?;
     let belady = belady_loads(instance)?;
     let j = default_j(instance.top_k());
@@ -453,48 +570,99 @@ fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOpti
         let (loads, Some(kept)) = (replay.loads, replay.quality.mass_kept) else {
             return Err(inconclusive(format!("{spec}: no router mass (no logits?)")));
         };
-        if loads < belady {
-            let loss = 1.0 - kept;
-            let margin = SMALL_MASS_LOSS - loss;
-            let note = format!(
-                "Cache-Prior lambda = {lambda:.4} (J = {j}): {loads} loads < Belady {belady}, \
-                 router mass lost {loss:.4} (C = {} of E = {})",
-                instance.capacity,
-                instance.experts()
-            );
-            return Ok(Check {
-                // The value is the quantity the bound limits, the mass loss (loads are in the
-                // note): no ratio to Belady's loads.
-                bound: Some(SMALL_MASS_LOSS),
-                margin: Some(margin),
-                ..Check::against_optimum(
-                    Outcome::fail_if(margin < 0.0),
-                    loss,
-                    belady as f64,
-                    "belady",
-                    note,
-                )
+        if accept(loads, belady) {
+            let found = Some((lambda, loads, kept));
+            let best = (loads, lambda);
+            return Ok(PriorSweep {
+                belady,
+                j,
+                found,
+                best,
             });
         }
         if best.is_none_or(|(l, _)| loads < l) {
             best = Some((loads, lambda));
         }
     }
-    let (loads, lambda) = best.expect("the grid has 50 points");
+    let best = best.expect("the grid has 50 points");
+    Ok(PriorSweep {
+        belady,
+        j,
+        found: None,
+        best,
+    })
+}
+
+/// A Cache-Prior check that reached its target at `lambda` with `loads`: the mass lost there
+/// against [`SMALL_MASS_LOSS`].
+fn prior_mass_check(sweep: &PriorSweep, relation: &str) -> Check {
+    let (lambda, loads, kept) = sweep.found.expect("a lambda reached the target");
+    let (belady, j) = (sweep.belady, sweep.j);
+    let loss = 1.0 - kept;
+    let margin = SMALL_MASS_LOSS - loss;
     let note = format!(
-        "no lambda in [0, 1] goes below Belady's {belady} loads: the best, lambda = \
-         {lambda:.4}, loads {loads} (C = {} of E = {})",
-        instance.capacity,
-        instance.experts()
+        "Cache-Prior lambda = {lambda:.4} (J = {j}): {loads} loads {relation} Belady {belady}, \
+         router mass lost {loss:.4}"
     );
-    Ok(Check {
-        reference: Some(belady as f64),
+    Check {
+        // The value is the quantity the bound limits, the mass loss (loads are in the note): no
+        // ratio to Belady's loads.
+        bound: Some(SMALL_MASS_LOSS),
+        margin: Some(margin),
+        ..Check::against_optimum(
+            Outcome::fail_if(margin < 0.0),
+            loss,
+            belady as f64,
+            "belady",
+            note,
+        )
+    }
+}
+
+/// A Cache-Prior check whose target no lambda reached: a fail against Belady's loads.
+fn prior_missed(sweep: &PriorSweep, margin: f64, note: String) -> Check {
+    Check {
+        reference: Some(sweep.belady as f64),
         reference_kind: ReferenceKind::Optimum,
         solver_status: Some("belady".into()),
         bound: Some(SMALL_MASS_LOSS),
-        margin: Some(-((loads + 1 - belady) as f64) / belady.max(1) as f64),
+        margin: Some(margin),
         ..Check::new(Outcome::Fail, note)
-    })
+    }
+}
+
+/// The Cache-Prior claim's repair (module doc, claim 7).
+fn check_cache_prior_similar(instance: &CacheInstance, _options: &CheckOptions) -> Checked {
+    let requests = (instance.steps() * instance.top_k()) as f64;
+    let excess = |loads: u64, belady: u64| (loads as f64 - belady as f64) / requests;
+    let sweep = sweep_cache_prior(instance, |l, b| excess(l, b) <= SIMILAR_MISS_RATE)?;
+    if sweep.found.is_some() {
+        return Ok(prior_mass_check(&sweep, "within 1 % of the requests of"));
+    }
+    let ((loads, lambda), belady) = (sweep.best, sweep.belady);
+    let over = excess(loads, belady);
+    let note = format!(
+        "no lambda in [0, 1] comes within 1 % of the requests of Belady's {belady} loads: the \
+         best, lambda = {lambda:.4}, misses {over:+.4} of the requests more"
+    );
+    Ok(prior_missed(&sweep, SIMILAR_MISS_RATE - over, note))
+}
+
+fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOptions) -> Checked {
+    let sweep = sweep_cache_prior(instance, |loads, belady| loads < belady)?;
+    let (c, e) = (instance.capacity, instance.experts());
+    if sweep.found.is_some() {
+        let mut check = prior_mass_check(&sweep, "<");
+        check.note = format!("{} (C = {c} of E = {e})", check.note);
+        return Ok(check);
+    }
+    let ((loads, lambda), belady) = (sweep.best, sweep.belady);
+    let note = format!(
+        "no lambda in [0, 1] goes below Belady's {belady} loads: the best, lambda = \
+         {lambda:.4}, loads {loads} (C = {c} of E = {e})"
+    );
+    let margin = -((loads + 1 - belady) as f64) / belady.max(1) as f64;
+    Ok(prior_missed(&sweep, margin, note))
 }
 
 fn check_router_gap(
@@ -576,6 +744,69 @@ mod tests {
                 assert!(c.margin.unwrap() >= 0.0 && c.ratio.unwrap() >= 1.0);
             }
         }
+    }
+
+    /// A one-layer top-1 instance over 4 experts at C = 2 requesting `requests` in order.
+    fn top1(requests: &[u32]) -> CacheInstance {
+        use formulations::cache::model::{Phase, Routing, Token};
+        let trace = Trace {
+            problem: ProblemKind::CacheTrace,
+            name: "t".into(),
+            model: "m".into(),
+            experts: 4,
+            top_k: 1,
+            shared_experts: 0,
+            layers: 1,
+            ranked: false,
+            tokens: requests
+                .iter()
+                .enumerate()
+                .map(|(i, &e)| Token {
+                    seq: 0,
+                    token: i as u32,
+                    phase: Phase::Decode,
+                    layers: vec![Routing {
+                        experts: vec![e],
+                        weights: None,
+                        logits: None,
+                    }],
+                })
+                .collect(),
+        };
+        CacheInstance {
+            problem: ProblemKind::CacheOffline,
+            name: "i".into(),
+            capacity: 2,
+            layer: 0,
+            freedom: Freedom::fixed(1),
+            trace,
+        }
+    }
+
+    #[test]
+    fn belady_below_lru_by_hand() {
+        let options = CheckOptions::default();
+        // 0, 1, 2 cycled 27 times (81 requests >= 20 E): LRU at C = 2 misses every request;
+        // Belady misses the first two, then every other one of the remaining 79 (it evicts the
+        // expert needed after the next): 2 + 40 = 42 < 81, a pass with margin (81 - 42 -
+        // 1/2) / 81.
+        let cycle: Vec<u32> = (0..81).map(|i| i % 3).collect();
+        let c = check_belady_below_lru(&top1(&cycle), &options).unwrap();
+        assert_eq!(
+            (c.outcome, c.value, c.reference),
+            (Outcome::Pass, Some(42.0), Some(81.0))
+        );
+        assert!((c.margin.unwrap() - 38.5 / 81.0).abs() < 1e-12);
+        // 0, 1 alternated (80 requests): both load each expert once, 2 = 2, a fail.
+        let pair: Vec<u32> = (0..80).map(|i| i % 2).collect();
+        let c = check_belady_below_lru(&top1(&pair), &options).unwrap();
+        assert_eq!(
+            (c.outcome, c.value, c.reference),
+            (Outcome::Fail, Some(2.0), Some(2.0))
+        );
+        assert!((c.margin.unwrap() + 0.25).abs() < 1e-12);
+        // Fewer than 20 E requests: no miss rate, inconclusive.
+        assert!(check_belady_below_lru(&top1(&cycle[..60]), &options).is_err());
     }
 
     #[test]

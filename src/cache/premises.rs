@@ -152,6 +152,7 @@ pub fn premises() -> Vec<Premise<CacheInstance>> {
     const FIG9: &[&str] = &[HALVES, PRIOR];
     const LRU_REPLAYED: &[&str] = &[HALVES, PRIOR, GAPS[0], GAPS[1], GAPS[2]];
     const ROUTED: &[&str] = &[FLEXIBLE, PRIOR, GAPS[0], GAPS[1], GAPS[2]];
+    const ROUTED_WITH_INSTANCE_J: &[&str] = &[FLEXIBLE, GAPS[0], GAPS[1], GAPS[2]];
     const OWN_CAPACITY: &[&str] = &[BELADY, FLEXIBLE, GAPS[0], GAPS[1], GAPS[2]];
     vec![
         Premise::new(
@@ -226,7 +227,9 @@ pub fn premises() -> Vec<Premise<CacheInstance>> {
             Regime,
             "Sec. 4.1",
             "we set J = 1 for Mixtral and Phi-MoE models and J = 2 for the granular Qwen-MoE and DeepSeek-MoE architectures",
-            ROUTED,
+            // Cache-Prior's claim routes with the paper's J for the instance's K whatever the
+            // instance's freedom says (`pareto::default_j`), so the premise does not bear on it.
+            ROUTED_WITH_INSTANCE_J,
             paper_router_hyperparameters,
         ),
     ]

@@ -23,7 +23,7 @@ use crate::verify::RunSettings;
 pub const MAX_STRIP: usize = 1000;
 
 /// The kinds of claims.csv's `kind` column (absent from folders written before it).
-const KINDS: [&str; 4] = ["stated", "inferred", "sanity", "measurement"];
+const KINDS: [&str; 5] = ["stated", "repaired", "inferred", "sanity", "measurement"];
 const OUTCOMES: [&str; 5] = ["pass", "fail", "inconclusive", "measured", "boundary"];
 const SOURCES: [&str; 2] = ["generated", "searched"];
 
@@ -33,7 +33,8 @@ struct Claim {
     paper: String,
     place: String,
     verdict: &'static str,
-    /// Stated, inferred, sanity or measurement; empty in folders written before the column.
+    /// Stated, repaired, inferred, sanity or measurement; empty in folders written before the
+    /// column.
     kind: &'static str,
     /// The verdicts in the tiers regime / model / extension; empty before tiers.
     tiers: String,

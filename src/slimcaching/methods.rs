@@ -30,6 +30,8 @@ crate::named! {
         SuccessiveDp,
         /// Alg. 3 max-convolution
         SuccessiveMaxconv,
+        /// Alg. 1 repaired (moe-opt): per server, density greedy or best single expert
+        SuccessiveGreedy,
         /// baseline LFU
         Lfu,
         /// baseline Random
@@ -81,6 +83,8 @@ impl Problem for SlimCaching {
             .iter()
             .copied()
             .filter(|m| *m != Method::Exhaustive || pairs <= EXHAUSTIVE_LIMIT)
+            // moe-opt's repair, not the paper's: run on request (`--methods`).
+            .filter(|m| *m != Method::SuccessiveGreedy)
             .collect()
     }
 
@@ -118,6 +122,14 @@ impl Problem for SlimCaching {
                 } else {
                     algorithms::successive_maxconv(model)?
                 };
+                Solved {
+                    evaluations: Some(out.evaluations),
+                    detail: Some(out.subproblem_values),
+                    ..Solved::found(out.placement)
+                }
+            }
+            Method::SuccessiveGreedy => {
+                let out = algorithms::successive_greedy(model);
                 Solved {
                     evaluations: Some(out.evaluations),
                     detail: Some(out.subproblem_values),

@@ -13,6 +13,19 @@
 //!   p_n once per non-full expert; full experts (not in Q) also occupy the GPU, so here P adds
 //!   their p_n too (a larger, still valid GPU-work term; with no full expert it is the
 //!   paper's P).
+//!
+//! Repaired (moe-opt; claim `zipmoe/lemmab3-repaired`): replace z_j by the chunk-level
+//! critical path of the expert, z'_n = max(N v_n, D_n) + p_n, D_n = max_{1 <= i <= m} (i e
+//! [reads E] + ceil((m - i + 1) / L) c), with m = N K decompressions and e = rho u / K. Proof:
+//! the one I/O thread reads one chunk at a time, so the i-th of the expert's E-chunk reads to
+//! finish ends at >= i e, and the m - i + 1 decompressions waiting for it or a later one start
+//! at >= i e; L threads need ceil((m - i + 1) / L) c more for them (identical jobs). The expert's
+//! own reads take N v_n on that thread. Its GPU work p_n starts after every tensor is
+//! recovered. So OPT >= z'_n for every n, and max{I, C/L, P, Z'} <= OPT. With L >= K and N =
+//! 1, z'_n = z_j of (3) for every state (D_n = rho u + c when E-chunks are read, c otherwise);
+//! for L < K, z'_n <= z_j. Thm. B.7's proof uses Z only to absorb (1 - 1/L)(c + rho u) for
+//! a task that reads E-chunks, and z'_n >= rho u + c + p_n there (the term i = m), so its
+//! argument goes through with Z' in place of Z.
 
 use serde::Serialize;
 
@@ -85,6 +98,47 @@ pub fn lower_bound(instance: &Instance) -> LowerBound {
     }
 }
 
+/// The repaired critical path z'_n of expert n (claim `lemmab3-repaired`; proof in the module
+/// doc): z'_n = max(N v_n, D_n) + p_n, with D_n = max over i in 1..=m of (i e [reads E] +
+/// ceil((m - i + 1) / L) c), m = N K decompressions of e-second E-chunk reads each.
+pub fn repaired_critical_path(instance: &Instance, state: CompressionState, gpu_s: f64) -> f64 {
+    if !state.decompresses() {
+        return gpu_s;
+    }
+    let n = f64::from(instance.tensors_per_expert);
+    let m = u64::from(instance.tensors_per_expert) * u64::from(instance.shards);
+    let threads = u64::from(instance.threads.max(1));
+    let e = if state.reads_e() {
+        instance.e_read_s()
+    } else {
+        0.0
+    };
+    let decompressions = (1..=m)
+        .map(|i| i as f64 * e + (m - i + 1).div_ceil(threads) as f64 * instance.decompress_s)
+        .fold(0.0, f64::max);
+    (n * instance.io_work_s(state)).max(decompressions) + gpu_s
+}
+
+/// Lemma B.3 repaired: max{I, C/L, P, Z'} with Z' = max_n z'_n ([`repaired_critical_path`]),
+/// the terms in a [`LowerBound`] (its `critical_path_s` is Z').
+pub fn repaired_lower_bound(instance: &Instance) -> LowerBound {
+    let stated = lower_bound(instance);
+    let z = instance
+        .experts
+        .iter()
+        .map(|e| repaired_critical_path(instance, e.state, e.gpu_s))
+        .fold(0.0, f64::max);
+    LowerBound {
+        critical_path_s: z,
+        value_s: stated
+            .io_s
+            .max(stated.compute_per_thread_s)
+            .max(stated.token_s)
+            .max(z),
+        ..stated
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +182,43 @@ mod tests {
         assert_eq!(critical_path(&i, CompressionState::ECached, 1.0), 3.0);
         assert_eq!(critical_path(&i, CompressionState::Compressed, 1.0), 2.0);
         assert_eq!(critical_path(&i, CompressionState::Full, 1.0), 1.0);
+    }
+
+    #[test]
+    fn repaired_critical_path_by_hand() {
+        // One SM-cached tensor, K = 2, L = 1, rho u = 1 (e = 0.5), c = 1, p = 0.5: reads end
+        // at 0.5 and 1, decompressions run [0.5, 1.5] and [1.5, 2.5], GPU [2.5, 3]: OPT = 3.
+        // z' = max(N v = 1, D) + p, D = max(0.5 + 2 c, 1 + c) = 2.5: z' = 3 = OPT, while (3)
+        // gives 1 + 2 + 0.5 = 3.5.
+        let one = instance(&[(CompressionState::SmCached, 0.5)], 1);
+        assert_eq!(critical_path(&one, CompressionState::SmCached, 0.5), 3.5);
+        assert_eq!(
+            repaired_critical_path(&one, CompressionState::SmCached, 0.5),
+            3.0
+        );
+        let lb = repaired_lower_bound(&one);
+        assert_eq!((lb.critical_path_s, lb.value_s), (3.0, 3.0));
+        // L = 2 >= K: D = max(0.5 + c, 1 + c) = 2, z' = 2.5 = z_j of (3).
+        let two = instance(&[(CompressionState::SmCached, 0.5)], 2);
+        assert_eq!(
+            repaired_critical_path(&two, CompressionState::SmCached, 0.5),
+            2.5
+        );
+        assert_eq!(critical_path(&two, CompressionState::SmCached, 0.5), 2.5);
+        // Missed, L = 1, p = 1: N v = (1 + rho) u = 3 >= D = 2.5, z' = 4 = z_j (1 + 2 + 1);
+        // compressed (E cached, no reads): D = ceil(2 / 1) c = 2, z' = 3 = z_j (2 + 1).
+        assert_eq!(
+            repaired_critical_path(&one, CompressionState::Missed, 1.0),
+            4.0
+        );
+        assert_eq!(critical_path(&one, CompressionState::Missed, 1.0), 4.0);
+        assert_eq!(
+            repaired_critical_path(&one, CompressionState::Compressed, 1.0),
+            3.0
+        );
+        assert_eq!(
+            repaired_critical_path(&one, CompressionState::Full, 1.0),
+            1.0
+        );
     }
 }

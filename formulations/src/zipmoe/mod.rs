@@ -25,7 +25,9 @@ pub mod pool;
 pub mod schedule;
 pub mod validate;
 
-pub use bounds::{critical_path, lower_bound, LowerBound};
+pub use bounds::{
+    critical_path, lower_bound, repaired_critical_path, repaired_lower_bound, LowerBound,
+};
 pub use milp::{ExactSolution, ZipMoeMilp};
 pub use model::{CompressionState, Instance, SelectedExpert, Task, TaskType};
 pub use schedule::{

@@ -352,6 +352,30 @@ pub(super) fn prop6_premises(instance: &Instance) -> Result<(), String> {
 
 /// Claim `prop6-single-server`.
 pub(super) fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -> Check {
+    prop6_single(instance, false)
+}
+
+/// Claim `prop6-single-repaired`: 0 <= kappa_1 <= 1/2 + delta (module doc of `claims`).
+pub(super) fn check_prop6_single_repaired(instance: &Instance, _options: &CheckOptions) -> Check {
+    prop6_single(instance, true)
+}
+
+/// delta of the repaired Prop. 6 (N = 1): max over the routing demands' (model, server) of
+/// (T^CP_C / 2 + T^CP_E) / (2 T_{C,n} + T^CP_C), with T^CP_C = cloud visit - cloud return
+/// (the links are symmetric under the claim's premise).
+fn prop6_delta(model: &LatencyModel) -> f64 {
+    model
+        .demands()
+        .iter()
+        .map(|d| {
+            let c = model.costs(d.model, d.server);
+            let cloud_compute = c.cloud_visit - c.cloud_return;
+            (cloud_compute / 2.0 + c.associated_compute) / (2.0 * c.cloud_return + cloud_compute)
+        })
+        .fold(0.0, f64::max)
+}
+
+fn prop6_single(instance: &Instance, repaired: bool) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
         Err(note) => return Check::inconclusive(note),
@@ -388,6 +412,33 @@ pub(super) fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -
             None,
         );
     };
+    if repaired {
+        let delta = prop6_delta(&model);
+        let upper = 0.5 + delta;
+        // 0 <= kappa_1 <= 1/2 + delta at kappa's element z, decided on its gains with the
+        // module's tolerance (a ratio of gains near the rounding floor is no evidence):
+        // g(z | empty) <= g(z | V - z) and g(z | empty) >= (1/2 - delta) g(z | V - z).
+        let c = &k.curvature;
+        let (at_empty, at_rest) = (
+            c.gain_at_empty.unwrap_or(0.0),
+            c.gain_at_rest.unwrap_or(0.0),
+        );
+        let raw = (at_rest - at_empty).min(at_empty - (1.0 - upper) * at_rest);
+        let allowance = 1e-12 + 1e-9 * at_empty.abs().max(at_rest.abs());
+        let outcome = decide(raw, allowance, false);
+        let raw = raw / at_rest.abs().max(f64::MIN_POSITIVE);
+        let allowance = allowance / at_rest.abs().max(f64::MIN_POSITIVE);
+        return Check {
+            bound: Some(upper),
+            ..Check::property(
+                outcome,
+                Some(kappa_1),
+                format!("kappa_1 = {kappa_1:.6} against [0, 1/2 + delta = {upper:.6}]"),
+                (outcome == Outcome::Fail).then(evidence),
+                Some(raw + allowance),
+            )
+        };
+    }
     let margin = PROP6_SINGLE_TOLERANCE - (kappa_1 - 0.5).abs();
     let pass = margin >= 0.0;
     Check::property(
@@ -409,6 +460,15 @@ pub(super) fn check_prop6_single(instance: &Instance, _options: &CheckOptions) -
 
 /// Claim `prop6-multi-server`.
 pub(super) fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) -> Check {
+    prop6_multi(instance, false)
+}
+
+/// Claim `prop6-multi-repaired`: kappa_max in the closed [0, 1] (module doc of `claims`).
+pub(super) fn check_prop6_multi_repaired(instance: &Instance, _options: &CheckOptions) -> Check {
+    prop6_multi(instance, true)
+}
+
+fn prop6_multi(instance: &Instance, repaired: bool) -> Check {
     let model = match compile(instance) {
         Ok(m) => m,
         Err(note) => return Check::inconclusive(note),
@@ -469,6 +529,21 @@ pub(super) fn check_prop6_multi(instance: &Instance, _options: &CheckOptions) ->
             None,
         );
     };
+    if repaired {
+        let raw = k.min(1.0 - k);
+        let allowance = 1e-12 + 1e-9;
+        let outcome = decide(raw, allowance, false);
+        return Check::property(
+            outcome,
+            Some(k),
+            format!(
+                "kappa_max = {k:.6} against [0, 1]; kappa_n = [{}]",
+                per_server.join(", ")
+            ),
+            (outcome == Outcome::Fail).then(evidence),
+            Some(raw + allowance),
+        );
+    }
     // The open interval: kappa_max strictly inside; within PROP6_END_POINT of an end point
     // floating point cannot say on which side the exact curvature lies (a boundary case).
     let eps = PROP6_END_POINT;

@@ -108,6 +108,50 @@
 //!     F((n, e) | X_{<n})) is solved by both [`algorithms::knapsack_dp`] and
 //!     [`algorithms::knapsack_maxconv`] on the same values, and the optima must agree (relative
 //!     1e-9). Value = the largest relative difference. Family `small`.
+//! 12. `prop3-repaired`, moe-opt's repair of Prop. 3 (kind `repaired`):
+//!     every model Top-1 => the successive modified greedy
+//!     ([`algorithms::successive_greedy`]) reaches F >= alpha F(X*) for N = 1 and
+//!     alpha / (1 + alpha) F(X*) (about 0.240) for N >= 2, alpha = (1 - 1/e)/2 (about 0.316).
+//!     Premise: F monotone submodular (Prop. 1, which holds on every instance inside the model;
+//!     this claim's verdict is conditional on it). Proof. (a) One knapsack, f monotone
+//!     submodular with f(empty) = 0, every element of size <= B (others fit nowhere). Let the
+//!     density greedy pick g_1, g_2, ... and let l be the first step at which the densest
+//!     remaining element x does not fit; up to l the picks are the densest of all remaining
+//!     elements. For i <= l, each o in O \ G_i has f(o | G_i) / c(o) <= rho_{i+1}, the density
+//!     of the next pick (or x), so f(O) - f(G_i) <= f(O + G_i) - f(G_i) <= rho_{i+1} c(O) <=
+//!     rho_{i+1} B, i.e. f(G_{i+1}) - f(G_i) >= (c_{i+1} / B)(f(O) - f(G_i)). As the cost of
+//!     G_l and x exceeds B, f(O) - f(G_l + x) <= prod (1 - c_i / B) f(O) <= f(O) / e, and
+//!     f(G_l) + f(x) >= f(G_l + x) >= (1 - 1/e) f(O) by submodularity; the greedy ends at a
+//!     superset of G_l and the best
+//!     single element is at least f(x), so the better candidate has >= alpha f(O). If no such l
+//!     exists, the greedy takes every element and f(G) >= f(O). (b) N knapsacks on the disjoint
+//!     V_n, solved in turn: S_n is alpha-approximate for g_n(X) = f(S_{<n} + X) - f(S_{<n}),
+//!     monotone submodular, and O_n is feasible for it, so f(O) <= f(S + O) <= f(S) + sum_n
+//!     f(O_n | S) <= f(S) + sum_n f(O_n | S_{<n}) <= f(S) + sum_n g_n(S_n) / alpha = f(S) (1 +
+//!     1/alpha). The literature's sharper analyses of the modified greedy (and Sviridenko's
+//!     partial enumeration, 1 - 1/e per knapsack at O(|V_n|^5) cost) are not needed for this
+//!     bound. Family `tiny-top1`, as Prop. 3.
+//! 13. `prop6-single-repaired` and `prop6-multi-repaired`, moe-opt's repair of Prop. 6 (kind
+//!     `repaired`), under its premises (symmetric links: T_{n,C} = T_{C,n} = c; computation
+//!     T^CP_E, T^CP_C small). App. E's gain formulas hold for tokens that miss r >= 2
+//!     experts; a token missing one expert (r = 1) behaves otherwise. (1) N = 1: for such a
+//!     demand d (edge routing rule: an expert cached at n_u is served there) adding z at n_u
+//!     to the empty set gains a_d = c - T^CP_E and adding it last gains b_d = 2c + T^CP_C (for r
+//!     = 1 both are 2c + T^CP_C - T^CP_E). F~^super(z | .) is a sum of such terms, so z's ratio
+//!     is a mediant, between min_d a_d / b_d and 1, and kappa_1 = 1 - min_z ratio lies in [0,
+//!     1/2 + delta] with delta = max (T^CP_C / 2 + T^CP_E) / (2c + T^CP_C), 0 without
+//!     computation ([`curvature`]'s `prop6_delta`, taken over every demand's model and
+//!     server). kappa_1 = 1/2 needs an expert needed only by tokens that miss >= 2 experts;
+//!     kappa_1 = 0 when every token misses one. So Thm. 1 (N = 1) still gives 1 - kappa_1 >=
+//!     1/2 - delta, the paper's 1/2 up to delta. (2) N >= 2: monotone F~_n (Prop. 2) gives
+//!     F~^super(z | empty) >= 0, hence kappa_n <= 1, and a supermodular F~^super_n (Prop. 4)
+//!     gives kappa_n >= 0; App. E's claim that the ratio of a remote user's demand stays above
+//!     0 fails when an earlier server already serves z as cheaply but caching all of R on n
+//!     saves a trip (a = 0: kappa_n = 1, the boundary cases of claim 10), and own users' and
+//!     r = 1 demands pull kappa_n to 1/2 or below (the violations of claim 10). The interval
+//!     the proof supports is the closed [0, 1], with no constant factor from Thm. 1; App. E's
+//!     last step also inverts: kappa in (1/2, 1) gives (1 - kappa)/2 in (0, 1/4), not >= 1/4.
+//!     Both are closed inequalities (no boundary case). Families as claims 9 and 10.
 //!
 //! ## Margins
 //!
@@ -198,9 +242,13 @@ use formulations::slimcaching::{Instance, LatencyModel};
 use verification::{Slack, Tolerance};
 
 use crate::claims::{Claim, ClaimInfo, ClaimKind, Quantifier};
-use curvature::{check_prop5, check_prop6_multi, check_prop6_single, check_thm1};
+use curvature::{
+    check_prop5, check_prop6_multi, check_prop6_multi_repaired, check_prop6_single,
+    check_prop6_single_repaired, check_thm1,
+};
 use properties::{check_prop1, check_prop2_monotone, check_prop2_neither, check_prop4};
-use references::{check_alg3_equals_alg2, check_prop3, check_remark2};
+pub use references::prop3_repaired_bound;
+use references::{check_alg3_equals_alg2, check_prop3, check_prop3_repaired, check_remark2};
 
 pub use crate::claims::CheckOptions;
 pub use families::{
@@ -267,6 +315,8 @@ pub fn registry() -> Vec<SlimClaim> {
                     with $N$ knapsack constraints.",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_tiny_top1,
             check: check_prop1,
@@ -287,6 +337,8 @@ pub fn registry() -> Vec<SlimClaim> {
                     knapsack constraints.",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_tiny_top2,
             check: check_prop2_monotone,
@@ -310,6 +362,8 @@ pub fn registry() -> Vec<SlimClaim> {
                     under $K_m = 2$ and subsequently generalize them to any $K_m > 1$ .",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Existential,
+                repairs: None,
+                search_limit: None,
             },
             family: family_tiny_top2,
             check: check_prop2_neither,
@@ -329,9 +383,35 @@ pub fn registry() -> Vec<SlimClaim> {
                     - 1/e) F_1(\\mathbf{X}^*)$ .",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_tiny_top1,
             check: check_prop3,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/prop3-repaired",
+                paper: PAPER,
+                place: "Prop. 3 (Sec. V-A), repaired by moe-opt",
+                statement: "When K_m = 1 for every model (F monotone submodular, Prop. 1), the \
+                    successive modified greedy (per server, the better of the density greedy and \
+                    the best single expert) returns S with F(S) >= alpha F(X*) for N = 1 and \
+                    alpha/(1 + alpha) F(X*) for N >= 2, alpha = (1 - 1/e)/2",
+                measured:
+                    "F(successive greedy) / F(X*), X* by exhaustive search (or the MILP of P1)",
+                bound: "ratio >= (1 - 1/e)/2 = 0.316 (N = 1), >= 0.240 (N >= 2)",
+                family: TINY_TOP1,
+                quote:
+                    "Algorithm 1 returns a expert caching set $S$ that satisfies $F_1(S) \\geq (1 \
+                    - 1/e) F_1(\\mathbf{X}^*)$ .",
+                kind: ClaimKind::Repaired,
+                quantifier: Quantifier::Universal,
+                repairs: Some("slimcaching/prop3-greedy-ratio"),
+                search_limit: None,
+            },
+            family: family_tiny_top1,
+            check: check_prop3_repaired,
         },
         SlimClaim {
             info: ClaimInfo {
@@ -354,6 +434,8 @@ pub fn registry() -> Vec<SlimClaim> {
                     $K_m > 1$ .",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_tiny_mixed,
             check: check_prop4,
@@ -376,6 +458,8 @@ pub fn registry() -> Vec<SlimClaim> {
                     (\\kappa_g)_n) \\tilde{F}_n(\\ddot{\\mathbf{X}}_n^*), \\quad (24)$$",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_tiny_mixed,
             check: check_prop5,
@@ -398,6 +482,8 @@ pub fn registry() -> Vec<SlimClaim> {
                     -approximation guarantee.",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_tiny_mixed,
             check: check_thm1,
@@ -419,6 +505,8 @@ pub fn registry() -> Vec<SlimClaim> {
                     solutions can provide 1/2-approximation guarantee.",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_tiny_top1,
             check: check_remark2,
@@ -443,9 +531,37 @@ pub fn registry() -> Vec<SlimClaim> {
                     algorithm achieves a $\\frac{1}{2}$ -approximation ratio.",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_prop6_single,
             check: check_prop6_single,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/prop6-single-repaired",
+                paper: PAPER,
+                place: "Prop. 6 (Sec. V-C), App. E (1), repaired by moe-opt",
+                statement: "With symmetric links and negligible computation, for N = 1: 0 <= \
+                    kappa_1 <= 1/2 + delta, delta = max_m (T^CP_C/2 + T^CP_E)/(2 T_C + \
+                    T^CP_C) (0 without computation), so Alg. 3 is still a 1/2-approximation \
+                    up to delta; kappa_1 is 1/2 only when no token misses a single expert",
+                measured: "kappa_1 of F~^super_1 (Definition 4) and delta from the instance",
+                bound: "0 <= kappa_1 <= 1/2 + delta",
+                family: "prop6-single (as prop6-single-server)",
+                quote: "We consider a setting where communication links among edge servers and \
+                    between each edge server and the cloud are symmetric. We also assume that \
+                    communication latency dominates the E2E inference latency, rendering \
+                    computing latency negligible. [...] In the single-edge-server scenario, the \
+                    curvature satisfies $(\\kappa_g)_1 \\approx \\frac{1}{2}$ , and the proposed \
+                    algorithm achieves a $\\frac{1}{2}$ -approximation ratio.",
+                kind: ClaimKind::Repaired,
+                quantifier: Quantifier::Universal,
+                repairs: Some("slimcaching/prop6-single-server"),
+                search_limit: None,
+            },
+            family: family_prop6_single,
+            check: check_prop6_single_repaired,
         },
         SlimClaim {
             info: ClaimInfo {
@@ -468,9 +584,37 @@ pub fn registry() -> Vec<SlimClaim> {
                     -approximation ratio.",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_prop6_multi,
             check: check_prop6_multi,
+        },
+        SlimClaim {
+            info: ClaimInfo {
+                id: "slimcaching/prop6-multi-repaired",
+                paper: PAPER,
+                place: "Prop. 6 (Sec. V-C), App. E (2), repaired by moe-opt",
+                statement: "With symmetric links and negligible computation, for N >= 2 the \
+                    curvature lies in the closed kappa_max in [0, 1], both ends attained, so \
+                    Thm. 1 gives (1 - kappa_max)/2 in [0, 1/2]: no constant factor",
+                measured: "kappa_max = max_n kappa_n along Alg. 3's successive run",
+                bound: "0 <= kappa_max <= 1",
+                family: "prop6-multi (as prop6-multi-server)",
+                quote: "We consider a setting where communication links among edge servers and \
+                    between each edge server and the cloud are symmetric. We also assume that \
+                    communication latency dominates the E2E inference latency, rendering \
+                    computing latency negligible. [...] In the general multi-edge-server \
+                    scenario, the curvature lies in the interval $\\kappa_g^{\\max} \\in \
+                    (\\frac{1}{2}, 1)$ , and the proposed algorithm guarantees a $\\frac{1}{4}$ \
+                    -approximation ratio.",
+                kind: ClaimKind::Repaired,
+                quantifier: Quantifier::Universal,
+                repairs: Some("slimcaching/prop6-multi-server"),
+                search_limit: None,
+            },
+            family: family_prop6_multi,
+            check: check_prop6_multi_repaired,
         },
         SlimClaim {
             info: ClaimInfo {
@@ -491,6 +635,8 @@ pub fn registry() -> Vec<SlimClaim> {
                     be combined without loss of optimality.",
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
+                repairs: None,
+                search_limit: None,
             },
             family: family_small,
             check: check_alg3_equals_alg2,

@@ -309,25 +309,53 @@ pub(super) fn reference_note(r: &Reference) -> String {
 
 /// Claim `prop3-greedy-ratio`.
 pub(super) fn check_prop3(instance: &Instance, options: &CheckOptions) -> Check {
+    greedy_ratio(
+        instance,
+        options,
+        "Alg. 1 (greedy)",
+        "1 - 1/e = ",
+        |model| (algorithms::greedy(model).placement, 1.0 - (-1.0f64).exp()),
+    )
+}
+
+/// Claim `prop3-repaired` (module doc of `claims`, claim 12): the successive modified greedy
+/// [`algorithms::successive_greedy`] against OPT of P1, bound [`prop3_repaired_bound`].
+pub(super) fn check_prop3_repaired(instance: &Instance, options: &CheckOptions) -> Check {
+    let name = "successive density greedy or best single expert (moe-opt)";
+    greedy_ratio(instance, options, name, "", |model| {
+        let run = algorithms::successive_greedy(model).placement;
+        (run, prop3_repaired_bound(model.servers()))
+    })
+}
+
+/// A Top-1 greedy's F against OPT of P1: `run` gives its placement and the ratio it claims
+/// (`bound_name` precedes its value in the note).
+fn greedy_ratio(
+    instance: &Instance,
+    options: &CheckOptions,
+    algorithm: &str,
+    bound_name: &str,
+    run: impl Fn(&LatencyModel) -> (Placement, f64),
+) -> Check {
     let model = match compile_top_k(instance, true) {
         Ok(m) => m,
         Err(note) => return Check::inconclusive(note),
     };
-    let greedy = algorithms::greedy(&model).placement;
-    let value = model.objective(&greedy);
-    let reference = p1_reference(&model, options, Some(&greedy));
-    let bound = 1.0 - (-1.0f64).exp();
+    let (placement, bound) = run(&model);
+    let value = model.objective(&placement);
+    let reference = p1_reference(&model, options, Some(&placement));
     let cat = model.catalogue();
+    let short = algorithm.split(" (").next().unwrap_or(algorithm);
     let note = format!(
-        "F(Alg. 1) = {value:.6e}, OPT = {}, ratio {} vs 1 - 1/e = {bound:.4}{}",
+        "F({short}) = {value:.6e}, OPT = {}, ratio {} vs {bound_name}{bound:.4}{}",
         fmt_opt(reference.value),
         fmt_opt(ratio_of(value, reference.value)),
         reference_note(&reference)
     );
     ratio_check(value, &reference, Some(bound), note, || {
         json!({
-            "algorithm": "Alg. 1 (greedy)",
-            "placement": placement_json(cat, &greedy),
+            "algorithm": algorithm,
+            "placement": placement_json(cat, &placement),
             "value": value,
             "optimum_placement": reference.placement.as_ref().map(|x| placement_json(cat, x)),
             "optimum": reference.value,
@@ -336,6 +364,17 @@ pub(super) fn check_prop3(instance: &Instance, options: &CheckOptions) -> Check 
             "bound": bound,
         })
     })
+}
+
+/// The repaired Prop. 3's ratio on `servers` servers: alpha = (1 - 1/e)/2 per knapsack, and
+/// alpha / (1 + alpha) for the successive composition of N >= 2 of them.
+pub fn prop3_repaired_bound(servers: usize) -> f64 {
+    let alpha = (1.0 - (-1.0f64).exp()) / 2.0;
+    if servers <= 1 {
+        alpha
+    } else {
+        alpha / (1.0 + alpha)
+    }
 }
 
 /// Claim `remark2-half`.
