@@ -528,8 +528,8 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
             instance,
             |i: &I| i.shrink_candidates(),
             fails,
-            // A claim at the papers' scale keeps its counterexample unshrunk: each of the many
-            // candidates costs a full check, and a smaller instance leaves the scale.
+            // A claim with costly checks (`search_limit`) keeps its counterexample unshrunk:
+            // each of the many candidates would cost a full check.
             if claim.info.search_limit.is_some() {
                 0
             } else {

@@ -106,6 +106,18 @@ pub const ENUMERATION_LIMIT: usize = 16;
 /// A Prism claim.
 pub type PrismClaim = Claim<Instance>;
 
+/// The paper's sentence of `prism/thm1-greedy-ratio`, which its repaired claim corrects.
+const THM1_QUOTE: &str = "Then, the greedy assignment \\mathcal{A}_n returned by Algorithm 2 \
+    satisfies: $$U_n(\\mathcal{A}_n) \\geq (1 - 1/e) \\cdot \
+    U_n(\\mathcal{A}_n^*),$$ where \\mathcal{A}_n^* is the optimal size- B_n \
+    assignment maximizing $U_n(\\cdot)$.";
+
+/// The paper's sentence of `prism/lemma1-entropy-coverage`, which its repaired claim corrects.
+const LEMMA1_QUOTE: &str =
+    "Then, for any $\\delta \\in (0, 1)$, the number of experts needed to cover \
+    at least $(1 - \\delta)$ of the activation mass satisfies:* $$k_\\delta \
+    \\geq 2^{H(\\mathbf{p}) - \\delta \\log E}.$$";
+
 /// Every Prism claim.
 pub fn registry() -> Vec<PrismClaim> {
     vec![
@@ -118,10 +130,7 @@ pub fn registry() -> Vec<PrismClaim> {
                 measured: "min over servers of U_n(A_n) / U_n(A_n^*), A_n from Alg. 1 + 2",
                 bound: "ratio >= 1 - 1/e = 0.632",
                 family: "small",
-                quote: "Then, the greedy assignment \\mathcal{A}_n returned by Algorithm 2 \
-                    satisfies: $$U_n(\\mathcal{A}_n) \\geq (1 - 1/e) \\cdot \
-                    U_n(\\mathcal{A}_n^*),$$ where \\mathcal{A}_n^* is the optimal size- B_n \
-                    assignment maximizing $U_n(\\cdot)$.",
+                quote: THM1_QUOTE,
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
                 repairs: None,
@@ -139,10 +148,7 @@ pub fn registry() -> Vec<PrismClaim> {
                 measured: "min over servers of U_n(A_n before the repair) / max{U_n(S): |S^l| = N_{n,l}}",
                 bound: "ratio >= 1",
                 family: "small",
-                quote: "Then, the greedy assignment \\mathcal{A}_n returned by Algorithm 2 \
-                    satisfies: $$U_n(\\mathcal{A}_n) \\geq (1 - 1/e) \\cdot \
-                    U_n(\\mathcal{A}_n^*),$$ where \\mathcal{A}_n^* is the optimal size- B_n \
-                    assignment maximizing $U_n(\\cdot)$.",
+                quote: THM1_QUOTE,
                 kind: ClaimKind::Repaired,
                 quantifier: Quantifier::Universal,
                 repairs: Some("prism/thm1-greedy-ratio"),
@@ -160,9 +166,7 @@ pub fn registry() -> Vec<PrismClaim> {
                 measured: "min over server rows and delta of log2 k_delta - (H - delta log2 E), bits",
                 bound: "margin >= 0",
                 family: "small",
-                quote: "Then, for any $\\delta \\in (0, 1)$, the number of experts needed to cover \
-                    at least $(1 - \\delta)$ of the activation mass satisfies:* $$k_\\delta \
-                    \\geq 2^{H(\\mathbf{p}) - \\delta \\log E}.$$",
+                quote: LEMMA1_QUOTE,
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
                 repairs: None,
@@ -180,9 +184,7 @@ pub fn registry() -> Vec<PrismClaim> {
                 measured: "min over server rows and delta of log2 k_delta - (H - h+(delta) - delta log2 E), bits",
                 bound: "margin >= 0",
                 family: "small",
-                quote: "Then, for any $\\delta \\in (0, 1)$, the number of experts needed to cover \
-                    at least $(1 - \\delta)$ of the activation mass satisfies:* $$k_\\delta \
-                    \\geq 2^{H(\\mathbf{p}) - \\delta \\log E}.$$",
+                quote: LEMMA1_QUOTE,
                 kind: ClaimKind::Repaired,
                 quantifier: Quantifier::Universal,
                 repairs: Some("prism/lemma1-entropy-coverage"),

@@ -54,6 +54,12 @@ pub type ZipClaim = Claim<Instance>;
 const TINY: &str = "tiny: tiny preset (1-3 selected experts of 3, N = 1, K in 1..2, L in 1..2, \
     random states, rho in [0.3, 0.7], u in [1, 2], c in [1, 3] u / K, p = 0.5 + 0.5 tokens)";
 
+/// The paper's sentence of `zipmoe/lemmab3-lower-bound`, which its repaired claim corrects.
+const LEMMAB3_QUOTE: &str =
+    "and $Z := \\max_{j \\in \\mathcal{Q}} \\{z_j\\}$ be the longest single-job \
+    critical path. We have $$OPT \\geq \\max \\left\\{ I, \\frac{C}{L}, P, Z \
+    \\right\\}. \\quad (4)$$";
+
 /// Every ZipMoE scheduling claim.
 pub fn registry() -> Vec<ZipClaim> {
     vec![
@@ -89,10 +95,7 @@ pub fn registry() -> Vec<ZipClaim> {
                 measured: "max{I, C/L, P, Z} / optimal makespan",
                 bound: "<= 1",
                 family: TINY,
-                quote:
-                    "and $Z := \\max_{j \\in \\mathcal{Q}} \\{z_j\\}$ be the longest single-job \
-                    critical path. We have $$OPT \\geq \\max \\left\\{ I, \\frac{C}{L}, P, Z \
-                    \\right\\}. \\quad (4)$$",
+                quote: LEMMAB3_QUOTE,
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
                 repairs: None,
@@ -112,10 +115,7 @@ pub fn registry() -> Vec<ZipClaim> {
                 measured: "max{I, C/L, P, Z'} / optimal makespan",
                 bound: "<= 1",
                 family: TINY,
-                quote:
-                    "and $Z := \\max_{j \\in \\mathcal{Q}} \\{z_j\\}$ be the longest single-job \
-                    critical path. We have $$OPT \\geq \\max \\left\\{ I, \\frac{C}{L}, P, Z \
-                    \\right\\}. \\quad (4)$$",
+                quote: LEMMAB3_QUOTE,
                 kind: ClaimKind::Repaired,
                 quantifier: Quantifier::Universal,
                 repairs: Some("zipmoe/lemmab3-lower-bound"),

@@ -289,6 +289,30 @@ pub const NEGLIGIBLE_COMPUTE: f64 = 1e-3;
 /// One registered SlimCaching claim.
 pub type SlimClaim = Claim<Instance>;
 
+/// The paper's sentence of `slimcaching/prop3-greedy-ratio`, which its repaired claim corrects.
+const PROP3_QUOTE: &str =
+    "Algorithm 1 returns a expert caching set $S$ that satisfies $F_1(S) \\geq (1 \
+    - 1/e) F_1(\\mathbf{X}^*)$ .";
+
+/// The paper's sentence of `slimcaching/prop6-single-server`, which its repaired claim corrects.
+const PROP6_SINGLE_QUOTE: &str =
+    "We consider a setting where communication links among edge servers and \
+    between each edge server and the cloud are symmetric. We also assume that \
+    communication latency dominates the E2E inference latency, rendering \
+    computing latency negligible. [...] In the single-edge-server scenario, the \
+    curvature satisfies $(\\kappa_g)_1 \\approx \\frac{1}{2}$ , and the proposed \
+    algorithm achieves a $\\frac{1}{2}$ -approximation ratio.";
+
+/// The paper's sentence of `slimcaching/prop6-multi-server`, which its repaired claim corrects.
+const PROP6_MULTI_QUOTE: &str =
+    "We consider a setting where communication links among edge servers and \
+    between each edge server and the cloud are symmetric. We also assume that \
+    communication latency dominates the E2E inference latency, rendering \
+    computing latency negligible. [...] In the general multi-edge-server \
+    scenario, the curvature lies in the interval $\\kappa_g^{\\max} \\in \
+    (\\frac{1}{2}, 1)$ , and the proposed algorithm guarantees a $\\frac{1}{4}$ \
+    -approximation ratio.";
+
 /// Every SlimCaching claim, in the paper's order.
 pub fn registry() -> Vec<SlimClaim> {
     const TINY_TOP1: &str = "tiny-top1: tiny preset (Sec. VI-A wireless model and compute, \
@@ -378,9 +402,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 measured: "F(Alg. 1) / F(X*), X* by exhaustive search (or the MILP of P1)",
                 bound: "ratio >= 1 - 1/e = 0.632",
                 family: TINY_TOP1,
-                quote:
-                    "Algorithm 1 returns a expert caching set $S$ that satisfies $F_1(S) \\geq (1 \
-                    - 1/e) F_1(\\mathbf{X}^*)$ .",
+                quote: PROP3_QUOTE,
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
                 repairs: None,
@@ -402,9 +424,7 @@ pub fn registry() -> Vec<SlimClaim> {
                     "F(successive greedy) / F(X*), X* by exhaustive search (or the MILP of P1)",
                 bound: "ratio >= (1 - 1/e)/2 = 0.316 (N = 1), >= 0.240 (N >= 2)",
                 family: TINY_TOP1,
-                quote:
-                    "Algorithm 1 returns a expert caching set $S$ that satisfies $F_1(S) \\geq (1 \
-                    - 1/e) F_1(\\mathbf{X}^*)$ .",
+                quote: PROP3_QUOTE,
                 kind: ClaimKind::Repaired,
                 quantifier: Quantifier::Universal,
                 repairs: Some("slimcaching/prop3-greedy-ratio"),
@@ -523,12 +543,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 family: "prop6-single: tiny preset with every model Top-2, N = 1, every compute \
                     capability 1e30 FLOP/s (negligible computation), symmetric links as \
                     generated (0.01 s each way to the cloud)",
-                quote: "We consider a setting where communication links among edge servers and \
-                    between each edge server and the cloud are symmetric. We also assume that \
-                    communication latency dominates the E2E inference latency, rendering \
-                    computing latency negligible. [...] In the single-edge-server scenario, the \
-                    curvature satisfies $(\\kappa_g)_1 \\approx \\frac{1}{2}$ , and the proposed \
-                    algorithm achieves a $\\frac{1}{2}$ -approximation ratio.",
+                quote: PROP6_SINGLE_QUOTE,
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
                 repairs: None,
@@ -549,12 +564,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 measured: "kappa_1 of F~^super_1 (Definition 4) and delta from the instance",
                 bound: "0 <= kappa_1 <= 1/2 + delta",
                 family: "prop6-single (as prop6-single-server)",
-                quote: "We consider a setting where communication links among edge servers and \
-                    between each edge server and the cloud are symmetric. We also assume that \
-                    communication latency dominates the E2E inference latency, rendering \
-                    computing latency negligible. [...] In the single-edge-server scenario, the \
-                    curvature satisfies $(\\kappa_g)_1 \\approx \\frac{1}{2}$ , and the proposed \
-                    algorithm achieves a $\\frac{1}{2}$ -approximation ratio.",
+                quote: PROP6_SINGLE_QUOTE,
                 kind: ClaimKind::Repaired,
                 quantifier: Quantifier::Universal,
                 repairs: Some("slimcaching/prop6-single-server"),
@@ -575,13 +585,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 bound: "1/2 < kappa_max < 1",
                 family: "prop6-multi: tiny preset with every model Top-2, N = 2-3, every \
                     compute capability 1e30 FLOP/s, symmetric links as generated",
-                quote: "We consider a setting where communication links among edge servers and \
-                    between each edge server and the cloud are symmetric. We also assume that \
-                    communication latency dominates the E2E inference latency, rendering \
-                    computing latency negligible. [...] In the general multi-edge-server \
-                    scenario, the curvature lies in the interval $\\kappa_g^{\\max} \\in \
-                    (\\frac{1}{2}, 1)$ , and the proposed algorithm guarantees a $\\frac{1}{4}$ \
-                    -approximation ratio.",
+                quote: PROP6_MULTI_QUOTE,
                 kind: ClaimKind::Stated,
                 quantifier: Quantifier::Universal,
                 repairs: None,
@@ -601,13 +605,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 measured: "kappa_max = max_n kappa_n along Alg. 3's successive run",
                 bound: "0 <= kappa_max <= 1",
                 family: "prop6-multi (as prop6-multi-server)",
-                quote: "We consider a setting where communication links among edge servers and \
-                    between each edge server and the cloud are symmetric. We also assume that \
-                    communication latency dominates the E2E inference latency, rendering \
-                    computing latency negligible. [...] In the general multi-edge-server \
-                    scenario, the curvature lies in the interval $\\kappa_g^{\\max} \\in \
-                    (\\frac{1}{2}, 1)$ , and the proposed algorithm guarantees a $\\frac{1}{4}$ \
-                    -approximation ratio.",
+                quote: PROP6_MULTI_QUOTE,
                 kind: ClaimKind::Repaired,
                 quantifier: Quantifier::Universal,
                 repairs: Some("slimcaching/prop6-multi-server"),
