@@ -361,13 +361,23 @@ pub fn best_of_size(values: &[f64], b: usize, enumerate: bool) -> f64 {
     }
 }
 
+/// Alg. 1's counts and Alg. 2's assignment (default repair order), or the inconclusive check of
+/// an instance Alg. 1 cannot place.
+fn alg12(
+    instance: &Instance,
+) -> Result<(algorithms::CountAllocation, algorithms::Assignment), Box<Check>> {
+    let allocation = algorithms::alg1_counts(instance)
+        .map_err(|e| Box::new(Check::inconclusive(format!("no assignment: {e}"))))?;
+    let assignment = algorithms::alg2_assign(instance, &allocation.counts, RepairOrder::default());
+    Ok((allocation, assignment))
+}
+
 /// Theorem 1 (module doc).
 pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
-    let allocation = match algorithms::alg1_counts(instance) {
+    let (allocation, assignment) = match alg12(instance) {
         Ok(a) => a,
-        Err(e) => return Check::inconclusive(format!("no assignment: {e}")),
+        Err(check) => return *check,
     };
-    let assignment = algorithms::alg2_assign(instance, &allocation.counts, RepairOrder::default());
     let enumerate = instance.expert_count() <= ENUMERATION_LIMIT;
     let bound = 1.0 - (-1.0f64).exp();
     let mut worst: Option<(usize, f64, f64, f64)> = None; // (server, U, U*, margin)
@@ -421,11 +431,10 @@ pub fn check_thm1(instance: &Instance, _: &CheckOptions) -> Check {
 /// The repaired Theorem 1 (module doc, claim 5): per server, Alg. 2's sets before the
 /// coverage repair against the best sets with Alg. 1's layer counts N_{n,l}.
 pub fn check_thm1_repaired(instance: &Instance, _: &CheckOptions) -> Check {
-    let allocation = match algorithms::alg1_counts(instance) {
+    let (allocation, assignment) = match alg12(instance) {
         Ok(a) => a,
-        Err(e) => return Check::inconclusive(format!("no assignment: {e}")),
+        Err(check) => return *check,
     };
-    let assignment = algorithms::alg2_assign(instance, &allocation.counts, RepairOrder::default());
     let enumerate = instance.experts_per_layer() <= ENUMERATION_LIMIT;
     let mut worst: Option<(usize, f64, f64, f64)> = None; // (server, U before repair, U*, margin)
     for (n, server) in instance.servers.iter().enumerate() {
