@@ -40,6 +40,7 @@ use clap::{Args, Parser, Subcommand};
 use formulations::milp::SolveOptions;
 
 use crate::claims::{CheckOptions, ClaimInfo, ClaimKind, Verdict};
+use crate::family::Family;
 use crate::registry::{Entry, ImportArgs, LpFormat, LpModel, Made, Registry, Rendered};
 use crate::render::table;
 use crate::report::{RunOptions, VERSION};
@@ -206,6 +207,13 @@ enum Command {
         /// Print the configuration (of --preset or --config) as JSON and exit.
         #[arg(long)]
         print_config: bool,
+        /// A parametric family breaking one of the problem's claims, at X = --param
+        /// (`--family help` lists them; `moe-opt problems --json` gives their closed forms).
+        #[arg(long, conflicts_with_all = ["preset", "config", "seed", "print_config", "list_presets"])]
+        family: Option<String>,
+        /// The family's parameter X.
+        #[arg(long, allow_hyphen_values = true, requires = "family")]
+        param: Option<f64>,
         /// Random seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -704,10 +712,32 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             list_presets,
             config,
             print_config,
+            family,
+            param,
             seed,
             output,
         } => {
             let entry = registry.find(&problem)?;
+            if let Some(name) = family.as_deref() {
+                if matches!(name, "help" | "?") {
+                    out!("{}", families_text(entry));
+                    return Ok(());
+                }
+                let families = entry.families();
+                let Some(chosen) = families.iter().find(|f| f.name == name) else {
+                    return Err(CliError::input(format!(
+                        "{} has no family `{name}`; --family help lists its families",
+                        entry.tag()
+                    )));
+                };
+                let Some(output) = output else {
+                    return Err(CliError::input("--output is required"));
+                };
+                let Some(x) = param else {
+                    return Err(CliError::input("--param is required with --family"));
+                };
+                return write_made(&output, &chosen.make(x)?);
+            }
             if list_presets || matches!(preset.as_deref(), Some("help" | "?")) {
                 out!("{}", presets_text(entry));
                 return Ok(());
@@ -802,6 +832,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                         "methods": e.methods().into_iter().map(|(n, d)| serde_json::json!({"name": n, "description": d})).collect::<Vec<_>>(),
                         "presets": e.presets().into_iter().map(|(n, d)| serde_json::json!({"name": n, "description": d})).collect::<Vec<_>>(),
                         "claims": e.claims().iter().flat_map(|g| g.infos()).map(|i| i.id).collect::<Vec<_>>(),
+                        "families": e.families().iter().map(Family::listing).collect::<Vec<_>>(),
                     })
                 })
                 .collect();
@@ -1193,6 +1224,26 @@ fn presets_text(entry: &dyn Entry) -> String {
     table(&["preset", "what"], &rows, 2)
 }
 
+/// `generate PROBLEM --family help`.
+fn families_text(entry: &dyn Entry) -> String {
+    let families = entry.families();
+    if families.is_empty() {
+        return format!("{} has no parametric families\n", entry.tag());
+    }
+    let rows: Vec<Vec<String>> = families
+        .iter()
+        .map(|f| {
+            vec![
+                f.name.to_string(),
+                f.claim.to_string(),
+                f.param.to_string(),
+                format!("{} = {}", f.measure, f.closed_form),
+            ]
+        })
+        .collect();
+    table(&["family", "claim", "X", "measure"], &rows, 4)
+}
+
 /// `moe-opt problems`.
 fn problems_text(registry: &Registry) -> String {
     let mut text = String::new();
@@ -1209,6 +1260,10 @@ fn problems_text(registry: &Registry) -> String {
         let presets: Vec<String> = e.presets().into_iter().map(|(n, _)| n).collect();
         if !presets.is_empty() {
             text.push_str(&format!("  presets: {}\n", presets.join(", ")));
+        }
+        let families: Vec<&str> = e.families().iter().map(|f| f.name).collect();
+        if !families.is_empty() {
+            text.push_str(&format!("  families: {}\n", families.join(", ")));
         }
         text.push('\n');
     }

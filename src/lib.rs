@@ -8,6 +8,7 @@ pub mod claims;
 pub mod cli;
 pub mod counts;
 pub mod export;
+pub mod family;
 pub mod generate;
 pub mod mutate;
 pub mod named;

@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::export::Table;
+use crate::family::Family;
 use crate::named::Named;
 use crate::problem::{self, ExactReport, MethodRun, Problem, Reference, Runs, Sense};
 use crate::render::table;
@@ -317,6 +318,10 @@ pub trait Entry: Sync {
     /// The sweep adapter (`sweep`).
     fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
         None
+    }
+    /// The parametric families breaking its claims (`generate --family`).
+    fn families(&self) -> Vec<Family> {
+        Vec::new()
     }
     /// What to do with a file of this problem instead of a command it does not take.
     fn hint(&self, file: &Path) -> String {
@@ -625,6 +630,10 @@ pub trait Commands: Problem {
     fn sweep() -> Option<Box<dyn SweepProblem>> {
         None
     }
+    /// The parametric families breaking its claims.
+    fn families() -> Vec<Family> {
+        Vec::new()
+    }
 }
 
 fn refused<P: Problem>(command: &str) -> Error {
@@ -690,6 +699,10 @@ impl<P: Commands> Entry for ProblemEntry<P> {
 
     fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
         P::sweep()
+    }
+
+    fn families(&self) -> Vec<Family> {
+        P::families()
     }
 
     /// The generator's first (smallest) preset.

@@ -482,3 +482,93 @@ fn plan_csv_has_a_row_per_pool_and_the_miss_pool() {
     // One layer: the split fits the budget.
     assert!(used <= b("budget_bytes"), "{used}");
 }
+
+/// `generate --family`: every listed family, at its smallest and largest X, generated and
+/// re-checked from the command line, gives a failing check whose measure is the closed form
+/// `problems --json` lists (the closed forms themselves are tested by hand in each family's
+/// module); bad names and values are refused naming the flag.
+#[test]
+fn families_break_their_claims_from_the_command_line() {
+    let dir = scratch("families_cli");
+    let problems: Value =
+        serde_json::from_str(&ok(moe_opt().args(["problems", "--json"]))).unwrap();
+    let mut seen = 0;
+    for problem in problems.as_array().unwrap() {
+        let tag = problem["problem"].as_str().unwrap();
+        for family in problem["families"].as_array().unwrap() {
+            let name = family["name"].as_str().unwrap();
+            let claim = family["claim"].as_str().unwrap();
+            let expected = family["expected"].as_array().unwrap();
+            for pair in [&expected[0], &expected[expected.len() - 1]] {
+                let (x, closed) = (pair[0].as_f64().unwrap(), pair[1].as_f64().unwrap());
+                let file = dir.join(format!("{name}-{x}.json"));
+                ok(moe_opt()
+                    .args([
+                        "generate",
+                        tag,
+                        "--family",
+                        name,
+                        "--param",
+                        &x.to_string(),
+                        "-o",
+                    ])
+                    .arg(&file));
+                let check: Value = serde_json::from_str(&ok(moe_opt()
+                    .args(["verify", "--claim", claim, "--instance"])
+                    .arg(&file)
+                    .arg("--json")))
+                .unwrap();
+                let field = |f: &str| check[f].as_f64().unwrap();
+                let measured = match family["measure"].as_str().unwrap().split_once('/') {
+                    Some((a, b)) => field(a) / field(b),
+                    None => field(family["measure"].as_str().unwrap()),
+                };
+                assert_eq!(check["outcome"], "fail", "{name} at {x}: {check}");
+                assert_ne!(check["tier"], "extension", "{name} at {x}: {check}");
+                assert!(
+                    (measured - closed).abs() <= 1e-9 * closed.abs(),
+                    "{name} at {x}: measured {measured}, closed form {closed}"
+                );
+                seen += 1;
+            }
+        }
+        let help = ok(moe_opt().args(["generate", tag, "--family", "help"]));
+        for family in problem["families"].as_array().unwrap() {
+            assert!(help.contains(family["name"].as_str().unwrap()), "{help}");
+        }
+    }
+    assert!(seen >= 10, "five families at two X each, got {seen} checks");
+    let err = refused(moe_opt().args([
+        "generate",
+        "slimcaching",
+        "--family",
+        "nope",
+        "--param",
+        "3",
+        "-o",
+        "x.json",
+    ]));
+    assert!(err.contains("no family `nope`"), "{err}");
+    let err = refused(moe_opt().args([
+        "generate",
+        "slimcaching",
+        "--family",
+        "prop3-size-ratio",
+        "--param",
+        "2.5",
+        "-o",
+        "x.json",
+    ]));
+    assert!(err.contains("--param") && err.contains("2.5"), "{err}");
+    let err = refused(moe_opt().args([
+        "generate",
+        "slimcaching",
+        "--family",
+        "prop3-size-ratio",
+        "-o",
+        "x.json",
+    ]));
+    assert!(err.contains("--param is required"), "{err}");
+    let err = refused(moe_opt().args(["generate", "slimcaching", "--param", "3"]));
+    assert!(err.contains("--family"), "{err}");
+}

@@ -56,6 +56,7 @@ __all__ = [
     "claims",
     "verify",
     "recheck",
+    "family",
     "sweep",
     "merge",
     "replay",
@@ -254,10 +255,15 @@ def load(path: PathLike) -> Instance:
 
 
 def generate(problem: str, out: Optional[PathLike] = None, *, preset: Optional[str] = None,
-             config: Optional[Union[dict, PathLike]] = None, seed: int = 0) -> Instance:
-    """A seeded instance from a preset or a generator configuration (``moe-opt generate``);
-    written to ``out``, or to a new temporary file."""
-    return _made("generate", problem, out, {"preset": preset, "config": config, "seed": seed})
+             config: Optional[Union[dict, PathLike]] = None, seed: int = 0,
+             family: Optional[str] = None, param: Optional[float] = None) -> Instance:
+    """A seeded instance from a preset or a generator configuration, or a parametric family's
+    instance at X = ``param`` (``moe-opt generate``); written to ``out``, or to a new temporary
+    file."""
+    flags = {"preset": preset, "config": config, "seed": seed}
+    if family is not None:  # a family is not seeded
+        flags = {"family": family, "param": param}
+    return _made("generate", problem, out, flags)
 
 
 def import_instance(problem: str, out: Optional[PathLike] = None, **flags: Any) -> Instance:
@@ -332,6 +338,31 @@ def recheck(claim: str, instance: PathLike, **flags: Any) -> dict:
         return _json.loads(_call(args + _flags(files, flags)))
     finally:
         files.close()
+
+
+def family(problem: str, name: str, folder: Optional[PathLike] = None) -> pd.DataFrame:
+    """A parametric family's claim checked at each of its listed X (``moe-opt generate PROBLEM
+    --family NAME --param X``, then :func:`recheck`): a row per X with the check's ``outcome``,
+    ``tier`` and ``measured`` measure beside the closed form ``expected`` that ``moe-opt
+    problems --json`` lists, the ``claimed`` bound and the ``limit``; the instances are written
+    to ``folder`` (a new temporary folder without it)."""
+    listed = [f for p in problems() if p["problem"] == problem for f in p["families"]]
+    chosen = next((f for f in listed if f["name"] == name), None)
+    if chosen is None:
+        raise ValueError(f"{problem} has no family {name!r}: {[f['name'] for f in listed]}")
+    folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="moe_opt_family_"))
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for x, expected in chosen["expected"]:
+        path = folder / f"{name}-{x:g}.json"
+        generate(problem, path, family=name, param=x)
+        check = recheck(chosen["claim"], path)
+        num, _, den = chosen["measure"].partition("/")
+        measured = check[num] / check[den] if den else check[num]
+        rows.append({"x": x, "measured": measured, "expected": expected,
+                     "claimed": chosen["claimed"], "limit": chosen["limit"],
+                     "outcome": check["outcome"], "tier": check["tier"]})
+    return pd.DataFrame(rows)
 
 
 # --- sweeps --------------------------------------------------------------------------------------

@@ -74,6 +74,18 @@ def test_generate_writes_the_cli_bytes(tmp_path, capsys):
     assert again.data == ours.data
 
 
+def test_family_checks_each_listed_x_against_its_closed_form(tmp_path):
+    # prop3-size-ratio's closed form is 2/X (proved in src/slimcaching/families.rs): 2/4 at X = 4.
+    d = moe_opt.family("slimcaching", "prop3-size-ratio", tmp_path)
+    assert list(d.columns) == ["x", "measured", "expected", "claimed", "limit", "outcome", "tier"]
+    assert d.x.iloc[0] == 4 and d.expected.iloc[0] == 0.5
+    assert np.allclose(d.measured, 2 / d.x, rtol=1e-9, atol=0)
+    assert (d.outcome == "fail").all() and (d.tier != "extension").all()
+    assert sorted(p.name for p in tmp_path.iterdir())[0].startswith("prop3-size-ratio-")
+    with pytest.raises(ValueError, match="no family"):
+        moe_opt.family("slimcaching", "nope")
+
+
 def test_import_takes_counts_as_a_numpy_array(tmp_path):
     rng = np.random.default_rng(0)
     counts = np.zeros((3, 2, 8), dtype=np.int64)  # [prompt, layer, expert], 40 tokens of top-2

@@ -118,6 +118,12 @@ impl Entry for CacheOfflineEntry {
         "offline expert caching with fixed or flexible routing (papers 002, 004)"
     }
 
+    /// The families breaking paper 002's claims on one layer's request stream, the instances
+    /// those claims check.
+    fn families(&self) -> Vec<crate::family::Family> {
+        super::families::families()
+    }
+
     fn methods(&self) -> Vec<MethodInfo> {
         let mut methods: Vec<MethodInfo> = OfflineMethod::ALL
             .iter()

@@ -671,6 +671,10 @@ impl Commands for Prism {
     fn sweep() -> Option<Box<dyn SweepProblem>> {
         Some(Box::new(SweepAdapter::<Self>::new()))
     }
+
+    fn families() -> Vec<crate::family::Family> {
+        super::families::families()
+    }
 }
 
 /// Sweeps: the proxy cost (2) (minimised), and the simulated mean latency over all requests

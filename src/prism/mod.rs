@@ -13,6 +13,7 @@ pub mod baselines;
 pub mod claims;
 pub mod commands;
 pub mod eplb;
+pub mod families;
 pub mod generate;
 pub mod import;
 pub mod methods;

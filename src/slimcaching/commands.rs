@@ -379,6 +379,10 @@ impl Commands for SlimCaching {
     fn sweep() -> Option<Box<dyn SweepProblem>> {
         Some(Box::new(SweepAdapter::<Self>::new()))
     }
+
+    fn families() -> Vec<crate::family::Family> {
+        super::families::families()
+    }
 }
 
 /// Sweeps: F(X) of (17) (maximised), and the average per-token latency of eq. (14) beside it.

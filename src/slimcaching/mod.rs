@@ -12,6 +12,7 @@ pub mod architectures;
 pub mod claims;
 pub mod commands;
 pub mod demand;
+pub mod families;
 pub mod generate;
 pub mod import;
 pub mod methods;

@@ -317,6 +317,10 @@ impl Commands for ZipMoe {
     fn sweep() -> Option<Box<dyn SweepProblem>> {
         Some(Box::new(SweepAdapter::<Self>::new()))
     }
+
+    fn families() -> Vec<crate::family::Family> {
+        super::families::families()
+    }
 }
 
 /// Sweeps: the makespan (minimised), and Lemma B.3's lower bound max{I, C/L, P, Z} of the

@@ -11,6 +11,7 @@
 pub mod algorithms;
 pub mod claims;
 pub mod commands;
+pub mod families;
 pub mod generate;
 pub mod methods;
 pub mod mutate;
