@@ -125,3 +125,45 @@ pub fn check_at(
         .ok_or_else(|| bad_param(family.name, format!("no claim {}", family.claim)))?;
     group.recheck(0, &path, &crate::claims::CheckOptions::default())
 }
+
+/// The checks of `family` at each of its `params` (instances in a temporary folder), each
+/// asserted to fail inside the model (tier not `extension`) with the closed form as its measure
+/// (relative 1e-9), nearer the limit than the X before: what every family's test asserts
+/// before its own numbers.
+#[cfg(test)]
+pub(crate) fn checked_as_proved(family: &Family) -> Vec<(f64, Check, crate::tier::Classified)> {
+    let dir = std::env::temp_dir().join(format!(
+        "moe-opt-family-{}-{}",
+        family.name,
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut last = f64::INFINITY;
+    let mut checks = Vec::new();
+    for &x in family.params {
+        let (check, classified) = check_at(family, x, &dir).unwrap();
+        assert_eq!(
+            check.outcome,
+            crate::claims::Outcome::Fail,
+            "X = {x}: {}",
+            check.note
+        );
+        assert_ne!(
+            classified.tier,
+            crate::tier::Tier::Extension,
+            "X = {x}: {:?}",
+            classified.broken
+        );
+        let measured = family.measured(&check).unwrap();
+        let expected = (family.expected)(x);
+        assert!(
+            (measured - expected).abs() <= 1e-9 * expected.abs(),
+            "X = {x}: {measured} against {expected}"
+        );
+        assert!((measured - family.limit).abs() < (last - family.limit).abs());
+        last = measured;
+        checks.push((x, check, classified));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    checks
+}

@@ -231,58 +231,22 @@ fn lemma1_half_mass(x: f64) -> Result<Made, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claims::{Certificate, Outcome};
-    use crate::family::check_at;
-    use crate::prism::premises::premises;
-    use crate::tier::{Level, Tier};
-
-    /// Every X of `family`'s params: a fail, inside the model, measured as the closed form,
-    /// moving toward the limit.
-    fn breaks_the_bound_as_proved(family: Family, certificate: Option<Certificate>) {
-        let dir = std::env::temp_dir().join(format!(
-            "moe-opt-family-{}-{}",
-            family.name,
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut last = f64::INFINITY;
-        for &x in family.params {
-            let (check, classified) = check_at(&family, x, &dir).unwrap();
-            assert_eq!(check.outcome, Outcome::Fail, "X = {x}: {}", check.note);
-            assert_eq!(check.certificate, certificate, "X = {x}");
-            assert_ne!(classified.tier, Tier::Extension, "X = {x}");
-            for premise in premises()
-                .iter()
-                .filter(|p| p.level == Level::Model && p.applies_to(family.claim))
-            {
-                let name = format!("{}:", premise.name);
-                assert!(
-                    !classified.broken.iter().any(|b| b.starts_with(&name)),
-                    "X = {x}: {:?}",
-                    classified.broken
-                );
-            }
-            let measured = family.measured(&check).unwrap();
-            let expected = (family.expected)(x);
-            assert!(
-                (measured - expected).abs() <= 1e-9 * expected,
-                "X = {x}: {measured} against {expected}"
-            );
-            assert!((measured - family.limit).abs() < (last - family.limit).abs());
-            last = measured;
-        }
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
+    use crate::claims::Certificate;
+    use crate::family::checked_as_proved;
 
     #[test]
     fn thm1_entropy_starved_breaks_the_bound_as_proved() {
-        breaks_the_bound_as_proved(THM1_ENTROPY_STARVED, Some(Certificate::Optimum));
+        for (x, check, _) in checked_as_proved(&THM1_ENTROPY_STARVED) {
+            assert_eq!(check.certificate, Some(Certificate::Optimum), "X = {x}");
+        }
     }
 
     #[test]
     fn lemma1_half_mass_breaks_the_bound_as_proved() {
         // The check decides over every delta exactly; it compares with no optimum.
-        breaks_the_bound_as_proved(LEMMA1_HALF_MASS, None);
+        for (x, check, _) in checked_as_proved(&LEMMA1_HALF_MASS) {
+            assert_eq!(check.certificate, None, "X = {x}");
+        }
     }
 
     #[test]

@@ -166,44 +166,14 @@ fn prop3_size_ratio(x: f64) -> Result<Made, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claims::{Certificate, Outcome};
-    use crate::family::check_at;
-    use crate::slimcaching::premises::premises;
-    use crate::tier::{Level, Tier};
+    use crate::claims::Certificate;
+    use crate::family::checked_as_proved;
 
     #[test]
     fn prop3_size_ratio_breaks_the_bound_as_proved() {
-        let family = PROP3_SIZE_RATIO;
-        let dir = std::env::temp_dir().join(format!(
-            "moe-opt-family-{}-{}",
-            family.name,
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut last = f64::INFINITY;
-        for &x in family.params {
-            let (check, classified) = check_at(&family, x, &dir).unwrap();
-            assert_eq!(check.outcome, Outcome::Fail, "X = {x}: {}", check.note);
+        for (x, check, _) in checked_as_proved(&PROP3_SIZE_RATIO) {
             assert_eq!(check.certificate, Some(Certificate::Optimum), "X = {x}");
-            assert_ne!(classified.tier, Tier::Extension, "X = {x}");
-            for premise in premises().iter().filter(|p| p.level == Level::Model) {
-                let name = format!("{}:", premise.name);
-                assert!(
-                    !classified.broken.iter().any(|b| b.starts_with(&name)),
-                    "X = {x}: {:?}",
-                    classified.broken
-                );
-            }
-            let measured = family.measured(&check).unwrap();
-            let expected = (family.expected)(x);
-            assert!(
-                (measured - expected).abs() <= 1e-9 * expected,
-                "X = {x}: {measured} against {expected}"
-            );
-            assert!((measured - family.limit).abs() < (last - family.limit).abs());
-            last = measured;
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
