@@ -206,6 +206,171 @@ pub fn classify<I>(premises: &[Premise<I>], claim: &str, instance: &I) -> Classi
     Classified { tier, broken }
 }
 
+/// The tier boundaries of a problem's premises, for its tests: one instance just inside and one
+/// just outside each premise's limit, table-driven ([`boundary::assert_boundaries`]).
+#[cfg(test)]
+pub(crate) mod boundary {
+    use super::{classify, Premise, Tier};
+
+    /// Where an instance stands: its tier and the names of the premises it breaks besides the
+    /// one a row tests.
+    pub(crate) type Standing = (Tier, &'static [&'static str]);
+
+    /// One row of a boundary table: a change of a base instance just inside a premise's limit
+    /// and one just outside it, and where each leaves the instance, classified for a claim the
+    /// premise bears on. The premise itself is never broken inside and always broken outside;
+    /// the other names are premises the change cannot help breaking too (the row's comment
+    /// says why).
+    pub(crate) struct Boundary<I> {
+        /// The premise's name.
+        premise: &'static str,
+        /// The claim the instances are classified for; `None`: the table's.
+        claim: Option<&'static str>,
+        /// The base instance; `None`: the table's.
+        base: Option<fn() -> I>,
+        /// The change just inside the limit.
+        inside: fn(&mut I),
+        /// The change just outside it; `None`: the outside is no valid instance.
+        outside: Option<fn(&mut I)>,
+        /// Where the inside instance stands.
+        inside_is: Standing,
+        /// Where the outside one stands (beside the premise itself).
+        outside_is: Standing,
+    }
+
+    impl<I> Boundary<I> {
+        /// A model premise whose boundary breaks nothing else: `regime` inside, `extension`
+        /// outside.
+        pub(crate) fn model(
+            premise: &'static str,
+            inside: fn(&mut I),
+            outside: fn(&mut I),
+        ) -> Self {
+            Boundary {
+                premise,
+                claim: None,
+                base: None,
+                inside,
+                outside: Some(outside),
+                inside_is: (Tier::Regime, &[]),
+                outside_is: (Tier::Extension, &[]),
+            }
+        }
+
+        /// A regime premise whose boundary breaks nothing else: `regime` inside, `model`
+        /// outside.
+        pub(crate) fn regime(
+            premise: &'static str,
+            inside: fn(&mut I),
+            outside: fn(&mut I),
+        ) -> Self {
+            Self::model(premise, inside, outside).outside_is(Tier::Model, &[])
+        }
+
+        /// A limit whose outside is no valid instance: `regime` inside, breaking nothing.
+        pub(crate) fn inside_only(premise: &'static str, inside: fn(&mut I)) -> Self {
+            Boundary {
+                outside: None,
+                ..Self::model(premise, inside, |_| {})
+            }
+        }
+
+        /// Classified for `claim` rather than the table's claim.
+        pub(crate) fn claim(self, claim: &'static str) -> Self {
+            Boundary {
+                claim: Some(claim),
+                ..self
+            }
+        }
+
+        /// Changed from `base()` rather than the table's base.
+        pub(crate) fn base(self, base: fn() -> I) -> Self {
+            Boundary {
+                base: Some(base),
+                ..self
+            }
+        }
+
+        /// Just inside, the instance is in `tier` and breaks the premises `others`.
+        pub(crate) fn inside_is(self, tier: Tier, others: &'static [&'static str]) -> Self {
+            Boundary {
+                inside_is: (tier, others),
+                ..self
+            }
+        }
+
+        /// Just outside, the instance is in `tier` and breaks the premises `others` beside the
+        /// row's.
+        pub(crate) fn outside_is(self, tier: Tier, others: &'static [&'static str]) -> Self {
+            Boundary {
+                outside_is: (tier, others),
+                ..self
+            }
+        }
+    }
+
+    /// The premises' names in `broken` ("name: reason").
+    pub(crate) fn names(broken: &[String]) -> Vec<&str> {
+        broken
+            .iter()
+            .map(|b| b.split(':').next().unwrap_or(b))
+            .collect()
+    }
+
+    /// Checks every row of a boundary table: each side of a row is the row's base (else
+    /// `base`) changed by the row's change, classified for the row's claim (else `claim`);
+    /// its tier and the exact set of premises it breaks are the row's; the row's premise is
+    /// broken outside and not inside; `validate` accepts every inside instance. Every premise
+    /// of `premises` has a row.
+    pub(crate) fn assert_boundaries<I: Clone>(
+        premises: &[Premise<I>],
+        claim: &str,
+        base: &I,
+        rows: &[Boundary<I>],
+        validate: impl Fn(&I),
+    ) {
+        for p in premises {
+            assert!(
+                rows.iter().any(|r| r.premise == p.name),
+                "{} has no boundary",
+                p.name
+            );
+        }
+        for row in rows {
+            let claim = row.claim.unwrap_or(claim);
+            let sides = [(row.inside, row.inside_is, false)]
+                .into_iter()
+                .chain(row.outside.map(|o| (o, row.outside_is, true)));
+            for (change, (tier, others), outside) in sides {
+                let side = if outside { "outside" } else { "inside" };
+                assert!(!others.contains(&row.premise), "{} {side}", row.premise);
+                let mut i = row.base.map_or_else(|| base.clone(), |b| b());
+                change(&mut i);
+                if !outside {
+                    validate(&i);
+                }
+                let c = classify(premises, claim, &i);
+                let mut expected: Vec<&str> = others.to_vec();
+                if outside {
+                    expected.push(row.premise);
+                }
+                let mut got = names(&c.broken);
+                got.sort_unstable();
+                expected.sort_unstable();
+                assert_eq!(c.tier, tier, "{} {side}: {:?}", row.premise, c.broken);
+                assert_eq!(got, expected, "{} {side}: {:?}", row.premise, c.broken);
+                assert_eq!(
+                    c.broken.iter().any(|b| b.starts_with(row.premise)),
+                    outside,
+                    "{} {side}: {:?}",
+                    row.premise,
+                    c.broken
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,5 +434,47 @@ mod tests {
         assert!(Tier::Regime < Tier::Model && Tier::Model < Tier::Extension);
         assert_eq!("model".parse::<Tier>(), Ok(Tier::Model));
         assert!("inside".parse::<Tier>().is_err());
+    }
+
+    /// The toy premises of `a_broken_model_premise_outranks_a_broken_range`: `positive`
+    /// (model) and `small` (regime, below 10).
+    fn toy() -> [Premise<i32>; 2] {
+        [
+            premise("positive", Level::Model, |x| {
+                if *x > 0 {
+                    Ok(())
+                } else {
+                    Err(format!("{x} <= 0"))
+                }
+            }),
+            premise("small", Level::Regime, |x| within("x", *x, 0, 9)),
+        ]
+    }
+
+    #[test]
+    fn a_boundary_table_checks_both_sides_of_each_premise() {
+        use boundary::{assert_boundaries, Boundary};
+        let rows = [
+            Boundary::model("positive", |x| *x = 1, |x| *x = 0),
+            // -1 breaks `small`'s lower end too.
+            Boundary::model("positive", |x| *x = 1, |x| *x = -1)
+                .outside_is(Tier::Extension, &["small"]),
+            // From 9 (the row's base, not the table's 5) to 10.
+            Boundary::regime("small", |_| {}, |x| *x += 1).base(|| 9),
+            Boundary::inside_only("positive", |x| *x = 1),
+        ];
+        assert_boundaries(&toy(), "toy/claim", &5, &rows, |x| assert!(*x >= 0));
+    }
+
+    #[test]
+    #[should_panic(expected = "small outside")]
+    fn a_boundary_table_refuses_an_outside_that_breaks_more() {
+        use boundary::{assert_boundaries, Boundary};
+        // -1 breaks `positive` too.
+        let rows = [
+            Boundary::model("positive", |x| *x = 1, |x| *x = 0),
+            Boundary::regime("small", |x| *x = 9, |x| *x = -1),
+        ];
+        assert_boundaries(&toy(), "toy/claim", &5, &rows, |_| {});
     }
 }

@@ -222,6 +222,32 @@ fn prop3_as_stated_fails_on_the_saved_counterexample() {
     let s = best_singleton(&model);
     assert!((s - opt).abs() <= 1e-15);
     assert!(at_least(greedy + s, one_minus_inv_e() * opt));
+    // The same numbers by hand from the file. Both users sit on the one server (U = 2); a
+    // cached Top-1 expert saves its demand the cloud trip (0.0053 s each way plus the cloud's
+    // compute) and costs the edge's compute: per unit of weight, 2 x 0.0053 + phi / 9.8e12 -
+    // phi / 1.7e14 with phi the expert's FLOPs (E_m = 1). Model 0 (5 bytes, phi = 7.8e8):
+    // weight (0.43 + 1) / 2 = 0.715; model 1 (1 byte, phi = 9300): weight 0.57 / 2 = 0.285.
+    // Alg. 1 takes model 1's expert (density ~0.00302 / byte > ~0.00153), and the 5-byte one
+    // no longer fits; OPT is model 0's alone (both need 6 > 5 bytes).
+    let gain = |phi: f64| 2.0 * 0.0053 + phi / 9.8e12 - phi / 1.7e14;
+    let (v, r) = (0.285 * gain(9300.0), 0.715 * gain(7.8e8));
+    assert!(
+        (c.value.unwrap() - v).abs() <= 1e-15,
+        "{} vs {v}",
+        c.value.unwrap()
+    );
+    assert!((c.reference.unwrap() - r).abs() <= 1e-15);
+    assert!((ratio - v / r).abs() <= 1e-12);
+    assert_eq!(c.bound, Some(one_minus_inv_e()));
+    // Margin: ratio - (1 - 1/e) moved towards 0 by (1e-12 + 1e-9 (1 - 1/e) r) / r: -0.23632.
+    let b = one_minus_inv_e();
+    let margin = v / r - b + (1e-12 + 1e-9 * b * r) / r;
+    assert!(
+        (c.margin.unwrap() - margin).abs() <= 1e-12,
+        "{:?}",
+        c.margin
+    );
+    assert!((margin + 0.23632).abs() < 1e-5);
 }
 
 /// Prop. 3 fails on generated `tiny-top1` instances too, not only on the shrunk file: these
@@ -261,6 +287,11 @@ fn prop6_single_server_as_stated_fails_on_the_saved_counterexample() {
     assert!(c.witness.is_some());
     let model = LatencyModel::new(&i);
     assert!(model.demands().iter().all(|d| d.missing.len() == 1));
+    // By hand: the one demand misses expert 1 only, so the ground set is {expert 1} and
+    // kappa_1 = 1 - g(1 | {}) / g(1 | {}) = 0 exactly; margin 0.05 - |0 - 1/2| = -0.45.
+    assert_eq!(kappa, 0.0);
+    assert_eq!(c.reference, None);
+    assert!((c.margin.unwrap() + 0.45).abs() <= 1e-15, "{:?}", c.margin);
 }
 
 /// Prop. 6 (N >= 2), kappa_max in the open interval (1/2, 1), is FALSE. Counterexample
@@ -276,6 +307,17 @@ fn prop6_multi_server_as_stated_fails_on_the_saved_counterexample() {
     assert_eq!(c.value, Some(0.0), "{}", c.note);
     assert!(c.note.contains("below 1/2"), "{}", c.note);
     assert!(c.witness.is_some());
+    // By hand: the user is on server 1 (its radio links to server 1 are faster both ways:
+    // 1/2.7e7 + 1/7.4e7 < 1/6.8e6 + 1/5e7). On each server the ground set is {expert 1}
+    // alone (the one demand misses only it), so kappa_n = 1 - g(1 | {}) / g(1 | {}) = 0
+    // exactly on both, and neither vanishes (expert 1 gains on server 0 against the cloud,
+    // then on server 1 against server 0's copy); margin min(0 - 1/2, 1 - 0) + 1e-9 =
+    // -1/2 + 1e-9.
+    assert!(
+        (c.margin.unwrap() - (-0.5 + 1e-9)).abs() <= 1e-15,
+        "{:?}",
+        c.margin
+    );
     assert_eq!(i.servers.len(), 2);
     assert!(LatencyModel::new(&i)
         .demands()

@@ -196,7 +196,10 @@ fn alg2_fails_the_uniform_claim_on_a_single_miss() {
     let check = (claim.check)(&one_miss_layer(), &CheckOptions::default());
     assert_eq!(check.outcome, Outcome::Fail);
     assert_eq!((check.value, check.reference), (Some(3.0), Some(1.0)));
+    assert_eq!((check.ratio, check.bound), (Some(3.0), Some(1.0)));
     assert!((check.margin.unwrap() + 2.0).abs() < 1e-8);
+    // Exactly (1 - 3 + t) / 1 with t = 1e-12 + 3e-9.
+    assert!((check.margin.unwrap() - (-2.0 + 1e-12 + 3e-9)).abs() < 1e-15);
 }
 
 #[test]
@@ -213,12 +216,66 @@ fn the_literal_alg1_claim_fails_where_a_resident_low_score_expert_is_dropped() {
             "smoe/alg1-literal-optimal" => {
                 assert_eq!(check.outcome, Outcome::Fail);
                 assert_eq!((check.value, check.reference), (Some(3.0), Some(4.0)));
+                assert_eq!((check.ratio, check.bound), (Some(0.75), Some(1.0)));
                 assert_eq!(check.margin, Some(-1.0));
             }
-            "smoe/eq1-router-optimal" => assert_eq!(check.outcome, Outcome::Pass),
+            "smoe/eq1-router-optimal" => {
+                // The text keeps resident 3 and replaces missing 2 by 5: O = {0, 1, 3, 5},
+                // all in V = G ∪ C = {0, 1, 3, 5}: 4 hits. Optimum (1): |V ∩ E_a| = 3 (0, 1,
+                // 3) + min(|E_l \ V| = 1, |E_s| = 1 (5)) = 4. Margin 4 - 4 = 0, ratio 1.
+                assert_eq!(check.outcome, Outcome::Pass);
+                assert_eq!((check.value, check.reference), (Some(4.0), Some(4.0)));
+                assert_eq!((check.ratio, check.bound), (Some(1.0), Some(1.0)));
+                assert_eq!(check.margin, Some(0.0));
+            }
             _ => {}
         }
     }
+}
+
+fn claim(id: &str) -> moe_opt::smoe::claims::SmoeClaim {
+    registry().into_iter().find(|c| c.info.id == id).unwrap()
+}
+
+#[test]
+fn both_alg1_readings_reach_the_optimum_when_every_low_score_expert_is_missing() {
+    // one_miss_layer (alpha = 0.5): T = .135, R = .045, top-score {0, 1}, low-score {2, 3}
+    // (both missing: V = G ∪ C = {0, 1, 5, 6}), candidates {4, 5, 6, 7}, available 5, 6.
+    // Text and printed Alg. 1 alike replace 2 and 3 by 5 and 6: O = {0, 1, 5, 6}, 4 hits.
+    // Optimum (1): |V ∩ E_a| = 2 + min(|E_l \ V| = 2, |E_s| = 2) = 4. Value 4 = reference,
+    // ratio 1, margin 0. (Counting G only, as the audit did: 3 = 3; the check counts V.)
+    let o = CheckOptions::default();
+    for id in ["smoe/alg1-literal-optimal", "smoe/eq1-router-optimal"] {
+        let check = (claim(id).check)(&one_miss_layer(), &o);
+        assert_eq!(check.outcome, Outcome::Pass, "{id}: {}", check.note);
+        assert_eq!(
+            (check.value, check.reference),
+            (Some(4.0), Some(4.0)),
+            "{id}"
+        );
+        assert_eq!((check.ratio, check.bound), (Some(1.0), Some(1.0)), "{id}");
+        assert_eq!(check.margin, Some(0.0), "{id}");
+        assert_eq!(check.solver_status.as_deref(), Some("exhaustive"));
+    }
+}
+
+#[test]
+fn alg2_meets_the_uniform_optimum_when_loading_is_cheaper() {
+    // one_miss_layer with C_load 1 < C_CPU 3: the one miss is expert 0 (in C, not in G).
+    // Alg. 2: T_load 0 <= T_CPU 0, it loads it: (4) = 1. Closed form, n = 1: m* = 3/4, m = 1
+    // gives max(1, 0) = 1 < m = 0's 3. Value 1 = reference, ratio 1, margin 0 (an equality).
+    let mut i = one_miss_layer();
+    i.costs = Costs::Uniform {
+        load_s: 1.0,
+        cpu_s: 3.0,
+        gpu_s: 0.1,
+    };
+    let check = (claim("smoe/alg2-uniform-optimal").check)(&i, &CheckOptions::default());
+    assert_eq!(check.outcome, Outcome::Pass, "{}", check.note);
+    assert_eq!((check.value, check.reference), (Some(1.0), Some(1.0)));
+    assert_eq!((check.ratio, check.bound), (Some(1.0), Some(1.0)));
+    assert_eq!(check.margin, Some(0.0));
+    assert_eq!(check.solver_status.as_deref(), Some("closed_form"));
 }
 
 #[test]

@@ -109,6 +109,71 @@ fn alg4_by_hand() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+fn claim_check(id: &str, instance: &PoolInstance) -> moe_opt::claims::Check {
+    let claim = registry().into_iter().find(|c| c.info.id == id).unwrap();
+    (claim.check)(instance, &CheckOptions::default())
+}
+
+#[test]
+fn alg4_best_split_passes_on_the_hand_derived_plan() {
+    // two_experts (alg4_by_hand): the grid's three splits cost 4, 5.75 and 2.75; the planner
+    // picks (2, 0) at 2.75 = the minimum. Value (independent cost of its split) 2.75 =
+    // reference (the independent minimum), ratio 1, bound 1; both equalities hold to
+    // rounding, so the margin min((t - |a - b|) / t) is 1 up to a few ulps of 2.75 over
+    // t = 1e-12 + 2.75e-9. No fail case: the planner returns the grid's minimum by
+    // construction.
+    let c = claim_check("zipmoe/alg4-best-split", &two_experts());
+    assert_eq!(c.outcome, Outcome::Pass, "{}", c.note);
+    assert!((c.value.unwrap() - 2.75).abs() < 1e-12, "{:?}", c.value);
+    assert!(
+        (c.reference.unwrap() - 2.75).abs() < 1e-12,
+        "{:?}",
+        c.reference
+    );
+    assert_eq!((c.ratio, c.bound), (Some(1.0), Some(1.0)));
+    assert!((c.margin.unwrap() - 1.0).abs() < 1e-6, "{:?}", c.margin);
+    assert_eq!(c.solver_status.as_deref(), Some("exhaustive"));
+    // Steps are indexed by pool, F first (S is index 2: alg4_by_hand's [0, 0, 2, 0]).
+    assert!(
+        c.note.starts_with("planner split [2, 0, 0, 0]"),
+        "{}",
+        c.note
+    );
+}
+
+#[test]
+fn thm_d1_passes_where_one_distribution_fits() {
+    // two_experts: k = 1, f = (0.75, 0.25). The only distribution over 1-subsets with these
+    // marginals is P({0}) = 0.75, P({1}) = 0.25. Eq. (24): w(0) = f already fits (f_i =
+    // w_i / (w_0 + w_1)), q = (0.75 / 1.75, 0.25 / 1.25) = (3/7, 0.2), and the DP's P({0}) =
+    // q_0 (1 - q_1) / (q_0 (1 - q_1) + q_1 (1 - q_0)) = (2.4/7) / (3.2/7) = 0.75.
+    // Inclusion: error 0 (rounding), bound 1e-10 (default eq. (24) tolerance) + 1e-12,
+    // margin = bound - error = 1.01e-10.
+    let i = two_experts();
+    let c = claim_check("zipmoe/thmD1-inclusion", &i);
+    assert_eq!(c.outcome, Outcome::Pass, "{}", c.note);
+    assert!(c.value.unwrap().abs() < 1e-15, "{:?}", c.value);
+    assert_eq!(c.reference, None);
+    assert_eq!(c.bound, Some(1e-10 + 1e-12));
+    assert!(
+        (c.margin.unwrap() - 1.01e-10).abs() < 1e-15,
+        "{:?}",
+        c.margin
+    );
+    // Maximum entropy: P* = P_DP = f, H = -(0.75 ln 0.75 + 0.25 ln 0.25) = 0.562335 nats;
+    // dH = 0 and TV = 0 (rounding), margin min(1 - dH / 1e-6, 1 - TV / 1e-6) = 1.
+    let c = claim_check("zipmoe/thmD1-max-entropy", &i);
+    assert_eq!(c.outcome, Outcome::Pass, "{}", c.note);
+    assert!(c.value.unwrap().abs() < 1e-15, "{:?}", c.value);
+    assert!(
+        (c.reference.unwrap() - 0.562_335_144_618_808).abs() < 1e-12,
+        "{:?}",
+        c.reference
+    );
+    assert_eq!(c.bound, Some(1e-6));
+    assert!((c.margin.unwrap() - 1.0).abs() < 1e-9, "{:?}", c.margin);
+}
+
 #[test]
 fn every_claim_holds_on_its_family() {
     let options = CheckOptions::default();

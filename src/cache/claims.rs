@@ -820,4 +820,281 @@ mod tests {
             }
         }
     }
+
+    /// `top1(requests)` with logits (a ranked trace): 1 for the requested expert, 0 for the
+    /// other three, so the ranking is the request, then the others by id.
+    fn top1_logits(requests: &[u32]) -> CacheInstance {
+        let mut i = top1(requests);
+        i.trace.ranked = true;
+        for token in &mut i.trace.tokens {
+            let r = &mut token.layers[0];
+            r.logits = Some((0..4).map(|e| f32::from(e == r.experts[0])).collect());
+        }
+        i
+    }
+
+    /// A one-layer ranked instance, K = 2, over `experts` at `capacity`, fixed routing: token t
+    /// (0-based) routes to expert 0 (logit 1) and to s_t = 1 + t mod 3 (logit `d`, 0 < d < 1),
+    /// every other expert at logit 0. So the logit range is 1 at every token, and the ranking is
+    /// 0, s_t, then the other experts by id.
+    fn rotating_second(experts: usize, capacity: usize, tokens: usize, d: f32) -> CacheInstance {
+        let mut i = top1(&vec![0; tokens]);
+        i.trace.experts = experts;
+        i.trace.top_k = 2;
+        i.trace.ranked = true;
+        i.capacity = capacity;
+        i.freedom = Freedom::fixed(2);
+        for (t, token) in i.trace.tokens.iter_mut().enumerate() {
+            let s = 1 + (t % 3) as u32;
+            let mut z = vec![0.0; experts];
+            z[0] = 1.0;
+            z[s as usize] = d;
+            token.layers[0].experts = vec![0, s];
+            token.layers[0].logits = Some(z);
+        }
+        validate(&i).unwrap();
+        i
+    }
+
+    fn close(a: Option<f64>, b: f64, tol: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() <= tol)
+    }
+
+    #[test]
+    fn belady_halves_lru_by_hand() {
+        let options = CheckOptions::default();
+        // Pass: 0, 1, 2 cycled 27 times (81 requests = 20 E + 1), E = 4, C = 2 = E/2. LRU
+        // misses all 81 (the requested expert is always the one evicted two steps before).
+        // Belady: after step i the cache holds request i and one other; steps i + 1, i + 2
+        // request the two other experts, so each window {4, 5}, {6, 7}, ..., {80, 81} has a
+        // miss, and Belady (evicting the expert needed after the next) misses exactly there:
+        // 3 compulsory + 39 = 42. Ratio 42/81 = 0.5 + 1/54, margin 0.1 - 1/54 ~ 0.0815.
+        let cycle: Vec<u32> = (0..81).map(|i| i % 3).collect();
+        let c = check_halves_lru(&top1(&cycle), &options).unwrap();
+        assert_eq!(
+            (c.outcome, c.value, c.reference, c.reference_kind, c.bound),
+            (
+                Outcome::Pass,
+                Some(42.0),
+                Some(81.0),
+                ReferenceKind::Baseline,
+                Some(0.5)
+            )
+        );
+        assert!(close(c.ratio, 42.0 / 81.0, 1e-12), "{c:?}");
+        assert!(close(c.margin, 0.1 - 1.0 / 54.0, 1e-12), "{c:?}");
+        // The check moves C to E/2 = 2 whatever the instance says (at C = 3 both would load
+        // only the 3 compulsory): the same numbers.
+        let at3 = CacheInstance {
+            capacity: 3,
+            ..top1(&cycle)
+        };
+        let c3 = check_halves_lru(&at3, &options).unwrap();
+        assert_eq!((c3.value, c3.reference), (Some(42.0), Some(81.0)));
+        assert_eq!(c3.margin, c.margin);
+        // Fail: 0, 1 alternated (80 requests = 20 E): both fit, each policy loads 2. Ratio 1,
+        // margin 0.1 - |1 - 0.5| = -0.4.
+        let pair: Vec<u32> = (0..80).map(|i| i % 2).collect();
+        let c = check_halves_lru(&top1(&pair), &options).unwrap();
+        assert_eq!(
+            (c.outcome, c.value, c.reference, c.ratio, c.bound),
+            (Outcome::Fail, Some(2.0), Some(2.0), Some(1.0), Some(0.5))
+        );
+        assert!(close(c.margin, -0.4, 1e-12), "{c:?}");
+        // 79 requests < 20 E: inconclusive.
+        assert!(check_halves_lru(&top1(&pair[..79]), &options).is_err());
+    }
+
+    #[test]
+    fn belady_is_optimal_and_flexible_is_below_belady_by_hand() {
+        let options = CheckOptions::default();
+        // 0, 1, 2, 0, 1, 2 at C = 2 (K = 1, fixed routing). Belady: loads 0, 1; at step 3
+        // evicts 1 (next at 5, 0 next at 4) for 2; step 4 hits 0; step 5 evicts 0 (never again,
+        // 2 next at 6) for 1; step 6 hits: 4 loads. OPT >= 4: three distinct experts (3
+        // compulsory), and after step 3 the cache holds 2 and at most one of 0, 1, both
+        // requested at steps 4, 5. So Belady = OPT = 4 (exhaustive): margin 0, ratio 1.
+        let i = top1(&[0, 1, 2, 0, 1, 2]);
+        let c = check_belady_optimal(&i, &options).unwrap();
+        assert_eq!(
+            (c.outcome, c.value, c.reference, c.reference_kind),
+            (Outcome::Pass, Some(4.0), Some(4.0), ReferenceKind::Optimum)
+        );
+        assert_eq!(
+            (c.ratio, c.bound, c.margin, c.solver_status.as_deref()),
+            (Some(1.0), Some(1.0), Some(0.0), Some("exhaustive"))
+        );
+        // Flexible, same instance: its freedom is fixed (J = K = 1), so OPT_flex = OPT = 4 =
+        // Belady: margin 0, ratio 1.
+        let c = check_flexible_below_belady(&i, &options).unwrap();
+        assert_eq!(
+            (c.outcome, c.value, c.reference, c.ratio, c.margin),
+            (Outcome::Pass, Some(4.0), Some(4.0), Some(1.0), Some(0.0))
+        );
+        // With freedom (J = 1, M = 3) on rotating_second(4, 2, 6, 1/64): the fixed routing
+        // {0, s_t} changes expert at every step and C = K = 2, so Belady loads 2 + 5 = 7. The
+        // flexible MILP may route {0, 1} at every step (1 is at rank 2 or 3: rankings 0 1 2 3,
+        // 0 2 1 3, 0 3 1 2): 2 loads, and no schedule loads fewer than the 2 of the first
+        // step into an empty cache. OPT_flex = 2: margin 7 - 2 = 5, ratio 2/7.
+        let flexible = CacheInstance {
+            freedom: Freedom {
+                top_j: 1,
+                max_rank: Some(3),
+                min_mass: None,
+            },
+            ..rotating_second(4, 2, 6, 1.0 / 64.0)
+        };
+        let c = check_flexible_below_belady(&flexible, &options).unwrap();
+        assert_eq!(
+            (c.outcome, c.value, c.reference, c.bound, c.margin),
+            (Outcome::Pass, Some(2.0), Some(7.0), Some(1.0), Some(5.0))
+        );
+        assert!(close(c.ratio, 2.0 / 7.0, 1e-12), "{c:?}");
+    }
+
+    #[test]
+    fn router_gaps_by_hand() {
+        let options = CheckOptions::default();
+        for spec in &GAP_ROUTERS {
+            // Forced: K = J = 1 on 0, 1, 2 cycled 3 times at C = 2. Max-Rank and Cumsum keep
+            // r[:J], the whole top 1; Cache-Prior boosts the top-1 (top-J) and no other expert
+            // can pass it. So each router is the original routing with LRU: 9 loads (a cycle of
+            // 3 in 2 slots). Used freedom J = 1, M = 1 = K: fixed routing, whose optimum is
+            // Belady's 6 (3 compulsory + one miss in each window {4, 5}, {6, 7}, {8, 9}).
+            // Loads 9, OPT_flex 6: margin 3, ratio 1.5.
+            let cycle: Vec<u32> = (0..9).map(|i| i % 3).collect();
+            let c = check_router_gap(&top1_logits(&cycle), &options, spec).unwrap();
+            assert_eq!(
+                (c.outcome, c.value, c.reference, c.reference_kind),
+                (Outcome::Pass, Some(9.0), Some(6.0), ReferenceKind::Optimum),
+                "{spec}: {}",
+                c.note
+            );
+            assert_eq!(
+                (c.ratio, c.bound, c.margin),
+                (Some(1.5), Some(1.0), Some(3.0)),
+                "{spec}"
+            );
+            // Rerouted: rotating_second(4, 2, 6, 1/64), C = K = 2. Step 1 (empty cache) takes
+            // {0, 1}; from then on the cache is {0, 1}. Max-Rank (M = 4) takes 0 (top-J), then
+            // the cached 1 within rank 4. Cumsum: p = softmax(1, 1/64, 0, 0) sorted is 0.474,
+            // 0.177, 0.174, 0.174, so 0.9 needs M = 4: as Max-Rank. Cache-Prior: bias 0.5 x
+            // delta (range 1) = 0.5 > 1/64, so the cached 1 (0 + 0.5) beats s_t (1/64). Each
+            // routes {0, 1} throughout: 2 loads. Used freedom: J = 1 (prefix 0 when s_t != 1),
+            // M = 3 (1 at rank 3 behind 0, s_t). OPT_flex there >= 2 (the first step) and
+            // <= 2 (the router's own schedule): margin 0, ratio 1.
+            let c =
+                check_router_gap(&rotating_second(4, 2, 6, 1.0 / 64.0), &options, spec).unwrap();
+            assert_eq!(
+                (c.outcome, c.value, c.reference, c.ratio, c.margin),
+                (Outcome::Pass, Some(2.0), Some(2.0), Some(1.0), Some(0.0)),
+                "{spec}: {}",
+                c.note
+            );
+            assert!(c.note.contains("J = 1, M = 3"), "{spec}: {}", c.note);
+        }
+    }
+
+    #[test]
+    fn cache_prior_claims_pass_by_hand() {
+        let options = CheckOptions::default();
+        // rotating_second(6, 3, 60, d = 1/64): E = 6, K = 2, C = 3 = E/2, 120 requests = 20 E.
+        // Belady on {0, s_t} (0 always requested, never evicted; s in two slots): steps 0, 1
+        // load 0, 1, 2; then it misses at every even step 2..58 (evicting the one of the two
+        // cycle experts needed later) and hits at odd steps: 3 + 29 = 32 loads.
+        // Cache-Prior (J = 1, delta = running mean of the range 1 = 1, bias = lambda): while
+        // lambda <= d, s_t (logit d, or d + bias when cached) beats every other cached expert
+        // (0 + bias), ties to rank: the original routing, with LRU 61 loads (it misses s_t at
+        // every step), more than 32 + 1.2. The first grid point above d = 0.0156 is lambda =
+        // 1/49 = 0.0204: the cached 1 (0 + 0.0204) beats s_t (0.0156), so every step routes
+        // {0, 1}: 2 loads, below Belady and within 1 % of the requests. Mass kept: 1 at the 20
+        // steps with s_t = 1, else (p_0 + p_1) / (p_0 + p_s) = (e + 1) / (e + e^d) at the 40
+        // others. Loss = (2/3) (e^d - 1) / (e + e^d) = 0.0028116, margin 0.1 - loss.
+        let i = rotating_second(6, 3, 60, 1.0 / 64.0);
+        let d = 1.0f64 / 64.0;
+        let e = std::f64::consts::E;
+        let loss = 2.0 / 3.0 * (d.exp() - 1.0) / (e + d.exp());
+        assert!((loss - 0.0028116).abs() < 1e-7);
+        for c in [
+            check_cache_prior_below_belady(&i, &options).unwrap(),
+            check_cache_prior_similar(&i, &options).unwrap(),
+        ] {
+            assert_eq!(
+                (c.outcome, c.reference, c.reference_kind, c.bound),
+                (
+                    Outcome::Pass,
+                    Some(32.0),
+                    ReferenceKind::Optimum,
+                    Some(SMALL_MASS_LOSS)
+                ),
+                "{}",
+                c.note
+            );
+            assert!(close(c.value, loss, 1e-6), "{c:?}");
+            assert!(close(c.margin, 0.1 - loss, 1e-6), "{c:?}");
+            assert!(
+                c.note.contains("lambda = 0.0204") && c.note.contains(": 2 loads"),
+                "{}",
+                c.note
+            );
+        }
+    }
+
+    #[test]
+    fn cache_prior_claims_fail_by_hand() {
+        let options = CheckOptions::default();
+        // No lambda helps: 0, 1, 2 cycled 27 times with logits, K = 1, C = 2 (81 requests).
+        // J = K = 1 boosts the top-1, which no other expert can pass: Cache-Prior is LRU at
+        // every lambda, 81 loads (best at the first, lambda = 0); Belady 42
+        // (belady_halves_lru_by_hand). Below: margin -(81 + 1 - 42) / 42 = -20/21. Similar:
+        // excess (81 - 42) / 81 = 13/27, margin 0.01 - 13/27.
+        let cycle: Vec<u32> = (0..81).map(|i| i % 3).collect();
+        let i = top1_logits(&cycle);
+        let below = check_cache_prior_below_belady(&i, &options).unwrap();
+        let similar = check_cache_prior_similar(&i, &options).unwrap();
+        for (c, margin) in [(&below, -20.0 / 21.0), (&similar, 0.01 - 13.0 / 27.0)] {
+            assert_eq!(
+                (c.outcome, c.value, c.reference, c.reference_kind, c.bound),
+                (
+                    Outcome::Fail,
+                    None,
+                    Some(42.0),
+                    ReferenceKind::Optimum,
+                    Some(SMALL_MASS_LOSS)
+                ),
+                "{}",
+                c.note
+            );
+            assert!(close(c.margin, margin, 1e-12), "{c:?}");
+            assert!(c.note.contains("lambda = 0.0000"), "{}", c.note);
+        }
+        assert!(below.note.contains("loads 81"), "{}", below.note);
+        // Reached, but at too high a mass loss: rotating_second(6, 3, 60, d = 0.9). As in
+        // cache_prior_claims_pass_by_hand (Belady 32, the original routing with 61 loads while
+        // lambda <= d), but the first grid point above 0.9 is 45/49 = 0.9184 (44/49 = 0.898):
+        // {0, 1} at every step, 2 loads. Loss (2/3) (e^d - 1) / (e + e^d) = 0.18793 > 0.1:
+        // a fail with margin 0.1 - loss = -0.08793, for both claims.
+        let i = rotating_second(6, 3, 60, 0.9);
+        let d = f64::from(0.9f32);
+        let e = std::f64::consts::E;
+        let loss = 2.0 / 3.0 * (d.exp() - 1.0) / (e + d.exp());
+        assert!((loss - 0.18793).abs() < 1e-5);
+        for c in [
+            check_cache_prior_below_belady(&i, &options).unwrap(),
+            check_cache_prior_similar(&i, &options).unwrap(),
+        ] {
+            assert_eq!(
+                (c.outcome, c.reference, c.bound),
+                (Outcome::Fail, Some(32.0), Some(SMALL_MASS_LOSS)),
+                "{}",
+                c.note
+            );
+            assert!(close(c.value, loss, 1e-6), "{c:?}");
+            assert!(close(c.margin, 0.1 - loss, 1e-6), "{c:?}");
+            assert!(
+                c.note.contains("lambda = 0.9184") && c.note.contains(": 2 loads"),
+                "{}",
+                c.note
+            );
+        }
+    }
 }

@@ -91,9 +91,10 @@
 //! `regime` for 4 <= X <= 128 (`experts-per-layer`, Lemma 1's only regime premise) and `model`
 //! otherwise.
 
-use formulations::prism::{Gpu, Instance, MoeModel, Network, Server, Workload};
-use formulations::{Error, ProblemKind};
+use formulations::prism::{Gpu, Instance, Server};
+use formulations::Error;
 
+use super::claims::small_shape;
 use crate::family::{integer_param, Family};
 use crate::registry::Made;
 
@@ -154,36 +155,9 @@ fn server(name: &str, slots: u64, frequencies: Vec<Vec<f64>>) -> Server {
 }
 
 /// A Top-1 instance of `layers` layers of `experts` one-byte experts on `servers`, with
-/// family `small`'s network (1 ms, 500 Mbit/s) and workload.
+/// family `small`'s network and workload.
 fn instance(name: String, layers: u32, experts: u32, servers: Vec<Server>) -> Instance {
-    let n = servers.len();
-    let off = |v: f64| -> Vec<Vec<f64>> {
-        (0..n)
-            .map(|a| (0..n).map(|b| if a == b { 0.0 } else { v }).collect())
-            .collect()
-    };
-    Instance {
-        problem: ProblemKind::Prism,
-        name,
-        model: MoeModel {
-            name: "family".into(),
-            layers,
-            experts_per_layer: experts,
-            top_k: 1,
-            expert_bytes: vec![1; layers as usize],
-            hidden_bytes: 4096,
-        },
-        servers,
-        network: Some(Network {
-            latency_s: off(0.001),
-            bandwidth_bps: off(500e6),
-        }),
-        workload: Some(Workload {
-            arrival_rate_per_s: vec![0.1; n],
-            tokens_per_request: 20,
-            requests_per_server: 20,
-        }),
-    }
+    small_shape(name, "family", (layers, experts, 1), servers)
 }
 
 /// The instance of `thm1-entropy-starved` at X (module doc).

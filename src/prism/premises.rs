@@ -317,7 +317,14 @@ mod tests {
     use super::*;
     use crate::prism::claims::family_small;
     use crate::prism::generate::{try_generate, GeneratorConfig, Preset};
+    use crate::tier::boundary::{assert_boundaries, Boundary};
     use crate::tier::{classify, Tier};
+
+    /// A row of `each_premise_just_inside_and_just_outside`: a change of a testbed preset (seed
+    /// 0, `regime`; Mixtral unless the row says `.base(deepseek)`) just inside the premise's
+    /// limit and one just outside it, classified for the evaluation unless the row says
+    /// `.claim(..)`.
+    type Row = Boundary<Instance>;
 
     #[test]
     fn the_testbed_is_the_regime_and_the_claims_family_is_not() {
@@ -351,5 +358,419 @@ mod tests {
             c.broken
         );
         assert_ne!(classify(&premises(), LEMMA1, &i).tier, Tier::Extension);
+    }
+
+    /// Sec. IV-A's testbed with Mixtral-8x7B: 3 servers of 1, 1, 2 GPUs, 32 layers of 8
+    /// experts, Top-2, experts of 352,321,536 B, 85 slots a GPU (340 for 256 experts), 500
+    /// Mbit/s and 1 ms links, 20 tokens a request, 0.1 arrivals/s, 200 requests a server.
+    fn mixtral() -> Instance {
+        try_generate(&GeneratorConfig::preset(Preset::TestbedMixtral), 0).unwrap()
+    }
+
+    /// The same with DeepSeek-V2-Lite: 26 layers of 64 experts, Top-6, experts of 17,301,504
+    /// B, 744 slots a GPU (2,976 for 1,664 experts).
+    fn deepseek() -> Instance {
+        try_generate(&GeneratorConfig::preset(Preset::TestbedDeepseek), 0).unwrap()
+    }
+
+    /// GPU g of server n holds exactly `slots` experts.
+    fn gpu_slots(i: &mut Instance, n: usize, g: usize, slots: u64) {
+        i.servers[n].gpus[g].memory_bytes = slots * i.model.expert_bytes[0];
+    }
+
+    /// Every GPU holds exactly `slots` experts.
+    fn slots(i: &mut Instance, slots: u64) {
+        let m = i.model.expert_bytes[0];
+        for g in i.servers.iter_mut().flat_map(|s| &mut s.gpus) {
+            g.memory_bytes = slots * m;
+        }
+    }
+
+    /// Server n gets another GPU like its first.
+    fn add_gpu(i: &mut Instance, n: usize) {
+        let g = i.servers[n].gpus[0].clone();
+        i.servers[n].gpus.push(g);
+    }
+
+    /// Another server like server 0 with `gpus` GPUs, linked and loaded like the others.
+    fn add_server(i: &mut Instance, gpus: usize) {
+        let mut s = i.servers[0].clone();
+        s.gpus.resize(gpus, s.gpus[0].clone());
+        i.servers.push(s);
+        let net = i.network.as_mut().unwrap();
+        let (lat, bw) = (net.latency_s[0][1], net.bandwidth_bps[0][1]);
+        for (m, x) in [(&mut net.latency_s, lat), (&mut net.bandwidth_bps, bw)] {
+            m.iter_mut().for_each(|row| row.push(x));
+            let n = m.len();
+            m.push((0..=n).map(|b| if b == n { 0.0 } else { x }).collect());
+        }
+        let w = i.workload.as_mut().unwrap();
+        w.arrival_rate_per_s.push(w.arrival_rate_per_s[0]);
+    }
+
+    /// Server n removed, with its links and arrivals.
+    fn drop_server(i: &mut Instance, n: usize) {
+        i.servers.remove(n);
+        let net = i.network.as_mut().unwrap();
+        for m in [&mut net.latency_s, &mut net.bandwidth_bps] {
+            m.remove(n);
+            m.iter_mut().for_each(|row| {
+                row.remove(n);
+            });
+        }
+        i.workload.as_mut().unwrap().arrival_rate_per_s.remove(n);
+    }
+
+    /// L layers (the new ones copies of layer 0).
+    fn layers(i: &mut Instance, l: u32) {
+        i.model.layers = l;
+        let m = i.model.expert_bytes[0];
+        i.model.expert_bytes.resize(l as usize, m);
+        for s in &mut i.servers {
+            let row = s.frequencies[0].clone();
+            s.frequencies.resize(l as usize, row);
+        }
+    }
+
+    /// E experts and Top-K, every frequency row uniform (K / E each).
+    fn shape(i: &mut Instance, e: u32, k: u32) {
+        (i.model.experts_per_layer, i.model.top_k) = (e, k);
+        for row in i.servers.iter_mut().flat_map(|s| &mut s.frequencies) {
+            *row = vec![f64::from(k) / f64::from(e); e as usize];
+        }
+    }
+
+    /// GPU 0 of server n takes `seconds` per expert invocation, whatever the tokens.
+    fn compute(i: &mut Instance, n: usize, seconds: f64) {
+        let g = &mut i.servers[n].gpus[0];
+        (g.compute_base_s, g.compute_per_token_s) = (seconds, 0.0);
+    }
+
+    /// Every GPU takes `seconds` per expert invocation, whatever the tokens.
+    fn compute_all(i: &mut Instance, seconds: f64) {
+        for g in i.servers.iter_mut().flat_map(|s| &mut s.gpus) {
+            (g.compute_base_s, g.compute_per_token_s) = (seconds, 0.0);
+        }
+    }
+
+    /// Top-1 with uniform rows, and server 0's rows point masses on expert 0 but for layer
+    /// 0, which gives expert 1 the frequency `eps`.
+    fn top1_server0_nearly_certain(i: &mut Instance, eps: f64) {
+        shape(i, 8, 1);
+        for (l, row) in i.servers[0].frequencies.iter_mut().enumerate() {
+            row.iter_mut().for_each(|x| *x = 0.0);
+            row[0] = 1.0;
+            if l == 0 {
+                (row[0], row[1]) = (1.0 - eps, eps);
+            }
+        }
+    }
+
+    /// Every link at `bps` bit/s.
+    fn bandwidth(i: &mut Instance, bps: f64) {
+        let net = i.network.as_mut().unwrap();
+        for (a, row) in net.bandwidth_bps.iter_mut().enumerate() {
+            for (b, x) in row.iter_mut().enumerate() {
+                *x = if a == b { 0.0 } else { bps };
+            }
+        }
+    }
+
+    /// Every link's latency `s` seconds.
+    fn latency(i: &mut Instance, s: f64) {
+        let net = i.network.as_mut().unwrap();
+        for (a, row) in net.latency_s.iter_mut().enumerate() {
+            for (b, x) in row.iter_mut().enumerate() {
+                *x = if a == b { 0.0 } else { s };
+            }
+        }
+    }
+
+    fn workload(i: &mut Instance) -> &mut formulations::prism::Workload {
+        i.workload.as_mut().unwrap()
+    }
+
+    #[test]
+    fn each_premise_just_inside_and_just_outside() {
+        const E: f64 = 1e-6;
+        let rows = [
+            // --- Model premises (Sec. III) ---
+            // Alg. 1's one m_e: Mixtral's 3 x 4096 x 14336 x 2 B = 352,321,536 B; one byte
+            // more on layer 1 outside.
+            Row::model(
+                "uniform-expert-size",
+                |i| i.model.expert_bytes[1] = 352_321_536,
+                |i| i.model.expert_bytes[1] = 352_321_537,
+            ),
+            // Alg. 1's divisor, the sum of a server's layer entropies, positive: only Top-1
+            // rows can make it 0 (Top-1 leaves Sec. IV-A's Top-2..8, `top-k`). Server 0's rows
+            // point masses but one, [1 - eps, eps, 0, ...]: eps = 1e-13 gives 4.46e-12 bits,
+            // above the code's zero 1e-12; eps = 1e-14 gives 4.79e-13 bits, below it.
+            Row::model(
+                "alg1-entropy-defined",
+                |i| top1_server0_nearly_certain(i, 1e-13),
+                |i| top1_server0_nearly_certain(i, 1e-14),
+            )
+            .inside_is(Tier::Model, &["top-k"])
+            .outside_is(Tier::Extension, &["top-k"]),
+            // Problem (2)'s coverage: as many slots as experts, L E = 32 x 8 = 256, i.e. 64 a
+            // GPU, inside; one GPU with a byte less (63 slots, 255 in all) outside. Exactly
+            // full is no headroom: (1, 3.6] excludes 1 (`memory-headroom`).
+            Row::model(
+                "coverage-feasible",
+                |i| slots(i, 64),
+                |i| {
+                    slots(i, 64);
+                    let m = i.model.expert_bytes[0];
+                    i.servers[0].gpus[0].memory_bytes = 64 * m - 1;
+                },
+            )
+            .inside_is(Tier::Model, &["memory-headroom"])
+            .outside_is(Tier::Extension, &["memory-headroom"]),
+            // Eq. (1) needs a network: the testbed's inside, none outside (classified for the
+            // Alg. 1 + 2 vs (2) claim, the one the premise bears on that needs no network
+            // otherwise; for the evaluation the premises on the network break too).
+            Row::model(
+                "multi-server",
+                |i| assert!(i.network.is_some()),
+                |i| i.network = None,
+            )
+            .claim(GAP),
+            // Several servers (Sec. III-A): DeepSeek without server 0, 2 servers of 1 and 2
+            // GPUs (2,232 slots for 1,664 experts), inside; one server of 2 GPUs outside. One
+            // server is outside `servers` (2-6) too, and its 1,488 slots hold < 1,664 experts
+            // (`coverage-feasible`, `memory-headroom`); with more memory it would be a full
+            // copy (`no-full-copy`) instead.
+            Row::model(
+                "multi-server",
+                |i| drop_server(i, 0),
+                |i| {
+                    drop_server(i, 0);
+                    drop_server(i, 0);
+                },
+            )
+            .base(deepseek)
+            .claim(GAP)
+            .outside_is(
+                Tier::Extension,
+                &["coverage-feasible", "servers", "memory-headroom"],
+            ),
+            // A remote round trip at least one expert computation: Mixtral's round trip is 2 x
+            // (1 ms + 8 x 20 x 8,192 B / 500 Mbit/s) = 7.24288 ms; server 0's GPU computing
+            // that long (ratio 1) inside, 1e-6 longer outside. Both are outside the 10-300
+            // band (`comm-compute-ratio`).
+            Row::model(
+                "remote-invocation-dominates",
+                |i| compute(i, 0, 7.24288e-3),
+                |i| compute(i, 0, 7.24288e-3 * (1.0 + E)),
+            )
+            .inside_is(Tier::Model, &["comm-compute-ratio"])
+            .outside_is(Tier::Extension, &["comm-compute-ratio"]),
+            // --- Regime premises (Sec. IV) ---
+            // At most 6 servers (Mixtral plus one-GPU servers: 595 and 680 slots for 256).
+            Row::regime(
+                "servers",
+                |i| (0..3).for_each(|_| add_server(i, 1)),
+                |i| (0..4).for_each(|_| add_server(i, 1)),
+            ),
+            // At most 4 GPUs a server (Sec. IV-A's 1, 1, 2): server 2 with 4 GPUs inside, 5
+            // outside, at 50 slots a GPU so that it holds no full copy (200, 250 < 256).
+            Row::regime(
+                "servers",
+                |i| {
+                    slots(i, 50);
+                    (0..2).for_each(|_| add_gpu(i, 2));
+                },
+                |i| {
+                    slots(i, 50);
+                    (0..3).for_each(|_| add_gpu(i, 2));
+                },
+            ),
+            // Unequal GPU counts (the testbed's 1, 1, 2): 2, 1, 2 inside, 2, 2, 2 outside.
+            Row::regime(
+                "servers",
+                |i| add_gpu(i, 0),
+                |i| {
+                    add_gpu(i, 0);
+                    add_gpu(i, 1);
+                },
+            ),
+            // Layers: twice Mixtral's 32 = 64 inside, 65 outside, at 170 slots a GPU (680 for
+            // 512 or 520 experts, 340 on server 2) ...
+            Row::regime(
+                "layers",
+                |i| {
+                    layers(i, 64);
+                    slots(i, 170);
+                },
+                |i| {
+                    layers(i, 65);
+                    slots(i, 170);
+                },
+            ),
+            // ... half DeepSeek's 26 = 13 inside, 12 outside, at 42 slots a GPU (168 for 104
+            // or 96 experts, 84 on server 2).
+            Row::regime(
+                "layers",
+                |i| {
+                    layers(i, 13);
+                    slots(i, 42);
+                },
+                |i| {
+                    layers(i, 12);
+                    slots(i, 42);
+                },
+            ),
+            // Experts a layer: twice DeepSeek's 64 = 128 inside, 129 outside, at 1,400 slots a
+            // GPU (5,600 for 4,096 or 4,128 experts, 2,800 on server 2) ...
+            Row::regime(
+                "experts-per-layer",
+                |i| {
+                    shape(i, 128, 2);
+                    slots(i, 1400);
+                },
+                |i| {
+                    shape(i, 129, 2);
+                    slots(i, 1400);
+                },
+            ),
+            // ... half Mixtral's 8 = 4 inside, 3 outside, at 42 slots a GPU (168 for 128 or 96
+            // experts, 84 on server 2).
+            Row::regime(
+                "experts-per-layer",
+                |i| {
+                    shape(i, 4, 2);
+                    slots(i, 42);
+                },
+                |i| {
+                    shape(i, 3, 2);
+                    slots(i, 42);
+                },
+            ),
+            // Top-K: Sec. IV-A's Top-8 (of 64) inside, Top-9 outside, on DeepSeek ...
+            Row::regime("top-k", |i| shape(i, 64, 8), |i| shape(i, 64, 9)).base(deepseek),
+            // ... and Mixtral's Top-2 inside, Top-1 outside.
+            Row::regime("top-k", |i| shape(i, 8, 2), |i| shape(i, 8, 1)),
+            // Slots a GPU: half Mixtral's 85 is 42.5, the code's limit 42 (42 x 352,321,536 B
+            // inside, a byte less outside) ...
+            Row::regime(
+                "slots-per-gpu",
+                |i| gpu_slots(i, 0, 0, 42),
+                |i| i.servers[0].gpus[0].memory_bytes = 42 * 352_321_536 - 1,
+            ),
+            // ... twice DeepSeek's 744 is 1,488 (1,489 x 17,301,504 B less a byte inside, not
+            // less outside; server 0 still no full copy of 1,664).
+            Row::regime(
+                "slots-per-gpu",
+                |i| i.servers[0].gpus[0].memory_bytes = 1489 * 17_301_504 - 1,
+                |i| gpu_slots(i, 0, 0, 1489),
+            )
+            .base(deepseek),
+            // Slots over L E = 256 in (1, 3.6]: 257 slots (64, 64, 64 + 65) inside, 256
+            // outside (still covering: `coverage-feasible` holds) ...
+            Row::regime(
+                "memory-headroom",
+                |i| {
+                    slots(i, 64);
+                    gpu_slots(i, 2, 1, 65);
+                },
+                |i| slots(i, 64),
+            ),
+            // ... 3.6 x 256 = 921.6: 921 slots inside, 922 outside. No server may hold 256, so
+            // 3 servers hold < 768: a fourth (1 GPU) holds 231 or 232 beside 230, 230, 115 +
+            // 115.
+            Row::regime(
+                "memory-headroom",
+                |i| {
+                    add_server(i, 1);
+                    slots(i, 230);
+                    (0..2).for_each(|g| gpu_slots(i, 2, g, 115));
+                    gpu_slots(i, 3, 0, 231);
+                },
+                |i| {
+                    add_server(i, 1);
+                    slots(i, 230);
+                    (0..2).for_each(|g| gpu_slots(i, 2, g, 115));
+                    gpu_slots(i, 3, 0, 232);
+                },
+            ),
+            // No server holds all L E = 256 experts: server 2's GPUs 128 + 127 inside, 128 +
+            // 128 outside.
+            Row::regime(
+                "no-full-copy",
+                |i| {
+                    gpu_slots(i, 2, 0, 128);
+                    gpu_slots(i, 2, 1, 127);
+                },
+                |i| (0..2).for_each(|g| gpu_slots(i, 2, g, 128)),
+            ),
+            // Sec. IV-C's 100 Mbit/s to 1 Gbit/s ...
+            Row::regime(
+                "network",
+                |i| bandwidth(i, 1e9),
+                |i| bandwidth(i, 1e9 * (1.0 + E)),
+            ),
+            Row::regime(
+                "network",
+                |i| bandwidth(i, 1e8),
+                |i| bandwidth(i, 1e8 * (1.0 - E)),
+            ),
+            // ... and a latency of at most 10 ms (moe-opt's reading; the paper states none).
+            Row::regime(
+                "network",
+                |i| latency(i, 0.01),
+                |i| latency(i, 0.01 * (1.0 + E)),
+            ),
+            // Sec. IV-B/C's Poisson arrivals every 8 s (0.125 /s) ...
+            Row::regime(
+                "workload",
+                |i| workload(i).arrival_rate_per_s[0] = 0.125,
+                |i| workload(i).arrival_rate_per_s[0] = 0.125 * (1.0 + E),
+            ),
+            // ... to every 20 s (0.05 /s) ...
+            Row::regime(
+                "workload",
+                |i| workload(i).arrival_rate_per_s[0] = 0.05,
+                |i| workload(i).arrival_rate_per_s[0] = 0.05 * (1.0 - E),
+            ),
+            // ... twice Sec. IV-B's 20 output tokens ...
+            Row::regime(
+                "workload",
+                |i| workload(i).tokens_per_request = 40,
+                |i| workload(i).tokens_per_request = 41,
+            ),
+            // ... half of them ...
+            Row::regime(
+                "workload",
+                |i| workload(i).tokens_per_request = 10,
+                |i| workload(i).tokens_per_request = 9,
+            ),
+            // ... and at least 100 requests a server (moe-opt's band).
+            Row::regime(
+                "workload",
+                |i| workload(i).requests_per_server = 100,
+                |i| workload(i).requests_per_server = 99,
+            ),
+            // A round trip (7.24288 ms, as above) of 10 to 300 expert computations: server 0's
+            // GPU at 7.24288 ms / 10 inside, 1e-6 slower outside ...
+            Row::regime(
+                "comm-compute-ratio",
+                |i| compute(i, 0, 7.24288e-4),
+                |i| compute(i, 0, 7.24288e-4 * (1.0 + E)),
+            ),
+            // ... every GPU at 7.24288 ms / 300 = 24.1429333... us (rounded inward, up)
+            // inside, 1e-6 faster outside.
+            Row::regime(
+                "comm-compute-ratio",
+                |i| compute_all(i, 2.414_293_333_333_4e-5),
+                |i| compute_all(i, 2.414_293_333_333_4e-5 * (1.0 - E)),
+            ),
+        ];
+        for base in [mixtral, deepseek] {
+            for claim in [GAP, EVAL] {
+                assert_eq!(classify(&premises(), claim, &base()).tier, Tier::Regime);
+            }
+        }
+        assert_boundaries(&premises(), EVAL, &mixtral(), &rows, |_| {});
     }
 }

@@ -424,7 +424,12 @@ pub fn premises() -> Vec<Premise<Instance>> {
 mod tests {
     use super::*;
     use crate::slimcaching::generate::{generate, GeneratorConfig, Preset};
+    use crate::tier::boundary::{assert_boundaries, Boundary};
     use crate::tier::{classify, Tier};
+
+    /// A row of `each_premise_just_inside_and_just_outside`: a change of the paper preset (seed
+    /// 0, `regime`) just inside the premise's limit and one just outside it.
+    type Row = Boundary<Instance>;
 
     fn instance(preset: Preset, seed: u64) -> Instance {
         generate(&GeneratorConfig::preset(preset), seed)
@@ -500,5 +505,282 @@ mod tests {
             .broken
             .iter()
             .any(|b| b.starts_with("communication-bottleneck")));
+    }
+
+    /// The paper preset regenerated with `n` servers (seed 0).
+    fn paper_with_servers(n: u32) -> Instance {
+        let mut config = GeneratorConfig::preset(Preset::Paper);
+        config.servers = crate::generate::Between::exactly(n);
+        generate(&config, 0)
+    }
+
+    /// Every edge<->cloud link latency-only at `latency_s`, both directions.
+    fn cloud_latency(i: &mut Instance, latency_s: f64) {
+        let b = &mut i.backhaul;
+        for l in b.edge_to_cloud.iter_mut().chain(b.cloud_to_edge.iter_mut()) {
+            *l = Link {
+                latency_s,
+                rate_bps: None,
+            };
+        }
+    }
+
+    /// Every edge-edge link at `rate` bit/s (so still symmetric).
+    fn edge_rates(i: &mut Instance, rate: f64) {
+        for l in i.backhaul.edge_to_edge.iter_mut().flatten().flatten() {
+            l.rate_bps = Some(rate);
+        }
+    }
+
+    /// User 0's links to every server the same as its links to server 0, and server 1 given
+    /// to it: a tie for the server minimising 1/R_UL + 1/R_DL.
+    fn user0_tied_on_server1(i: &mut Instance) {
+        let u = &mut i.users[0];
+        let (up, down) = (u.uplink[0], u.downlink[0]);
+        u.uplink.iter_mut().for_each(|l| *l = up);
+        u.downlink.iter_mut().for_each(|l| *l = down);
+        u.associated_server = Some(ServerId(1));
+    }
+
+    /// A radio link's rate.
+    fn set_rate(l: &mut Link, rate: f64) {
+        l.rate_bps = Some(rate);
+    }
+
+    #[test]
+    fn each_premise_just_inside_and_just_outside() {
+        const E: f64 = 1e-6;
+        // Paper preset, seed 0: N = 4 servers on the 2 x 2 grid of the 1 km cell (centres 500
+        // m apart, 500 sqrt 2 = 707.1 m across), 20 users, 18 models of the 7 architectures (it
+        // requests ST-b-32 and LLaMA-MoE-3.5B among others), every link as Sec. VI-A.
+        let rows = [
+            // --- Model premises (Sec. III) ---
+            // One edge speed (eqs. (7), (9)); the code's relative tolerance 1e-9 on 82.58
+            // TFLOP/s, just inside and outside it.
+            Row::model(
+                "homogeneous-edge-compute",
+                |i| i.servers[1].compute_flops = 82.58e12 * (1.0 + 0.999e-9),
+                |i| i.servers[1].compute_flops = 82.58e12 * (1.0 + 1.001e-9),
+            ),
+            // The cloud's return leg no shorter than the longest edge round trip with its
+            // compute: LLaMA-MoE-3.5B (D = 8,192 B = 65,536 bit, 16 experts of 16,908,288
+            // FLOP) across the grid's diagonal (707.1 m, eq. (3) at 100 MHz, 38 dBm: 600.889
+            // Mbit/s): 2 x 65,536 / 600,889,307.15 + 16 x 16,908,288 / 82.58e12 = 2.21406e-4
+            // s. A cloud latency so short leaves Sec. VI-A's 5-20 ms (`cloud-link`) too.
+            Row::model(
+                "cloud-much-slower",
+                |i| cloud_latency(i, 2.214_060_320_733e-4),
+                |i| cloud_latency(i, 2.214_060_320_733e-4 * (1.0 - E)),
+            )
+            .inside_is(Tier::Model, &["cloud-link"])
+            .outside_is(Tier::Extension, &["cloud-link"]),
+            // Compute at n_u no longer than any transfer into it: binding for ST-b-32 (32
+            // experts of 2 x 2 x 768 x 3072 = 9,437,184 FLOP at 82.58 TFLOP/s: 3.65694e-6 s;
+            // D = 1,536 B = 12,288 bit): every edge-edge link at 12,288 x 82.58e12 /
+            // 301,989,888 = 3,360,188,802.08 bit/s (inside eq. (3)'s 157.9 Mbit/s-8.57 Gbit/s).
+            Row::model(
+                "communication-bottleneck",
+                |i| edge_rates(i, 3_360_188_802.083),
+                |i| edge_rates(i, 3_360_188_802.083 * (1.0 + E)),
+            ),
+            // The rule under eq. (4): user 0 given server 1, tied with server 0 for the least
+            // 1/R_UL + 1/R_DL (the limit) inside; its uplink to server 1 slower by 1e-6 outside.
+            Row::model("association-rule", user0_tied_on_server1, |i| {
+                user0_tied_on_server1(i);
+                let r = i.users[0].uplink[1].rate_bps.unwrap();
+                set_rate(&mut i.users[0].uplink[1], r * (1.0 - E));
+            }),
+            // Eq. (5)'s rate-only radio link (latency exactly 0) inside; the least positive
+            // latency outside.
+            Row::model(
+                "link-forms",
+                |i| i.users[0].uplink[0].latency_s = 0.0,
+                |i| i.users[0].uplink[0].latency_s = f64::MIN_POSITIVE,
+            ),
+            // The same on an edge-edge link (both directions, so still symmetric).
+            Row::model(
+                "link-forms",
+                |i| i.backhaul.edge_to_edge[0][1].as_mut().unwrap().latency_s = 0.0,
+                |i| {
+                    for (a, b) in [(0, 1), (1, 0)] {
+                        i.backhaul.edge_to_edge[a][b].as_mut().unwrap().latency_s =
+                            f64::MIN_POSITIVE;
+                    }
+                },
+            ),
+            // Sec. VI-A's latency-only cloud link (0.01 s) inside; the same latency with a rate
+            // (the largest, so the transfer time stays 0.01 s) outside, both directions.
+            Row::model(
+                "link-forms",
+                |i| cloud_latency(i, 0.01),
+                |i| {
+                    let b = &mut i.backhaul;
+                    for l in [&mut b.edge_to_cloud[0], &mut b.cloud_to_edge[0]] {
+                        l.rate_bps = Some(f64::MAX);
+                    }
+                },
+            ),
+            // --- Regime premises (Sec. VI-A and the figures' sweeps) ---
+            // Figs. 1, 8(a), 10(a): up to 10 edge servers.
+            Row::regime(
+                "servers-count",
+                |i| *i = paper_with_servers(10),
+                |i| *i = paper_with_servers(11),
+            ),
+            // The lower limit, 1 server; 0 servers is no valid instance.
+            Row::inside_only("servers-count", |i| *i = paper_with_servers(1)),
+            // Fig. 8(b): up to 50 users (copies of user 0).
+            Row::regime(
+                "users-count",
+                |i| i.users.resize(50, i.users[0].clone()),
+                |i| i.users.resize(51, i.users[0].clone()),
+            ),
+            // The lower limit, 1 user; 0 users is no valid instance.
+            Row::inside_only("users-count", |i| i.users.truncate(1)),
+            // Fig. 9(a): Q from 1.25 GB to 7.5 GB (bytes, 1 GB = 1e9 B).
+            Row::regime(
+                "storage",
+                |i| i.servers[0].storage_bytes = 7_500_000_000,
+                |i| i.servers[0].storage_bytes = 7_500_000_001,
+            ),
+            Row::regime(
+                "storage",
+                |i| i.servers[0].storage_bytes = 1_250_000_000,
+                |i| i.servers[0].storage_bytes = 1_249_999_999,
+            ),
+            // Model 0 is ST-b-8, 2 x 768 x 3072 bf16 parameters = 9 MiB = 9,437,184 B; the
+            // band is a factor 2: at most 18,874,368 B ...
+            Row::regime(
+                "paper-library",
+                |i| i.models[0].expert_bytes = 18_874_368,
+                |i| i.models[0].expert_bytes = 18_874_369,
+            ),
+            // ... and at least 4,718,592 B.
+            Row::regime(
+                "paper-library",
+                |i| i.models[0].expert_bytes = 4_718_592,
+                |i| i.models[0].expert_bytes = 4_718_591,
+            ),
+            // ST-b-8's shape is exact: E = 8 inside, 9 (no architecture) outside.
+            Row::regime(
+                "paper-library",
+                |i| i.models[0].experts_per_layer = 8,
+                |i| i.models[0].experts_per_layer = 9,
+            ),
+            // Sec. VI-A, a factor 2 around 82.58 TFLOP/s at the edge (all servers, so still
+            // homogeneous): at most 165.16 TFLOP/s ...
+            Row::regime(
+                "compute",
+                |i| {
+                    i.servers
+                        .iter_mut()
+                        .for_each(|s| s.compute_flops = 165.16e12)
+                },
+                |i| {
+                    i.servers
+                        .iter_mut()
+                        .for_each(|s| s.compute_flops = 165.16e12 * (1.0 + E))
+                },
+            ),
+            // ... 312 TFLOP/s at the cloud: at least 156 TFLOP/s ...
+            Row::regime(
+                "compute",
+                |i| i.cloud.compute_flops = 156e12,
+                |i| i.cloud.compute_flops = 156e12 * (1.0 - E),
+            ),
+            // ... and 50 TFLOP/s at a user: at most 100 TFLOP/s.
+            Row::regime(
+                "compute",
+                |i| i.users[0].compute_flops = 100e12,
+                |i| i.users[0].compute_flops = 100e12 * (1.0 + E),
+            ),
+            // Sec. VI-A's 0.01 s cloud latency, each way or a round trip: at most 20 ms ...
+            Row::regime(
+                "cloud-link",
+                |i| cloud_latency(i, 0.02),
+                |i| cloud_latency(i, 0.02 * (1.0 + E)),
+            ),
+            // ... and at least 5 ms.
+            Row::regime(
+                "cloud-link",
+                |i| cloud_latency(i, 0.005),
+                |i| cloud_latency(i, 0.005 * (1.0 - E)),
+            ),
+            // Eq. (3) at 38 dBm (6.30957 W), N0 = -174 dBm/Hz, alpha = 4: the slowest edge-edge
+            // link is 50 MHz (half of 100 MHz) across the cell's diagonal (1,414.2 m):
+            // 157,888,292.0617 bit/s (rounded inward), on every edge-edge link.
+            Row::regime(
+                "edge-edge-rates",
+                |i| edge_rates(i, 157_888_292.061_7),
+                |i| edge_rates(i, 157_888_292.061_7 * (1.0 - E)),
+            ),
+            // The fastest, 200 MHz at 1 m: 8,569,890,170.5 bit/s (rounded inward). Faster than
+            // the 3.36 Gbit/s `communication-bottleneck` allows ST-b-32 (its row above), so both
+            // sides of this limit are outside the model.
+            Row::regime(
+                "edge-edge-rates",
+                |i| edge_rates(i, 8_569_890_170.5),
+                |i| edge_rates(i, 8_569_890_170.5 * (1.0 + E)),
+            )
+            .inside_is(Tier::Extension, &["communication-bottleneck"])
+            .outside_is(Tier::Extension, &["communication-bottleneck"]),
+            // Eq. (3) for the uplink, 0.01 W: 2.5 MHz (half of 5 MHz) at 1,414.2 m gives
+            // 808,248.3068 bit/s ...
+            Row::regime(
+                "radio-rates",
+                |i| set_rate(&mut i.users[0].uplink[0], 808_248.306_8),
+                |i| set_rate(&mut i.users[0].uplink[0], 808_248.306_8 * (1.0 - E)),
+            ),
+            // ... 10 MHz at 1 m 378,699,802.817 bit/s ...
+            Row::regime(
+                "radio-rates",
+                |i| set_rate(&mut i.users[0].uplink[0], 378_699_802.817),
+                |i| set_rate(&mut i.users[0].uplink[0], 378_699_802.817 * (1.0 + E)),
+            ),
+            // ... the downlink, 38 dBm: 18,293,290.00485 bit/s at 2.5 MHz and 1,414.2 m ...
+            Row::regime(
+                "radio-rates",
+                |i| set_rate(&mut i.users[0].downlink[0], 18_293_290.004_85),
+                |i| set_rate(&mut i.users[0].downlink[0], 18_293_290.004_85 * (1.0 - E)),
+            ),
+            // ... and 471,713,789.474 bit/s at 10 MHz and 1 m (all rounded inward).
+            Row::regime(
+                "radio-rates",
+                |i| set_rate(&mut i.users[0].downlink[0], 471_713_789.474),
+                |i| set_rate(&mut i.users[0].downlink[0], 471_713_789.474 * (1.0 + E)),
+            ),
+            // Sec. VI-A's one cloud latency (0.01 s both ways): server 0's uplink to the cloud
+            // longer by a factor 1 + 0.999e-9 inside and 1 + 1.001e-9 outside the code's
+            // relative tolerance 1e-9 (the instance no longer declares itself symmetric).
+            Row::regime(
+                "symmetric-backhaul",
+                |i| {
+                    i.backhaul.symmetric = false;
+                    i.backhaul.edge_to_cloud[0].latency_s = 0.01 * (1.0 + 0.999e-9);
+                },
+                |i| {
+                    i.backhaul.symmetric = false;
+                    i.backhaul.edge_to_cloud[0].latency_s = 0.01 * (1.0 + 1.001e-9);
+                },
+            ),
+            // Sec. VI-A's one edge bandwidth: the link 0 -> 1 faster by the same factors.
+            Row::regime(
+                "symmetric-backhaul",
+                |i| {
+                    i.backhaul.symmetric = false;
+                    let l = i.backhaul.edge_to_edge[0][1].as_mut().unwrap();
+                    l.rate_bps = l.rate_bps.map(|r| r * (1.0 + 0.999e-9));
+                },
+                |i| {
+                    i.backhaul.symmetric = false;
+                    let l = i.backhaul.edge_to_edge[0][1].as_mut().unwrap();
+                    l.rate_bps = l.rate_bps.map(|r| r * (1.0 + 1.001e-9));
+                },
+            ),
+        ];
+        let claim = "slimcaching/prop3-greedy-ratio";
+        let base = instance(Preset::Paper, 0);
+        assert_eq!(classify(&premises(), claim, &base).tier, Tier::Regime);
+        assert_boundaries(&premises(), claim, &base, &rows, |_| {});
     }
 }

@@ -147,6 +147,7 @@ mod tests {
     use super::*;
     use crate::smoe::claims::family_tiny;
     use crate::smoe::generate::{generate, Preset};
+    use crate::tier::boundary::{assert_boundaries, Boundary};
     use crate::tier::{classify, Tier};
 
     #[test]
@@ -166,5 +167,152 @@ mod tests {
             }
             assert_eq!(classify(&premises(), ALG2, &i).tier, tier, "{load}");
         }
+    }
+
+    /// Sets the preset's uniform C_load and C_CPU.
+    fn costs(i: &mut Instance, load: f64, cpu: f64) {
+        let Costs::Uniform { load_s, cpu_s, .. } = &mut i.costs else {
+            unreachable!("the preset's costs are uniform")
+        };
+        (*load_s, *cpu_s) = (load, cpu);
+    }
+
+    /// E experts: each token's scores cut to E or padded with 0.001, half of them resident
+    /// (as the preset's share 0.5: experts 0..E/2).
+    fn experts(i: &mut Instance, e: usize) {
+        i.experts = e;
+        for row in &mut i.scores {
+            row.resize(e, 1e-3);
+        }
+        i.gpu_cache = (0..e as u32 / 2).collect();
+    }
+
+    /// The first token's scores: 1/8 for experts 0-7 (the top k = 8), `s9` for expert 8, 0
+    /// for the rest, so that S_(k+1) = `s9`.
+    fn gate(i: &mut Instance, s9: f64) {
+        let mut row = vec![0.0; 64];
+        row[..8].fill(0.125);
+        row[8] = s9;
+        i.scores[0] = row;
+    }
+
+    /// A row of `each_premise_just_inside_and_just_outside`: the Qwen2-57B preset (E = 64, k =
+    /// 8, one token, alpha 0.25, 32 experts resident, C_load 6 ms and C_CPU 2 ms) changed to
+    /// just inside and to just outside the premise's limit, and the other premises on the same
+    /// quantity the change also breaks by construction inside (then the inside tier is
+    /// `model`) and outside (beside the premise).
+    type Row = Boundary<Instance>;
+
+    #[test]
+    fn each_premise_just_inside_and_just_outside() {
+        let base = generate(Preset::Qwen2_57b, 0);
+        for claim in crate::smoe::claims::registry() {
+            let c = classify(&premises(), claim.info.id, &base);
+            assert_eq!(c.tier, Tier::Regime, "{}: {:?}", claim.info.id, c.broken);
+        }
+        let boundaries = [
+            // Sec. II: fine-grained MoE activates more than 1-2 experts: k = 3, then 2 (which
+            // leaves top-k's band, 3-16, too).
+            Row::model("fine-grained-moe", |i| i.top_k = 3, |i| i.top_k = 2)
+                .outside_is(Tier::Extension, &["top-k"]),
+            // Alg. 1's thresholds are multiples of S_(k+1) > 0: the least positive f64, then 0.
+            Row::model(
+                "positive-gate-scores",
+                |i| gate(i, f64::from_bits(1)),
+                |i| gate(i, 0.0),
+            ),
+            // Sec. IV-A's alpha < 1: 1 - 2^-52, then 1 (both beyond Table IV's 0.6).
+            Row::model(
+                "alpha-threshold",
+                |i| i.alpha = 1.0 - f64::EPSILON,
+                |i| i.alpha = 1.0,
+            )
+            .inside_is(Tier::Model, &["alpha-range"])
+            .outside_is(Tier::Extension, &["alpha-range"]),
+            // A threshold is not negative: alpha = 0, then the least negative f64.
+            Row::model(
+                "alpha-threshold",
+                |i| i.alpha = 0.0,
+                |i| i.alpha = -f64::from_bits(1),
+            )
+            .outside_is(Tier::Extension, &["alpha-range"]),
+            // Sec. V-A's one C_load, one C_CPU: uniform costs, then the same costs per expert
+            // (which load-primary and load-cpu-ratio, defined on uniform costs, refuse too).
+            Row::model(
+                "uniform-costs",
+                |_| {},
+                |i| {
+                    i.costs = Costs::PerExpert {
+                        load_s: vec![6e-3; 64],
+                        cpu_s: vec![2e-3; 64],
+                        gpu_s: vec![1e-4; 64],
+                    }
+                },
+            )
+            .outside_is(Tier::Extension, &["load-primary", "load-cpu-ratio"]),
+            // Sec. V-A's C_load as the primary cost: C_load = C_CPU = 2 ms, then C_load 1e-6
+            // below (both below load-cpu-ratio's 1.5).
+            Row::model(
+                "load-primary",
+                |i| costs(i, 2e-3, 2e-3),
+                |i| costs(i, 2e-3 * (1.0 - 1e-6), 2e-3),
+            )
+            .inside_is(Tier::Model, &["load-cpu-ratio"])
+            .outside_is(Tier::Extension, &["load-cpu-ratio"]),
+            // Table III's models have 64 experts; the band's lower end: E = 32, then 31.
+            Row::regime("experts-per-layer", |i| experts(i, 32), |i| experts(i, 31)),
+            // Its upper end: E = 128, then 129.
+            Row::regime(
+                "experts-per-layer",
+                |i| experts(i, 128),
+                |i| experts(i, 129),
+            ),
+            // Table III's models have k = 6-8; the band's upper end: k = 16, then 17 (its lower
+            // end, 3, is fine-grained-moe's).
+            Row::regime("top-k", |i| i.top_k = 16, |i| i.top_k = 17),
+            // Sec. VI-B's batches of 3 and 1: 3 tokens, then 4.
+            Row::regime(
+                "low-batch",
+                |i| i.scores = vec![i.scores[0].clone(); 3],
+                |i| i.scores = vec![i.scores[0].clone(); 4],
+            ),
+            // 1 token, then none (the validator refuses an empty batch too).
+            Row::regime("low-batch", |_| {}, |i| i.scores.clear()),
+            // Table IV's alpha up to 0.6, then 1e-6 above (its lower end, 0, is
+            // alpha-threshold's).
+            Row::regime(
+                "alpha-range",
+                |i| i.alpha = 0.6,
+                |i| i.alpha = 0.6 * (1.0 + 1e-6),
+            ),
+            // 1/8 of E = 64 resident: 8 experts, then 7.
+            Row::regime(
+                "cache-share",
+                |i| i.gpu_cache = (0..8).collect(),
+                |i| i.gpu_cache = (0..7).collect(),
+            ),
+            // 0.67 of 64 = 42.88: 42 experts (0.656), then 43 (0.672).
+            Row::regime(
+                "cache-share",
+                |i| i.gpu_cache = (0..42).collect(),
+                |i| i.gpu_cache = (0..43).collect(),
+            ),
+            // Sec. VI-C's S3, C_CPU a third of C_load; the band's lower end: C_load = 1.5 x
+            // 2 ms = 3 ms, then 1e-6 below.
+            Row::regime(
+                "load-cpu-ratio",
+                |i| costs(i, 3e-3, 2e-3),
+                |i| costs(i, 3e-3 * (1.0 - 1e-6), 2e-3),
+            ),
+            // Its upper end: C_load = 6 x 2 ms = 12 ms, then 1e-6 above.
+            Row::regime(
+                "load-cpu-ratio",
+                |i| costs(i, 1.2e-2, 2e-3),
+                |i| costs(i, 1.2e-2 * (1.0 + 1e-6), 2e-3),
+            ),
+        ];
+        assert_boundaries(&premises(), ALG2, &base, &boundaries, |i| {
+            formulations::smoe::validate::validate(i).expect("valid inside")
+        });
     }
 }

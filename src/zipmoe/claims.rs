@@ -391,6 +391,31 @@ fn lower_bound_check(instance: &Instance, options: &CheckOptions, lb: LowerBound
 mod tests {
     use super::*;
 
+    /// Judge-level fail branch of `thm31-ratio` (Thm. 3.1 / B.7 is proved, so no layer fails
+    /// it): the abc layer of tests/zipmoe_claims.rs (ALG 8, L = 2, bound 2.5) against a
+    /// deliberately perturbed OPT of 3 instead of 7: 8 > 2.5 x 3 = 7.5, a fail with margin
+    /// (7.5 - 8 + t) / 3, t = 1e-12 + 8e-9. The true OPT 7 passes with (17.5 - 8 - t') / 7,
+    /// t' = 1e-12 + 17.5e-9; at ALG = 2.5 x OPT exactly the closed inequality passes with no
+    /// margin (inside the band).
+    #[test]
+    fn thm31_judge_fails_against_a_perturbed_optimum() {
+        let (outcome, margin) = judge(8.0, 2.5 * 3.0, 3.0);
+        assert_eq!(outcome, Outcome::Fail);
+        let t = 1e-12 + 8e-9;
+        assert!(
+            (margin.unwrap() - (-0.5 + t) / 3.0).abs() < 1e-15,
+            "{margin:?}"
+        );
+        let (outcome, margin) = judge(8.0, 2.5 * 7.0, 7.0);
+        assert_eq!(outcome, Outcome::Pass);
+        let t = 1e-12 + 17.5e-9;
+        assert!(
+            (margin.unwrap() - (9.5 - t) / 7.0).abs() < 1e-15,
+            "{margin:?}"
+        );
+        assert_eq!(judge(7.5, 2.5 * 3.0, 3.0), (Outcome::Pass, None));
+    }
+
     /// `a <= 2 OPT` with OPT in [1, 3] s (hand numbers): 1.9 <= 2 x 1 passes whatever OPT is;
     /// 6.5 > 2 x 3 fails against the incumbent; 4 lies between 2 and 6: inconclusive.
     #[test]

@@ -84,8 +84,10 @@ pub fn premises() -> Vec<Premise<Instance>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tier::boundary::{assert_boundaries, Boundary};
     use crate::tier::{classify, Tier};
     use crate::zipmoe::generate::{generate, GeneratorConfig, Preset};
+    use formulations::zipmoe::SelectedExpert;
 
     #[test]
     fn the_device_presets_are_the_regime_and_tiny_is_the_model() {
@@ -103,5 +105,103 @@ mod tests {
             };
             assert_eq!(classify(&premises(), "zipmoe/thm31-ratio", &i).tier, tier);
         }
+    }
+
+    /// A row of `each_premise_just_inside_and_just_outside`: the Qwen-on-Orin preset changed to
+    /// just inside and to just outside the premise's limit (every premise here is a regime
+    /// band).
+    type Row = Boundary<Instance>;
+
+    /// `n` selected experts: the preset's first ones, then copies of its first expert under new
+    /// ids.
+    fn selected(i: &mut Instance, n: usize) {
+        let first = i.experts[0].clone();
+        i.experts.truncate(n);
+        for id in 1000.. {
+            if i.experts.len() >= n {
+                break;
+            }
+            i.experts.push(SelectedExpert {
+                id,
+                ..first.clone()
+            });
+        }
+    }
+
+    #[test]
+    fn each_premise_just_inside_and_just_outside() {
+        let base = generate(&GeneratorConfig::preset(Preset::QwenOrin), 0);
+        for claim in [
+            "zipmoe/thm31-ratio",
+            "zipmoe/lemmab3-lower-bound",
+            "zipmoe/lemmab3-repaired",
+        ] {
+            let c = classify(&premises(), claim, &base);
+            assert_eq!(c.tier, Tier::Regime, "{claim}: {:?}", c.broken);
+        }
+        let boundaries = [
+            // Sec. 2: decompression beats the SSD from 3 threads: L = 3, then 2.
+            Row::regime("threads", |i| i.threads = 3, |i| i.threads = 2),
+            // Sec. 2: devices have 6-12 cores: L = 12, then 13.
+            Row::regime("threads", |i| i.threads = 12, |i| i.threads = 13),
+            // The band's lower end 0.32 = 2 x 0.66 - 1: Sec. 2's Shannon bound, 66 % of a BF16
+            // tensor (ZSTD's 68 %, which the doc cites, gives 0.36); then 1e-6 below it (the
+            // band's relative slack is 1e-9).
+            Row::regime(
+                "compression-ratio",
+                |i| i.compression_ratio = 0.32,
+                |i| i.compression_ratio = 0.32 * (1.0 - 1e-6),
+            ),
+            // Sec. 2's LZ4HC, 74 %: rho = 2 x 0.74 - 1 = 0.48, then 1e-6 above it.
+            Row::regime(
+                "compression-ratio",
+                |i| i.compression_ratio = 0.48,
+                |i| i.compression_ratio = 0.48 * (1.0 + 1e-6),
+            ),
+            // Sec. 2 (I): 2 threads do not beat reading the payload, K c / u >= 2: c = 2 u / K
+            // from the preset's u and K = 4, then 1e-6 less.
+            Row::regime(
+                "decompress-vs-read",
+                |i| i.decompress_s = 2.0 * i.sm_read_s / f64::from(i.shards),
+                |i| i.decompress_s = 2.0 * (1.0 - 1e-6) * i.sm_read_s / f64::from(i.shards),
+            ),
+            // Sec. 2 (I): 3 threads do, K c / u <= 3: c = 3 u / K, then 1e-6 more.
+            Row::regime(
+                "decompress-vs-read",
+                |i| i.decompress_s = 3.0 * i.sm_read_s / f64::from(i.shards),
+                |i| i.decompress_s = 3.0 * (1.0 + 1e-6) * i.sm_read_s / f64::from(i.shards),
+            ),
+            // Sec. 3.1's N: Switch's 2 matrices, then 1.
+            Row::regime(
+                "tensors-per-expert",
+                |i| i.tensors_per_expert = 2,
+                |i| i.tensors_per_expert = 1,
+            ),
+            // Qwen's and DeepSeek's 3 matrices, then 4.
+            Row::regime(
+                "tensors-per-expert",
+                |i| i.tensors_per_expert = 3,
+                |i| i.tensors_per_expert = 4,
+            ),
+            // Sec. 5's batches of 16 tokens: DeepSeek-V2-Lite's 64 experts at most, then 65.
+            Row::regime("selected-experts", |i| selected(i, 64), |i| selected(i, 65)),
+            // One selected expert, then none (the validator refuses an empty layer too).
+            Row::regime("selected-experts", |i| selected(i, 1), |i| selected(i, 0)),
+            // Sec. 5's batch of 16: 16 tokens of one expert, then 17.
+            Row::regime(
+                "selected-experts",
+                |i| i.experts[0].tokens = 16,
+                |i| i.experts[0].tokens = 17,
+            ),
+            // Batch 1: 1 token of one expert, then 0.
+            Row::regime(
+                "selected-experts",
+                |i| i.experts[0].tokens = 1,
+                |i| i.experts[0].tokens = 0,
+            ),
+        ];
+        assert_boundaries(&premises(), "zipmoe/thm31-ratio", &base, &boundaries, |i| {
+            formulations::zipmoe::validate::validate(i).expect("valid inside")
+        });
     }
 }
