@@ -10,7 +10,7 @@
 //! 1. **generated**: the claim's family at seeds derived from `--seed` and the instance index;
 //! 2. **searched**: for every claim whose checks report a margin ([`Check::margin`], the
 //!    claim's signed slack: < 0 exactly on a fail), a hill climb
-//!    ([`verification::search::local_search`]) over the instance's numbers
+//!    ([`verification::search::local_search_batched`]) over the instance's numbers
 //!    ([`Searchable::perturb`]) driving the margin down, from the generated
 //!    instance with the lowest margin (ties: the lowest family seed); neighbours without a
 //!    margin (inconclusive) are rejected. The best instance found is saved under
@@ -40,7 +40,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use verification::search::{local_search, shrink, SearchOptions};
+use verification::search::{local_search_batched, shrink, SearchOptions};
 
 use crate::claims::{
     Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier, Verdict,
@@ -466,10 +466,12 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
                 .then(|| (claim.check)(inst, &options.check).margin)
                 .flatten()
         };
-        let found = local_search(
+        // A batch of neighbours per worker, scored in parallel: the same climb whatever
+        // `--jobs` (`local_search_batched`).
+        let found = local_search_batched(
             start,
             |i: &I, rng: &mut ChaCha8Rng| i.perturb(rng),
-            score,
+            |candidates: &[I]| candidates.par_iter().map(score).collect(),
             SearchOptions {
                 iterations: claim
                     .info
@@ -479,6 +481,7 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
                     }),
                 seed: family_seed(options.seed, start_seed),
             },
+            options.jobs.max(1),
         )?;
         let check = (claim.check)(&found.best, &options.check);
         // Saved so that a failure found by the search can be shrunk and re-checked.
@@ -829,11 +832,14 @@ pub fn run(
         }
     }
 
-    // Phase 3: verdicts, and the smallest counterexample of each violated claim.
-    let mut rows = Vec::with_capacity(claims.len());
-    for &(g, c, info) in &claims {
-        rows.push(verdict(groups[g], c, &info, &journal, options)?);
-    }
+    // Phase 3: verdicts, and the smallest counterexample of each violated claim (the shrinks
+    // run in parallel, one claim each; the rows keep the claims' order).
+    let mut rows = pool.install(|| {
+        claims
+            .par_iter()
+            .map(|&(g, c, info)| verdict(groups[g], c, &info, &journal, options))
+            .collect::<Result<Vec<ClaimRow>, _>>()
+    })?;
     link_repairs(&mut rows);
     let dims: Vec<&str> =
         groups

@@ -38,27 +38,62 @@ pub struct SearchOutcome<I> {
 /// Hill climbing from `start`; `None` when the start itself has no score.
 pub fn local_search<I: Clone>(
     start: I,
-    mut neighbour: impl FnMut(&I, &mut ChaCha8Rng) -> I,
+    neighbour: impl FnMut(&I, &mut ChaCha8Rng) -> I,
     mut score: impl FnMut(&I) -> Option<f64>,
     options: SearchOptions,
 ) -> Option<SearchOutcome<I>> {
+    local_search_batched(
+        start,
+        neighbour,
+        |candidates: &[I]| candidates.iter().map(&mut score).collect(),
+        options,
+        1,
+    )
+}
+
+/// [`local_search`] with `batch` neighbours of the current instance drawn at once and scored
+/// together by `score_all` (one score per candidate, in order: the caller may score them in
+/// parallel). The result is [`local_search`]'s for every `batch`: the neighbours are drawn in
+/// the same order from the same sampler, the first accepted one is taken, and those drawn
+/// after it (neighbours of an instance no longer current) are dropped, the sampler rewound to
+/// just after the accepted one. `evaluations` counts what the sequential climb scores.
+pub fn local_search_batched<I: Clone>(
+    start: I,
+    mut neighbour: impl FnMut(&I, &mut ChaCha8Rng) -> I,
+    mut score_all: impl FnMut(&[I]) -> Vec<Option<f64>>,
+    options: SearchOptions,
+    batch: usize,
+) -> Option<SearchOutcome<I>> {
     let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-    let mut best_score = score(&start)?;
+    let mut best_score = score_all(std::slice::from_ref(&start)).pop().flatten()?;
     let mut best = start;
     let mut evaluations = 1;
     let mut improvements = 0;
-    for _ in 0..options.iterations {
-        let candidate = neighbour(&best, &mut rng);
-        evaluations += 1;
-        if let Some(s) = score(&candidate) {
-            if s <= best_score {
+    let mut left = options.iterations;
+    while left > 0 {
+        let n = batch.clamp(1, left);
+        let mut drawn = Vec::with_capacity(n);
+        for _ in 0..n {
+            let candidate = neighbour(&best, &mut rng);
+            drawn.push((candidate, rng.clone()));
+        }
+        let candidates: Vec<I> = drawn.iter().map(|(c, _)| c.clone()).collect();
+        let scores = score_all(&candidates);
+        let mut used = n;
+        for (j, ((candidate, after), s)) in drawn.into_iter().zip(scores).enumerate() {
+            if let Some(s) = s.filter(|&s| s <= best_score) {
                 if s < best_score {
                     improvements += 1;
                 }
                 best = candidate;
                 best_score = s;
+                rng = after;
+                used = j + 1;
+                break;
             }
         }
+        evaluations += used;
+        left -= used;
     }
     Some(SearchOutcome {
         best,
@@ -128,6 +163,31 @@ mod tests {
         assert_eq!((out.best, out.score), (7, 0.0));
         assert_eq!(out.evaluations, 2001);
         assert!(out.improvements >= 33);
+    }
+
+    #[test]
+    fn batches_give_the_sequential_climb() {
+        // A score with plateaus (ties are accepted) and holes (odd numbers unscored), and a
+        // neighbour whose draws depend on the instance: every batch size climbs as one at a
+        // time does, to the same instance, score and counts.
+        let neighbour = |x: &i64, rng: &mut ChaCha8Rng| {
+            let steps = 1 + x.rem_euclid(3);
+            (0..steps).fold(*x, |y, _| if rng.random_bool(0.5) { y + 1 } else { y - 1 })
+        };
+        let score = |x: &i64| (x % 2 == 0).then(|| ((x / 4 - 5) * (x / 4 - 5)) as f64);
+        let options = SearchOptions {
+            iterations: 500,
+            seed: 11,
+        };
+        let one = local_search(60i64, neighbour, score, options).unwrap();
+        for batch in [2, 3, 7, 64, 1000] {
+            let all = |c: &[i64]| c.iter().map(score).collect();
+            assert_eq!(
+                local_search_batched(60i64, neighbour, all, options, batch),
+                Some(one.clone()),
+                "batch {batch}"
+            );
+        }
     }
 
     #[test]
