@@ -34,6 +34,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use rand_chacha::ChaCha8Rng;
@@ -381,13 +382,15 @@ pub trait ClaimGroup: Sync {
     /// Phase 1: checks claim `c` on the family instance at `seed`.
     fn generated(&self, c: usize, index: u64, seed: u64, options: &VerifyOptions) -> Record;
     /// Phase 2: the worst-case search `k` of claim `c` from the family instance at
-    /// `start_seed`; `None` when the search could not run or its result could not be saved.
+    /// `start_seed`, scoring `batch()` neighbours at a time; `None` when the search could not
+    /// run or its result could not be saved.
     fn searched(
         &self,
         c: usize,
         k: u64,
         start_seed: u64,
         options: &VerifyOptions,
+        batch: &(dyn Fn() -> usize + Sync),
     ) -> Option<Record>;
     /// Phase 3: the smallest failing instance among `failed`, shrunk inside the run's tier and
     /// saved under `OUT/counterexamples/`.
@@ -457,6 +460,7 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
         k: u64,
         start_seed: u64,
         options: &VerifyOptions,
+        batch: &(dyn Fn() -> usize + Sync),
     ) -> Option<Record> {
         let claim = &self[c];
         let start = (claim.family)(start_seed);
@@ -466,8 +470,8 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
                 .then(|| (claim.check)(inst, &options.check).margin)
                 .flatten()
         };
-        // A batch of neighbours per worker, scored in parallel: the same climb whatever
-        // `--jobs` (`local_search_batched`).
+        // Neighbours scored in parallel batches when workers would idle: the same climb
+        // whatever the batches (`local_search_batched`).
         let found = local_search_batched(
             start,
             |i: &I, rng: &mut ChaCha8Rng| i.perturb(rng),
@@ -481,7 +485,7 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
                     }),
                 seed: family_seed(options.seed, start_seed),
             },
-            options.jobs.max(1),
+            batch,
         )?;
         let check = (claim.check)(&found.best, &options.check);
         // Saved so that a failure found by the search can be shrunk and re-checked.
@@ -805,8 +809,16 @@ pub fn run(
             })
             .collect();
         let bar = crate::progress::Progress::new(todo.len() as u64, "worst-case searches");
+        // While searches wait for a worker, each scores one neighbour at a time; once fewer
+        // are left than workers, each takes a share of the idle ones (speculative scores are
+        // waste while every worker is busy). The batches never change a search's result.
+        let unfinished = AtomicUsize::new(todo.len());
+        let batch = || (options.jobs / unfinished.load(Ordering::Relaxed).max(1)).max(1);
         let searched: Vec<Record> = pool.install(|| {
+            // One search a job: rayon would otherwise run a run of neighbouring searches (a
+            // claim's costly ones) on one worker while the others idle.
             todo.par_iter()
+                .with_max_len(1)
                 .filter_map(|&(k, s)| {
                     let (g, c, info) = claims[k];
                     // Start s: the generated instance with the s-th lowest margin.
@@ -818,8 +830,11 @@ pub fn run(
                         .filter_map(|r| r.check.margin.map(|m| (m, r.family_seed)))
                         .collect();
                     starts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                    let (_, start_seed) = *starts.get(s as usize)?;
-                    let r = groups[g].searched(c, s, start_seed, options)?;
+                    let found = starts.get(s as usize).and_then(|&(_, start_seed)| {
+                        groups[g].searched(c, s, start_seed, options, &batch)
+                    });
+                    unfinished.fetch_sub(1, Ordering::Relaxed);
+                    let r = found?;
                     journal.append(&r);
                     bar.inc();
                     Some(r)
@@ -837,6 +852,7 @@ pub fn run(
     let mut rows = pool.install(|| {
         claims
             .par_iter()
+            .with_max_len(1)
             .map(|&(g, c, info)| verdict(groups[g], c, &info, &journal, options))
             .collect::<Result<Vec<ClaimRow>, _>>()
     })?;

@@ -47,22 +47,24 @@ pub fn local_search<I: Clone>(
         neighbour,
         |candidates: &[I]| candidates.iter().map(&mut score).collect(),
         options,
-        1,
+        || 1,
     )
 }
 
-/// [`local_search`] with `batch` neighbours of the current instance drawn at once and scored
-/// together by `score_all` (one score per candidate, in order: the caller may score them in
-/// parallel). The result is [`local_search`]'s for every `batch`: the neighbours are drawn in
-/// the same order from the same sampler, the first accepted one is taken, and those drawn
-/// after it (neighbours of an instance no longer current) are dropped, the sampler rewound to
-/// just after the accepted one. `evaluations` counts what the sequential climb scores.
+/// [`local_search`] with `batch()` neighbours of the current instance drawn at once (asked
+/// before each round) and scored together by `score_all` (one score per candidate, in order:
+/// the caller may score them in parallel). The result is [`local_search`]'s whatever the
+/// batches: the neighbours are drawn in the same order from the same sampler, the first
+/// accepted one is taken, and those drawn after it (neighbours of an instance no longer
+/// current) are dropped, the sampler rewound to just after the accepted one. A batch beyond
+/// one pays with those dropped scores: worth it only for cores that would otherwise idle.
+/// `evaluations` counts what the sequential climb scores.
 pub fn local_search_batched<I: Clone>(
     start: I,
     mut neighbour: impl FnMut(&I, &mut ChaCha8Rng) -> I,
     mut score_all: impl FnMut(&[I]) -> Vec<Option<f64>>,
     options: SearchOptions,
-    batch: usize,
+    mut batch: impl FnMut() -> usize,
 ) -> Option<SearchOutcome<I>> {
     let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
     let mut best_score = score_all(std::slice::from_ref(&start)).pop().flatten()?;
@@ -71,7 +73,7 @@ pub fn local_search_batched<I: Clone>(
     let mut improvements = 0;
     let mut left = options.iterations;
     while left > 0 {
-        let n = batch.clamp(1, left);
+        let n = batch().clamp(1, left);
         let mut drawn = Vec::with_capacity(n);
         for _ in 0..n {
             let candidate = neighbour(&best, &mut rng);
@@ -183,11 +185,22 @@ mod tests {
         for batch in [2, 3, 7, 64, 1000] {
             let all = |c: &[i64]| c.iter().map(score).collect();
             assert_eq!(
-                local_search_batched(60i64, neighbour, all, options, batch),
+                local_search_batched(60i64, neighbour, all, options, || batch),
                 Some(one.clone()),
                 "batch {batch}"
             );
         }
+        // Batches changing from round to round, as the cores free up.
+        let mut round = 0;
+        let varying = || {
+            round += 1;
+            1 + round % 5
+        };
+        let all = |c: &[i64]| c.iter().map(score).collect();
+        assert_eq!(
+            local_search_batched(60i64, neighbour, all, options, varying),
+            Some(one)
+        );
     }
 
     #[test]
