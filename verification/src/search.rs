@@ -74,26 +74,29 @@ pub fn local_search_batched<I: Clone>(
     let mut left = options.iterations;
     while left > 0 {
         let n = batch().clamp(1, left);
-        let mut drawn = Vec::with_capacity(n);
+        let mut candidates = Vec::with_capacity(n);
+        let mut after = Vec::with_capacity(n);
         for _ in 0..n {
-            let candidate = neighbour(&best, &mut rng);
-            drawn.push((candidate, rng.clone()));
+            candidates.push(neighbour(&best, &mut rng));
+            after.push(rng.clone());
         }
-        let candidates: Vec<I> = drawn.iter().map(|(c, _)| c.clone()).collect();
         let scores = score_all(&candidates);
-        let mut used = n;
-        for (j, ((candidate, after), s)) in drawn.into_iter().zip(scores).enumerate() {
-            if let Some(s) = s.filter(|&s| s <= best_score) {
+        let accepted = scores
+            .iter()
+            .enumerate()
+            .find_map(|(j, s)| s.filter(|&s| s <= best_score).map(|s| (j, s)));
+        let used = match accepted {
+            Some((j, s)) => {
                 if s < best_score {
                     improvements += 1;
                 }
-                best = candidate;
+                best = candidates.swap_remove(j);
                 best_score = s;
-                rng = after;
-                used = j + 1;
-                break;
+                rng = after.swap_remove(j);
+                j + 1
             }
-        }
+            None => n,
+        };
         evaluations += used;
         left -= used;
     }
