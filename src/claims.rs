@@ -205,7 +205,68 @@ pub struct Claim<I> {
     pub family: fn(seed: u64) -> I,
     /// Checks the claim on one instance.
     pub check: fn(&I, &CheckOptions) -> Check,
+    /// The instances at the papers' own scale (`verify --scale paper`), or why there are none.
+    pub paper: PaperScale<I>,
 }
+
+impl<I> Claim<I> {
+    /// The family of instances at `scale`; `None` when the claim has none there.
+    pub fn family_at(&self, scale: Scale) -> Option<fn(u64) -> I> {
+        match (scale, self.paper) {
+            (Scale::Small, _) => Some(self.family),
+            (Scale::Paper, PaperScale::Family(_, make)) => Some(make),
+            (Scale::Paper, PaperScale::Without(_)) => None,
+        }
+    }
+}
+
+/// Which instances `verify` checks the claims on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Scale {
+    /// The claims' families, sized so that the exact optimum is proved on nearly all of them.
+    #[default]
+    Small,
+    /// The sizes the papers evaluate (their presets, figures' sweeps and real data), where a
+    /// ratio verdict rests on bounds on both sides of OPT more often than on a proved optimum.
+    Paper,
+}
+
+impl Scale {
+    /// The name used by `--scale` and the tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scale::Small => "small",
+            Scale::Paper => "paper",
+        }
+    }
+}
+
+/// A claim's instances at the papers' scale.
+pub enum PaperScale<I> {
+    /// The family in words, and its generator (a deterministic instance for each seed).
+    Family(&'static str, fn(seed: u64) -> I),
+    /// Why the claim is not checked at the papers' scale (e.g. its check enumerates subsets).
+    Without(&'static str),
+}
+
+impl<I> PaperScale<I> {
+    /// The family's description, or why there is none.
+    pub fn describe(&self) -> Result<&'static str, &'static str> {
+        match self {
+            PaperScale::Family(what, _) => Ok(what),
+            PaperScale::Without(why) => Err(why),
+        }
+    }
+}
+
+impl<I> Clone for PaperScale<I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<I> Copy for PaperScale<I> {}
 
 impl<I> Clone for Claim<I> {
     fn clone(&self) -> Self {

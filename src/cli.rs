@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use formulations::milp::SolveOptions;
 
-use crate::claims::{CheckOptions, ClaimInfo, ClaimKind, Verdict};
+use crate::claims::{CheckOptions, ClaimInfo, ClaimKind, Scale, Verdict};
 use crate::family::Family;
 use crate::registry::{Entry, ImportArgs, LpFormat, LpModel, Made, Registry, Rendered};
 use crate::render::table;
@@ -315,9 +315,9 @@ enum Command {
         /// With --instance: print the check as JSON instead of text.
         #[arg(long, requires = "instance")]
         json: bool,
-        /// Generated instances per claim.
-        #[arg(long, default_value_t = 200, value_parser = flags::at_least_one::<u64>)]
-        instances: u64,
+        /// Generated instances per claim [default: 200; with --scale paper: 20].
+        #[arg(long, value_parser = flags::at_least_one::<u64>)]
+        instances: Option<u64>,
         /// Base seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -325,15 +325,17 @@ enum Command {
         #[arg(long, value_parser = flags::at_least_one::<usize>)]
         jobs: Option<usize>,
         /// MILP time limit per solve, seconds, model building included (a solve stopped by it
-        /// makes the instance inconclusive, never a pass).
+        /// decides an instance only where its bound or incumbent is a certificate, otherwise
+        /// the instance is inconclusive, never a pass).
         #[arg(long, default_value_t = 20.0, value_parser = flags::positive)]
         time_limit: f64,
         /// Neighbours tried by the worst-case search of each claim (0: none).
         #[arg(long, default_value_t = 1000)]
         search: usize,
-        /// Worst-case searches per claim, from the generated instances with the lowest margins.
-        #[arg(long, default_value_t = 3)]
-        restarts: usize,
+        /// Worst-case searches per claim, from the generated instances with the lowest margins
+        /// [default: 3; with --scale paper: 0].
+        #[arg(long)]
+        restarts: Option<usize>,
         /// Output folder: journal.jsonl, claims.csv, instances.csv, counterexamples/.
         #[arg(short, long, visible_alias = "output", default_value = "verify-out")]
         out: PathBuf,
@@ -351,6 +353,13 @@ enum Command {
         /// and assumptions), `extension` (any instance). Every tier's verdict is reported.
         #[arg(long, default_value = "model")]
         tier: crate::tier::Tier,
+        /// The instances: `small` (each claim's family, sized for proved optima) or `paper`
+        /// (the papers' own sizes: their presets, figures' sweeps and real data; a ratio
+        /// verdict there rests mostly on bounds on both sides of OPT). At `paper`, a claim
+        /// without such a family is listed with the reason, and counterexamples are saved
+        /// unshrunk.
+        #[arg(long, value_enum, default_value_t = Scale::Small)]
+        scale: Scale,
     },
     /// DeepSeek's Expert Parallelism Load Balancer on a weight file: the physical-to-logical
     /// map, the logical-to-physical map and the replica counts.
@@ -1047,7 +1056,11 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             json,
             fail_on,
             tier,
+            scale,
         } => {
+            let paper_scale = scale == Scale::Paper;
+            let instances = instances.unwrap_or(if paper_scale { 20 } else { 200 });
+            let restarts = restarts.unwrap_or(if paper_scale { 0 } else { 3 });
             let keep = |i: &ClaimInfo| {
                 claim.as_deref().is_none_or(|id| i.id == id)
                     && paper.as_deref().is_none_or(|p| i.paper == p)
@@ -1139,6 +1152,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 out: out.clone(),
                 resume,
                 tier,
+                scale,
             };
             let groups: Vec<&dyn ClaimGroup> = chosen.iter().map(|g| g.as_ref()).collect();
             let rows = crate::verify::run(&groups, &options)?;
@@ -1283,7 +1297,11 @@ fn check_text(claim: &ClaimInfo, check: &crate::claims::Check) -> String {
             "  OPT in [{}, {}], certified by {}\n",
             num(check.lower),
             num(check.upper),
-            by.as_str().unwrap_or("nothing (inconclusive)")
+            by.as_str().unwrap_or(match check.outcome {
+                // A measurement has no bound to certify: the interval is what it measured.
+                crate::claims::Outcome::Measured => "nothing (a measurement)",
+                _ => "nothing (inconclusive)",
+            })
         )
     } else {
         String::new()
@@ -1448,6 +1466,7 @@ fn demo(registry: &Registry, instances: u64, first_seed: u64, dir: &Path) -> Res
         out: dir.join("verify"),
         resume: false,
         tier: crate::tier::Tier::Model,
+        scale: Scale::Small,
     };
     let groups: Vec<&dyn ClaimGroup> = groups.iter().map(|g| g.as_ref()).collect();
     let rows = crate::verify::run(&groups, &verify)?;
@@ -1496,6 +1515,15 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
                     Verdict::Violated => format!("violated on {} of {}", r.failed, r.checked),
                     Verdict::Boundary => format!("boundary on {}", r.boundary),
                     v => v.as_str().to_string(),
+                };
+                // At the papers' scale, what certified the decided instances.
+                let verdict = if r.scale == Scale::Paper && r.checked > 0 {
+                    format!(
+                        "{verdict} [optimum {}, bound {}, incumbent {}]",
+                        r.by_optimum, r.by_bound, r.by_incumbent
+                    )
+                } else {
+                    verdict
                 };
                 let verdict = match (&r.repairs, &r.repaired_by, r.repaired_verdict) {
                     (Some(of), _, _) => format!("{verdict} (repairs {of})"),
@@ -1557,6 +1585,12 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
              tier's verdict (claims.csv: instances per tier)\n",
             r.tier
         ));
+        if r.scale == Scale::Paper {
+            text.push_str(
+                "at the papers' scale: [what certified the decided instances: a proved optimum, \
+                 a bound on OPT, a feasible solution's value]\n",
+            );
+        }
     }
     for r in rows {
         if let Some(path) = &r.counterexample {

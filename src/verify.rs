@@ -44,7 +44,8 @@ use serde::{Deserialize, Serialize};
 use verification::search::{local_search_batched, shrink, SearchOptions};
 
 use crate::claims::{
-    Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier, Verdict,
+    Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier, Scale,
+    Verdict,
 };
 use crate::report::canonical_sha256;
 use crate::tier::{classify, Classified, Premise, PremiseInfo, Tier};
@@ -217,6 +218,8 @@ pub struct VerifyOptions {
     pub resume: bool,
     /// The tier the claims are judged in, and the searches and shrinks stay in.
     pub tier: Tier,
+    /// The claims' small families or the papers' scale (`--scale`).
+    pub scale: Scale,
 }
 
 /// The verdict of one claim over a run.
@@ -303,6 +306,11 @@ pub struct ClaimRow {
     pub repaired_by: Option<String>,
     /// That repaired claim's verdict in this run.
     pub repaired_verdict: Option<Verdict>,
+    /// The instances' scale (`--scale`).
+    pub scale: Scale,
+    /// The family checked at that scale, in words (at `paper`: why none, when the claim has
+    /// none there).
+    pub family: String,
 }
 
 /// The command that re-checks a saved instance of a claim (`verify` prints it under each
@@ -367,6 +375,8 @@ pub trait ClaimGroup: Sync {
     fn infos(&self) -> Vec<ClaimInfo>;
     /// Size column names of the group's instances.
     fn dims(&self) -> &'static [&'static str];
+    /// Claim `c`'s family at `scale` in words, or why it has none there.
+    fn family(&self, c: usize, scale: Scale) -> Result<&'static str, &'static str>;
     /// The premises that bear on the group's claims.
     fn premises(&self) -> Vec<PremiseInfo>;
     /// Keeps only the claims `keep` accepts; `None` when none is left.
@@ -411,6 +421,13 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
         I::DIMS
     }
 
+    fn family(&self, c: usize, scale: Scale) -> Result<&'static str, &'static str> {
+        match scale {
+            Scale::Small => Ok(self[c].info.family),
+            Scale::Paper => self[c].paper.describe(),
+        }
+    }
+
     fn premises(&self) -> Vec<PremiseInfo> {
         let ids: Vec<&str> = self.iter().map(|c| c.info.id).collect();
         let Some(paper) = self.first().map(|c| c.info.paper) else {
@@ -442,7 +459,7 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
 
     fn generated(&self, c: usize, index: u64, seed: u64, options: &VerifyOptions) -> Record {
         let claim = &self[c];
-        let instance = (claim.family)(seed);
+        let instance = at_scale(claim, options)(seed);
         let check = (claim.check)(&instance, &options.check);
         record(
             &claim.info,
@@ -463,7 +480,7 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
         batch: &(dyn Fn() -> usize + Sync),
     ) -> Option<Record> {
         let claim = &self[c];
-        let start = (claim.family)(start_seed);
+        let start = at_scale(claim, options)(start_seed);
         // Neighbours outside the run's tier are rejected, like those without a margin.
         let score = |inst: &I| {
             (tier_of(&claim.info, inst).tier <= options.tier)
@@ -516,7 +533,7 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
         let mut failing: Vec<(I::Size, u64, I)> = Vec::new();
         for r in failed {
             let instance = match r.source {
-                Source::Generated => (claim.family)(r.family_seed),
+                Source::Generated => at_scale(claim, options)(r.family_seed),
                 Source::Searched => I::load(&searched_path(&options.out, &claim.info, r.index))?,
             };
             failing.push((instance.size(), r.index, instance));
@@ -535,9 +552,9 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
             instance,
             |i: &I| i.shrink_candidates(),
             fails,
-            // A claim with costly checks (`search_limit`) keeps its counterexample unshrunk:
-            // each of the many candidates would cost a full check.
-            if claim.info.search_limit.is_some() {
+            // A claim with costly checks (`search_limit`, or at the papers' scale) keeps its
+            // counterexample unshrunk: each of the many candidates would cost a full check.
+            if claim.info.search_limit.is_some() || options.scale == Scale::Paper {
                 0
             } else {
                 options.shrink_steps
@@ -560,6 +577,13 @@ impl<I: Searchable> ClaimGroup for Vec<Claim<I>> {
             classified: tier_of(&claim.info, &small),
         }))
     }
+}
+
+/// Claim's family at the run's scale; the run gives a claim tasks only where it has one.
+fn at_scale<I>(claim: &Claim<I>, options: &VerifyOptions) -> fn(u64) -> I {
+    claim
+        .family_at(options.scale)
+        .expect("tasks only for claims with a family at the run's scale")
 }
 
 /// What a run's results depend on (`--jobs` changes none): `OUT/run.json`.
@@ -587,6 +611,9 @@ pub struct RunSettings {
     /// `--tier` (absent in folders written before tiers).
     #[serde(default)]
     pub tier: Option<Tier>,
+    /// `--scale` (absent in folders written before scales: `small`).
+    #[serde(default)]
+    pub scale: Scale,
 }
 
 impl RunSettings {
@@ -603,6 +630,7 @@ impl RunSettings {
             mip_rel_gap: solve.mip_rel_gap,
             threads: solve.threads,
             tier: Some(options.tier),
+            scale: options.scale,
         }
     }
 
@@ -628,7 +656,13 @@ impl RunSettings {
             }
             other => other.to_string(),
         };
-        let (field, was) = old.into_iter().find(|(k, v)| new.get(k) != Some(v))?;
+        // The scale first: it changes the defaults of other flags, whose differences follow.
+        let (field, was) = old
+            .iter()
+            .filter(|(k, _)| k.as_str() == "scale")
+            .chain(&old)
+            .find(|(k, v)| new.get(*k) != Some(*v))
+            .map(|(k, v)| (k.clone(), v.clone()))?;
         let flag = match field.as_str() {
             "claims" => "--claim/--paper",
             "time_limit_s" => "--time-limit",
@@ -639,6 +673,7 @@ impl RunSettings {
             "mip_rel_gap" => "the MILP gap",
             "threads" => "the HiGHS threads",
             "tier" => "--tier",
+            "scale" => "--scale",
             _ => "shrink steps",
         };
         let now = text(&new[&field]);
@@ -768,10 +803,11 @@ pub fn run(
         })
         .collect();
 
-    // Phase 1: generated instances.
+    // Phase 1: generated instances (none for a claim without a family at the run's scale).
     let tasks: Vec<(usize, u64)> = claims
         .iter()
         .enumerate()
+        .filter(|(_, &(g, c, _))| groups[g].family(c, options.scale).is_ok())
         .flat_map(|(k, (_, _, info))| {
             let done = &journal.done;
             (0..options.instances)
@@ -938,9 +974,12 @@ fn verdict(
         counterexample_tier = Some(saved.classified.tier);
         counterexample_broken = saved.classified.broken.join("; ");
     } else if checked == 0 {
-        note = most_common(records.iter().map(|r| r.check.note.as_str()))
-            .unwrap_or("no instance checked")
-            .to_string();
+        note = match group.family(c, options.scale) {
+            Err(why) => format!("not checked at the papers' scale: {why}"),
+            Ok(_) => most_common(records.iter().map(|r| r.check.note.as_str()))
+                .unwrap_or("no instance checked")
+                .to_string(),
+        };
     }
     let verdict = Verdict::of(info, records.iter().map(|r| r.check.outcome));
     let certified = |c: Certificate| {
@@ -990,6 +1029,11 @@ fn verdict(
         repairs: info.repairs.map(str::to_string),
         repaired_by: None,
         repaired_verdict: None,
+        scale: options.scale,
+        family: group
+            .family(c, options.scale)
+            .unwrap_or_else(|why| why)
+            .into(),
     })
 }
 
@@ -1139,6 +1183,7 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::claims::PaperScale;
     use crate::slimcaching::claims::{registry, SlimClaim};
 
     fn claims(ids: &[&str]) -> Vec<SlimClaim> {
@@ -1146,6 +1191,81 @@ mod tests {
             .into_iter()
             .filter(|c| ids.contains(&c.info.id))
             .collect()
+    }
+
+    /// `--scale paper` checks a claim on its paper family, not its small one, and lists a claim
+    /// without one with the reason, checking nothing; the scale is a setting of the folder.
+    #[test]
+    fn paper_scale_runs_the_paper_family_and_names_why_a_claim_has_none() {
+        // A stand-in paper family: the small family seven seeds on.
+        fn shifted(seed: u64) -> formulations::slimcaching::Instance {
+            (claims(&["slimcaching/prop2-monotone"])[0].family)(seed + 7)
+        }
+        let mut chosen = claims(&["slimcaching/prop2-monotone", "slimcaching/prop2-neither"]);
+        chosen[0].paper = PaperScale::Family("the tiny-top2 family at seed + 7", shifted);
+        chosen[1].paper = PaperScale::Without("a reason given by the test");
+        let out = std::env::temp_dir().join(format!("moe-opt-verify-scale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let options = VerifyOptions {
+            instances: 3,
+            seed: 5,
+            jobs: 2,
+            search_iterations: 0,
+            search_restarts: 0,
+            shrink_steps: 0,
+            check: CheckOptions::default(),
+            out: out.clone(),
+            resume: false,
+            tier: Tier::Extension,
+            scale: Scale::Paper,
+        };
+        let rows = run(&[&chosen], &options).unwrap();
+        let ids: Vec<String> = chosen.iter().map(|c| c.info.id.to_string()).collect();
+        let journal = Journal::open(&out, true, &RunSettings::of(ids.clone(), &options)).unwrap();
+        let hashes: Vec<&str> = journal
+            .done
+            .values()
+            .map(|r| r.instance_sha256.as_str())
+            .collect();
+        let expected: Vec<String> = (0..3)
+            .map(|i| canonical_sha256(&shifted(family_seed(5, i))))
+            .collect();
+        assert_eq!(
+            hashes, expected,
+            "only the paper family's instances, in order"
+        );
+        assert_eq!(rows[0].checked + rows[0].inconclusive, 3);
+        assert_eq!(
+            (rows[0].scale, rows[0].family.as_str()),
+            (Scale::Paper, "the tiny-top2 family at seed + 7")
+        );
+        assert_eq!((rows[1].checked, rows[1].inconclusive), (0, 0));
+        assert_eq!(rows[1].verdict, Verdict::NotWitnessed);
+        assert_eq!(
+            rows[1].note,
+            "not checked at the papers' scale: a reason given by the test"
+        );
+        assert_eq!(rows[1].family, "a reason given by the test");
+        let csv = std::fs::read_to_string(out.join("claims.csv")).unwrap();
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        assert_eq!(header[header.len() - 2..], ["scale", "family"]);
+        // The folder was written at the papers' scale: resuming it at another is refused.
+        let small = VerifyOptions {
+            scale: Scale::Small,
+            resume: true,
+            ..options.clone()
+        };
+        let Err(formulations::Error::Invalid { field, reason, .. }) =
+            Journal::open(&out, true, &RunSettings::of(ids, &small))
+        else {
+            panic!("a resume at another scale is refused");
+        };
+        assert_eq!(field, "scale");
+        assert!(
+            reason.contains("--scale paper") && reason.contains("small"),
+            "{reason}"
+        );
+        let _ = std::fs::remove_dir_all(&out);
     }
 
     #[test]
@@ -1190,6 +1310,7 @@ mod tests {
             out: out.clone(),
             resume: false,
             tier: Tier::Extension,
+            scale: Scale::Small,
         };
         let rows = run(&[&chosen], &options).unwrap();
         let ids = chosen.iter().map(|c| c.info.id.to_string()).collect();

@@ -1335,6 +1335,10 @@ const FLAG_CASES: &[(&str, &str)] = &[
         "verify --claim prism/thm1-greedy-ratio --restarts=-1",
     ),
     ("--claim", "verify --claim no-such-claim"),
+    (
+        "--scale",
+        "verify --claim prism/thm1-greedy-ratio --scale huge",
+    ),
     ("--paper", "verify --paper 999"),
     (
         "--jobs",

@@ -151,15 +151,15 @@ fn cases() -> Vec<Case> {
     let dir = scratch("hostile-sizes-inputs");
     let trace_json = std::fs::read_to_string(common::trace(&dir, "switch")).unwrap();
     let eplb = edited("eplb-readme-example.json", |_| {});
-    // An offline instance of 128 steps x 2048 experts: beyond the cache MILP's 200,000
-    // residency binaries and the exhaustive search's 12 experts.
+    // An offline instance of 1024 steps x 2048 experts: beyond the cache MILP's memory
+    // estimate (about 9 GiB against its 4 GiB limit) and the exhaustive search's 12 experts.
     let wide = dir.join("wide-config.json");
     std::fs::write(
         &wide,
         config("cache-trace", |v| {
             v["experts"] = 2048.into();
             v["layers"] = 1.into();
-            v["tokens_per_sequence"] = 128.into();
+            v["tokens_per_sequence"] = 1024.into();
         }),
     )
     .unwrap();
@@ -277,7 +277,7 @@ fn cases() -> Vec<Case> {
             "the cache MILP's size refusal names the file",
             vec![("O.json", offline.clone())],
             "solve O.json --method milp-fixed",
-            &["O.json", "offline caching MILP", "200000"],
+            &["O.json", "offline caching MILP", "MAX_MILP_BYTES"],
         ),
         case(
             "the exhaustive search's size refusal names the file",

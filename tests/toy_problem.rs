@@ -13,7 +13,9 @@ use std::path::Path;
 use clap::Parser;
 use formulations::milp::{Milp, Sense as MilpSense};
 use formulations::{Error, ValidationError};
-use moe_opt::claims::{Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier};
+use moe_opt::claims::{
+    Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale, Quantifier,
+};
 use moe_opt::cli::{run_with, Cli};
 use moe_opt::problem::{self, Problem, RunOptions, Sense, Solved};
 use moe_opt::registry::{Commands, ProblemEntry, Registry};
@@ -271,6 +273,7 @@ fn ratio_claim(id: &'static str, method: Method) -> Claim<Knapsack> {
         } else {
             check_greedy_plus
         },
+        paper: PaperScale::Without("a textbook toy: no paper, no paper's scale"),
     }
 }
 
@@ -293,6 +296,7 @@ fn existence_claim(id: &'static str, method: Method) -> Claim<Knapsack> {
         } else {
             |k, o| witness_of(check_greedy_plus(k, o))
         },
+        paper: PaperScale::Without("a textbook toy: no paper, no paper's scale"),
     }
 }
 

@@ -161,8 +161,8 @@ fn resume_refuses_a_journal_written_with_other_options() {
         for (f, v) in base {
             cmd.args([f, if f == flag { value } else { v }]);
         }
-        if flag == "--tier" {
-            cmd.args(["--tier", value]);
+        if flag == "--tier" || flag == "--scale" {
+            cmd.args([flag, value]);
         }
         cmd
     };
@@ -175,6 +175,7 @@ fn resume_refuses_a_journal_written_with_other_options() {
         ("--time-limit", "20", "5"),
         ("--search", "0", "4"),
         ("--tier", "model", "extension"),
+        ("--scale", "small", "paper"),
         (
             "--claim",
             "slimcaching/prop3-greedy-ratio",

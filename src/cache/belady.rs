@@ -12,7 +12,11 @@
 //! tests and in the `cache/sec48-belady-optimal` claim): Belady's exchange argument carries
 //! over, since an optimal schedule that evicts y instead of Belady's x at step t can keep y
 //! and evict x; y is requested no later than x, and until then the two caches differ in one
-//! expert, so the modified schedule loads no more.
+//! expert, so the modified schedule loads no more. The argument holds for steps of any size
+//! (K experts, or J forced ones, or none), and paper 002's claims other than Belady's
+//! optimality itself take Belady's loads as the proved fixed-routing optimum on it (module doc
+//! of [`super::claims`]); `cache/sec48-belady-optimal` checks it against the MILP, which knows
+//! nothing of Belady but its schedule as a MIP start (a pass there needs the MILP's bound).
 
 use formulations::cache::model::Requests;
 use formulations::cache::offline::{Schedule, ScheduleStep};

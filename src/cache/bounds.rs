@@ -21,11 +21,13 @@
 //!
 //! ## MILP size and solve times
 //! The models have T x E residency binaries, T x E load columns and, with flexible routing,
-//! up to T (E - J) choice binaries; [`formulations::cache::milp::MAX_RESIDENCY_VARS`] caps
-//! T x E at 200,000. Measured once on the project's 2-core machine (HiGHS 1.15, one thread,
-//! the workspace's test profile, which is optimised; one-layer random-logit traces (static
-//! bias plus AR(1) drift, seed 1, rho = 0.9) of a helper the calibrated generator has since
-//! replaced, Belady's schedule as MIP start; not a test, wall-clock):
+//! up to T (E - J) choice binaries; [`formulations::cache::milp::OfflineMilp::build`] refuses
+//! a model whose estimated memory (its module doc: 750 bytes a column and a nonzero, measured)
+//! exceeds [`formulations::cache::milp::MAX_MILP_BYTES`]. Measured once on the project's 2-core
+//! machine (HiGHS 1.15, one thread, the workspace's test profile, which is optimised; one-layer
+//! random-logit traces (static bias plus AR(1) drift, seed 1, rho = 0.9) of a helper the
+//! calibrated generator has since replaced, Belady's schedule as MIP start; not a test,
+//! wall-clock):
 //!
 //! | T | E | K | C | routing | binaries | rows | time | loads (Belady) |
 //! |---|---|---|---|---|---|---|---|---|
@@ -36,9 +38,28 @@
 //! | 500 | 16 | 2 | 8 | fixed | 8,000 | 8,500 | 0.44 s | 54 (54) |
 //! | 1000 | 64 | 6 | 32 | fixed | 64,000 | 65,000 | 11.4 s | 184 (184) |
 //!
-//! All were proved optimal. The fixed model is easy (its LP is tight on these traces); the
-//! mass rule (a knapsack row per step) is the hard part of the flexible one. Use Belady for
-//! fixed routing beyond these sizes: it is optimal (claim `cache/sec48-belady-optimal`).
+//! At the papers' scale (`moe-opt solve --method milp-fixed|milp-flexible`, dev profile, whose
+//! dependencies HiGHS included are optimised; the generator's presets, one layer, generator
+//! seed 1 for DeepSeek at T >= 1,600, 3 otherwise; Belady's schedule as MIP start; wall-clock
+//! of the whole command and its peak resident memory):
+//!
+//! | trace | T | E | K | C | routing | time | peak memory | loads (Belady) |
+//! |---|---|---|---|---|---|---|---|---|
+//! | DeepSeek preset | 400 | 64 | 6 | 32 | fixed | 1.0 s | 105 MB | 218 (218) |
+//! | DeepSeek preset | 800 | 64 | 6 | 32 | fixed | 2.9 s | 206 MB | 407 (407) |
+//! | DeepSeek preset | 1,600 | 64 | 6 | 32 | fixed | 7.9 s | 403 MB | 757 (757) |
+//! | DeepSeek preset | 3,200 | 64 | 6 | 32 | fixed | 16.3 s | 868 MB | 1,539 (1,539) |
+//! | Mixtral preset | 1,024 | 8 | 2 | 4 | flexible J = 1, M = 4 | 5.0 s | 99 MB | 307 (605) |
+//! | Phi preset | 1,024 | 16 | 2 | 8 | flexible J = 1, M = 4 | 14.0 s | 226 MB | 253 (489) |
+//! | Qwen preset | 1,024 | 60 | 4 | 30 | flexible J = 2, M = 6 | 7.4 s | 279 MB | 138 (298) |
+//! | DeepSeek preset | 1,024 | 64 | 6 | 32 | flexible J = 2, M = 8 | 67 s, stopped at 60 | 1.4 GB | 601 or fewer (601) |
+//! | real OLMoE log, layer 0 | 299 | 64 | 8 | 32 | flexible J = 0 (any 8) | 7.4 s | 160 MB | 8 (365) |
+//! | OLMoE preset | 299 | 64 | 8 | 32 | flexible J = 2, M = 10 | 19.0 s | 408 MB | 89 (227) |
+//!
+//! The fixed model's LP is tight on these traces: every fixed solve above was proved optimal
+//! at its root. The mass rule (a knapsack row per step) and deep ranks are the hard part of
+//! the flexible one. Belady is optimal for fixed routing (claim `cache/sec48-belady-optimal`),
+//! so the fixed MILP is needed only as the independent check of that claim.
 
 use std::fmt::Write;
 use std::str::FromStr;
@@ -234,6 +255,17 @@ pub fn run(
     method: OfflineMethod,
     options: &SolveOptions,
 ) -> Result<MethodRun, Error> {
+    run_from(instance, method, options, None)
+}
+
+/// Runs one method; a MILP starts from `start` (a feasible schedule of its problem, e.g. a
+/// router's at the freedom it used) instead of Belady's schedule when one is given.
+pub fn run_from(
+    instance: &CacheInstance,
+    method: OfflineMethod,
+    options: &SolveOptions,
+    start: Option<&Schedule>,
+) -> Result<MethodRun, Error> {
     let began = Instant::now();
     let requests = instance.requests();
     let flexible = method.flexible();
@@ -291,13 +323,20 @@ pub fn run(
         }
         OfflineMethod::MilpFixed | OfflineMethod::MilpFlexible => {
             let model = OfflineMilp::build(instance, flexible)?;
-            let start = belady_schedule(instance.capacity, &requests).1;
+            let belady;
+            let start = match start {
+                Some(s) => s,
+                None => {
+                    belady = belady_schedule(instance.capacity, &requests).1;
+                    &belady
+                }
+            };
             // The time limit counts from the method's start, the model's building included.
             let options = SolveOptions {
                 started: Some(began),
                 ..options.clone()
             };
-            let solved = model.solve(instance, &options, Some(&start))?;
+            let solved = model.solve(instance, &options, Some(start))?;
             let s = &solved.solution;
             report.proved_optimal = s.status == MilpStatus::Optimal;
             report.status = Some(s.status.name().to_string());

@@ -1,7 +1,7 @@
 //! Prism (paper 001): activation-aware expert placement on heterogeneous edge servers. The
 //! formulation (instance, evaluators, simulator, MILP) is `formulations::prism`; here are the
 //! instance generators, the importer of real activation counts, the paper's algorithms, the
-//! baselines it compares with, DeepSeek's EPLB, the methods, commands and claims.
+//! baselines it compares with, DeepSeek's EPLB, the methods, commands and claims, and the claims' instances at the paper's scale.
 //!
 //! ## References
 //! ../shared/papers/001_612395f5f9077ee7.txt: T. Wu, L. Wang, Z. Wen, X. Zhang, J. Duan,
@@ -18,5 +18,6 @@ pub mod generate;
 pub mod import;
 pub mod methods;
 pub mod mutate;
+pub mod paper;
 pub mod premises;
 pub mod scale;

@@ -2,10 +2,20 @@
 //!
 //! ## Optima
 //! The optimum of objective (1) comes from the exhaustive per-token search
-//! (`formulations::smoe::evaluate::routing_exhaustive`, status `exhaustive`); the family keeps
-//! it small. The optimum of (4) for uniform costs is the closed form
-//! (`split_optimum_uniform`, checked against brute force in its tests; status `closed_form`).
-//! Both are proved optima, so these claims pass or fail.
+//! (`formulations::smoe::evaluate::routing_exhaustive`, status `exhaustive`) where a token has
+//! at most 10^6 subsets, otherwise from the closed form (`routing_closed_form`, status
+//! `closed_form`): a routing that puts every available expert of E_l ∪ S into the |E_l| free
+//! slots, evaluated by the one evaluator, whose value must equal formula (1), the proved
+//! maximum (module doc of formulations::smoe; else the check is inconclusive). The optimum of
+//! (4) for uniform costs is the closed form (`split_optimum_uniform`, checked against brute
+//! force in its tests; status `closed_form`). All are proved optima at any size, so these
+//! claims pass or fail at the papers' scale too.
+//!
+//! ## Families
+//! * `tiny` (the small scale): the tiny preset.
+//! * The papers' scale ([`paper_layer`]): Table III's three settings (64 experts, top-6 or
+//!   top-8), batches of 1 and 3 tokens, alpha on Table IV's grid; tier `regime` (its premises'
+//!   bands hold by construction; the unit tests check it).
 //!
 //! ## The claims (ids `smoe/...`)
 //! 1. `eq1-router-optimal`, Sec. IV-B, Alg. 1 with the text's reading (only low-score experts
@@ -29,15 +39,15 @@
 //! is (b - a + t) / b when b - a + t < 0 (a fail) and 0 otherwise (equality claims have no
 //! slack to spare; [`decide`]).
 
-use formulations::smoe::evaluate::{evaluate_routing, routing_exhaustive};
+use formulations::smoe::evaluate::{evaluate_routing, routing_closed_form, routing_exhaustive};
 use formulations::smoe::{objective1, split_optimum_uniform, Costs, Instance, LayerSets};
 use serde_json::json;
 
-use super::generate::{generate, Preset};
+use super::generate::{generate, paper_layer, Preset};
 use super::router::{route_batch, LowScore, RouterConfig};
 use super::split::{alg2, Alg2Rule};
 use crate::claims::{
-    decide, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier,
+    decide, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale, Quantifier,
 };
 
 /// The paper's file.
@@ -52,6 +62,13 @@ const ALG1_GOAL: &str = "Our goal is to maximize, for each layer, the number of 
     Equation (1), consists of the number of experts already in the GPU and the number of \
     low-score experts replaced by experts in the GPU. [...] Algorithm 1 illustrates our approach \
     for the expert-cache router.";
+
+/// The papers' scale ([`paper_layer`]).
+const PAPER_SCALE: &str = "Table III's settings: seed % 3 picks deepseek-moe-16b or \
+    XVERSE-MoE-A4.2B (64 experts, top-6) or Qwen2-57B-A14B (64, top-8), seed % 6 < 3 a batch of 1 \
+    token, else 3; alpha on Table IV's grid 0..0.6 step 0.05, softmax scores of N(0, sigma^2) \
+    logits (sigma in [0.8, 1.5]), the GPU's share of the model (0.39, 0.33, 0.45) resident, \
+    C_load 6 ms, C_CPU 2 ms";
 
 const TINY: &str = "tiny: E in 6..=10, k in 2..=4, 1-3 tokens, softmax scores of N(0, sigma^2) \
     logits (sigma in [0.3, 1.5]), alpha in [0, 0.6], G a random 20-60% of E, uniform costs";
@@ -77,6 +94,7 @@ pub fn registry() -> Vec<SmoeClaim> {
                 search_limit: None,
             },
             family: family_tiny,
+            paper: PaperScale::Family(PAPER_SCALE, paper_layer),
             check: |i, o| check_router(i, o, LowScore::Missing),
         },
         SmoeClaim {
@@ -97,6 +115,7 @@ pub fn registry() -> Vec<SmoeClaim> {
                 search_limit: None,
             },
             family: family_tiny,
+            paper: PaperScale::Family(PAPER_SCALE, paper_layer),
             check: |i, o| check_router(i, o, LowScore::All),
         },
         SmoeClaim {
@@ -121,6 +140,7 @@ pub fn registry() -> Vec<SmoeClaim> {
                 search_limit: None,
             },
             family: family_tiny,
+            paper: PaperScale::Family(PAPER_SCALE, paper_layer),
             check: check_alg2_uniform,
         },
     ]
@@ -156,9 +176,10 @@ pub fn route(instance: &Instance, low_score: LowScore) -> Vec<Vec<u32>> {
 
 fn check_router(instance: &Instance, _: &CheckOptions, low_score: LowScore) -> Check {
     let sets = LayerSets::new(instance);
-    let best = match routing_exhaustive(&sets) {
-        Ok(r) => r,
-        Err(e) => return Check::inconclusive(format!("no optimum: {e}")),
+    // The exhaustive search where it is within its limit, else the closed form (module doc).
+    let (best, status) = match routing_exhaustive(&sets) {
+        Ok(r) => (r, "exhaustive"),
+        Err(_) => (routing_closed_form(&sets), "closed_form"),
     };
     let routing = route(instance, low_score);
     let (alg, opt) = match (
@@ -180,6 +201,12 @@ fn check_router(instance: &Instance, _: &CheckOptions, low_score: LowScore) -> C
         }
     };
     let formula: usize = objective1(&sets).iter().sum();
+    if status == "closed_form" && opt.total_hits != formula {
+        return Check::inconclusive(format!(
+            "the closed form's routing evaluates to {} hits, formula (1) to {formula}",
+            opt.total_hits
+        ));
+    }
     let margin = alg.total_hits as f64 - opt.total_hits as f64;
     let outcome = Outcome::fail_if(margin < 0.0);
     let note = format!(
@@ -194,7 +221,7 @@ fn check_router(instance: &Instance, _: &CheckOptions, low_score: LowScore) -> C
         witness: (outcome == Outcome::Fail)
             .then(|| json!({ "sets": sets, "routing": routing, "optimal_routing": best })),
         margin: Some(margin),
-        ..Check::against_optimum(outcome, value, optimum, "exhaustive", note)
+        ..Check::against_optimum(outcome, value, optimum, status, note)
     }
 }
 
@@ -239,6 +266,7 @@ fn check_alg2_uniform(instance: &Instance, _: &CheckOptions) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::claims::Certificate;
 
     #[test]
     fn registry_ids_and_paper() {
@@ -265,5 +293,69 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The closed form is an optimum: on the tiny layers its routing evaluates to the
+    /// exhaustive optimum's hits and to formula (1).
+    #[test]
+    fn closed_form_matches_the_exhaustive_optimum() {
+        for seed in 0..60 {
+            let i = family_tiny(seed);
+            let sets = LayerSets::new(&i);
+            let closed = evaluate_routing(&i, &sets, &routing_closed_form(&sets)).unwrap();
+            let exhaustive =
+                evaluate_routing(&i, &sets, &routing_exhaustive(&sets).unwrap()).unwrap();
+            assert_eq!(closed.total_hits, exhaustive.total_hits, "seed {seed}");
+            assert_eq!(closed.total_hits, objective1(&sets).iter().sum::<usize>());
+        }
+    }
+
+    /// The papers' family: the same layer per seed, Table III's sizes, batches of 1 and 3,
+    /// tier `regime` for every claim; the checks are decided by proved optima (closed forms
+    /// where the exhaustive search refuses) and the router of the text passes.
+    #[test]
+    fn paper_family_sizes_tier_and_certificates() {
+        use crate::tier::{classify, Tier};
+        let premises = super::super::premises::premises();
+        let o = CheckOptions::default();
+        for seed in 0..24 {
+            let i = paper_layer(seed);
+            assert_eq!(i, paper_layer(seed));
+            assert!(formulations::smoe::validate::validate(&i).is_ok());
+            let k = if seed % 3 == 2 { 8 } else { 6 };
+            let tokens = if seed % 6 < 3 { 1 } else { 3 };
+            assert_eq!((i.experts, i.top_k, i.scores.len()), (64, k, tokens));
+            for c in registry() {
+                let tier = classify(&premises, c.info.id, &i);
+                assert_eq!(tier.tier, Tier::Regime, "{}: {:?}", c.info.id, tier.broken);
+                let check = (c.check)(&i, &o);
+                if check.outcome != Outcome::Inconclusive {
+                    assert_eq!(
+                        check.certificate,
+                        Some(Certificate::Optimum),
+                        "{}",
+                        check.note
+                    );
+                }
+                if c.info.id == "smoe/eq1-router-optimal" {
+                    assert_eq!(check.outcome, Outcome::Pass, "seed {seed}: {}", check.note);
+                }
+            }
+        }
+        // A flat layer beyond the exhaustive search: scores 1, 0.99, ..., 0.37 (normalised
+        // away: the thresholds are relative), alpha 0.6: all 8 active experts are low-score
+        // (T = 1.6 S_9 > 1), all 56 inactive ones candidates (R = 0.4 S_9 < 0.37): C(64, 8) =
+        // 4.4e9 subsets, so the closed form decides, and the text's router reaches it.
+        let mut flat = paper_layer(2);
+        flat.alpha = 0.6;
+        flat.scores = vec![(0..64).map(|e| 1.0 - 0.01 * f64::from(e)).collect()];
+        let check = check_router(&flat, &o, LowScore::Missing);
+        assert_eq!(
+            check.solver_status.as_deref(),
+            Some("closed_form"),
+            "{}",
+            check.note
+        );
+        assert_eq!(check.outcome, Outcome::Pass, "{}", check.note);
     }
 }

@@ -13,6 +13,11 @@
 //!   Hugging Face config, not the paper), one token, alpha = 0.25 (the paper's S3 setting,
 //!   Sec. VI-B), G of 50% of E; costs are assumptions: C_load = 6 ms and C_CPU = 2 ms (S3's
 //!   "CPU time ... only one-third of load time", Sec. VI-C), GPU 0.1 ms; sigma in [0.8, 1.5].
+//!
+//! The papers' scale ([`paper_layer`], `verify --scale paper`): the three settings of Table
+//! III (deepseek-moe-16b and XVERSE-MoE-A4.2B, 64 routed experts top-6; Qwen2-57B-A14B, 64
+//! top-8), batches of 1 and 3 tokens, alpha on Table IV's grid, the GPU's share of the model's
+//! bytes as the resident share (0.39, 0.33, 0.45), the qwen2-57b preset's costs and scores.
 
 use formulations::smoe::validate::validate;
 use formulations::smoe::{Costs, Instance};
@@ -39,6 +44,70 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
     (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
 }
 
+/// Per token softmax scores of sigma N(0, 1) logits over `experts`, and a uniformly random
+/// resident set of round(share E) experts (increasing ids).
+fn draw_layer(
+    rng: &mut ChaCha8Rng,
+    experts: usize,
+    tokens: usize,
+    sigma: f64,
+    share: f64,
+) -> (Vec<Vec<f64>>, Vec<u32>) {
+    let scores = (0..tokens)
+        .map(|_| {
+            let z: Vec<f64> = (0..experts).map(|_| sigma * normal(rng)).collect();
+            let max = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let ex: Vec<f64> = z.iter().map(|x| (x - max).exp()).collect();
+            let sum: f64 = ex.iter().sum();
+            ex.into_iter().map(|x| x / sum).collect()
+        })
+        .collect();
+    let cached = ((share * experts as f64).round() as usize).min(experts);
+    let mut gpu_cache: Vec<u32> = sample(rng, experts, cached)
+        .into_iter()
+        .map(|e| e as u32)
+        .collect();
+    gpu_cache.sort_unstable();
+    (scores, gpu_cache)
+}
+
+/// The paper's settings (Table III) at the papers' scale: name, routed experts, top-k (the
+/// models' public Hugging Face configs, not the paper) and the GPU's share of the model's
+/// bytes (Table III), read as the share of experts resident.
+pub const PAPER_SETTINGS: [(&str, usize, usize, f64); 3] = [
+    ("S1 deepseek-moe-16b", 64, 6, 12.0 / 31.0),
+    ("S2 XVERSE-MoE-A4.2B", 64, 6, 16.0 / 49.0),
+    ("S3 Qwen2-57B-A14B", 64, 8, 48.0 / 107.0),
+];
+
+/// A decoding step's layer at the papers' scale: seed % 6 picks the setting of Table III
+/// ([`PAPER_SETTINGS`], seed % 3) and the batch (1 token for seed % 6 < 3, else 3: Sec. VI-B's
+/// batch sizes); ChaCha8(seed) draws alpha from Table IV's grid 0, 0.05, ..., 0.6, sigma in
+/// [0.8, 1.5], the scores and the resident set as the presets do; uniform costs C_load = 6 ms,
+/// C_CPU = 2 ms (S3's ratio, Sec. VI-C, for every setting), GPU 0.1 ms.
+pub fn paper_layer(seed: u64) -> Instance {
+    let (name, experts, top_k, share) = PAPER_SETTINGS[(seed % 3) as usize];
+    let tokens = if seed % 6 < 3 { 1 } else { 3 };
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let alpha = f64::from(rng.random_range(0..=12u32)) / 20.0;
+    let sigma = rng.random_range(0.8..=1.5);
+    let (scores, gpu_cache) = draw_layer(&mut rng, experts, tokens, sigma, share);
+    Instance {
+        problem: ProblemKind::Smoe,
+        name: format!("{name} batch {tokens} alpha {alpha:.2} seed {seed}"),
+        experts,
+        top_k,
+        alpha,
+        scores,
+        gpu_cache,
+        costs: Costs::Uniform {
+            load_s: 6e-3,
+            cpu_s: 2e-3,
+            gpu_s: 1e-4,
+        },
+    }
+}
+
 /// A layer of the preset at `seed`; validated.
 pub fn try_generate(preset: Preset, seed: u64) -> Result<Instance, Error> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -53,21 +122,7 @@ pub fn try_generate(preset: Preset, seed: u64) -> Result<Instance, Error> {
         ),
         Preset::Qwen2_57b => (64, 8, 1, 0.25, 0.5, rng.random_range(0.8..=1.5)),
     };
-    let scores = (0..tokens)
-        .map(|_| {
-            let z: Vec<f64> = (0..experts).map(|_| sigma * normal(&mut rng)).collect();
-            let max = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let ex: Vec<f64> = z.iter().map(|x| (x - max).exp()).collect();
-            let sum: f64 = ex.iter().sum();
-            ex.into_iter().map(|x| x / sum).collect()
-        })
-        .collect();
-    let cached = ((share * experts as f64).round() as usize).min(experts);
-    let mut gpu_cache: Vec<u32> = sample(&mut rng, experts, cached)
-        .into_iter()
-        .map(|e| e as u32)
-        .collect();
-    gpu_cache.sort_unstable();
+    let (scores, gpu_cache) = draw_layer(&mut rng, experts, tokens, sigma, share);
     let (load, cpu, gpu) = match preset {
         Preset::Qwen2_57b => (6e-3, 2e-3, 1e-4),
         _ => (

@@ -455,6 +455,86 @@ fn build(
     }
 }
 
+/// The activation-count files of ../shared/data/activation-counts (README there) that the
+/// papers' scale draws its layers from, with the device preset of each model.
+pub const SHARED_COUNTS: [(&str, Preset); 3] = [
+    ("qwen.json.gz", Preset::QwenOrin),
+    ("deepseek.json.gz", Preset::DeepseekOrin),
+    ("switch.json.gz", Preset::SwitchOrin),
+];
+
+/// The counts file `SHARED_COUNTS[index]`, read once per process; `None` when the shared data
+/// folder is absent or the file does not read (a user's machine: callers fall back).
+pub fn shared_counts(index: usize) -> Option<&'static crate::counts::ActivationCounts> {
+    use std::sync::OnceLock;
+    static FILES: [OnceLock<Option<crate::counts::ActivationCounts>>; 3] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let (file, _) = SHARED_COUNTS.get(index)?;
+    FILES[index]
+        .get_or_init(|| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../shared/data/activation-counts")
+                .join(file);
+            crate::counts::read(&path, &Header::default()).ok()
+        })
+        .as_ref()
+}
+
+/// Most tokens one expert may have at the papers' scale (the `selected-experts` premise:
+/// decoding batches of at most 16 tokens).
+pub const PAPER_MAX_EXPERT_TOKENS: u64 = 16;
+
+/// A real layer at the papers' scale: model `SHARED_COUNTS[seed % 3]`; with r = seed / 3 drawn
+/// by ChaCha8(seed): a MoE layer (one with a routed token) uniformly, then the first prompt
+/// from a uniform start (cyclically) whose row at that layer routes a token and gives no
+/// expert more than [`PAPER_MAX_EXPERT_TOKENS`] tokens (a prompt has about 20 tokens, and the
+/// paper's batches have at most 16); the model's Orin device and [`DEVICE_RATES`] states. When
+/// the file is absent, or no prompt qualifies, the model's device preset at `seed` (uniform
+/// routing of 16 tokens), named so.
+pub fn paper_layer(seed: u64) -> Instance {
+    let (_, preset) = SHARED_COUNTS[(seed % 3) as usize];
+    let fallback = |why: &str| {
+        let mut i = generate(&GeneratorConfig::preset(preset), seed);
+        i.name = format!("{} seed {seed} ({why})", preset.name());
+        i
+    };
+    let Some(counts) = shared_counts((seed % 3) as usize) else {
+        return fallback("no shared counts file");
+    };
+    let Some(device) = device_for_model(&counts.model) else {
+        return fallback("unknown model");
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let moe_layers: Vec<usize> = (0..counts.layers)
+        .filter(|&l| counts.counts.iter().any(|p| p[l].iter().any(|&c| c > 0)))
+        .collect();
+    if moe_layers.is_empty() {
+        return fallback("no MoE layer");
+    }
+    let layer = moe_layers[rng.random_range(0..moe_layers.len())];
+    let start = rng.random_range(0..counts.prompts);
+    let prompt = (0..counts.prompts)
+        .map(|i| (start + i) % counts.prompts)
+        .find(|&p| {
+            let row = &counts.counts[p][layer];
+            row.iter().any(|&c| c > 0) && row.iter().all(|&c| c <= PAPER_MAX_EXPERT_TOKENS)
+        });
+    let Some(prompt) = prompt else {
+        return fallback("no prompt within the token limit");
+    };
+    let row: Vec<u32> = counts.counts[prompt][layer]
+        .iter()
+        .map(|&c| c as u32)
+        .collect();
+    build(
+        format!("{} layer {layer} prompt {prompt}", counts.model),
+        &device,
+        &row,
+        &DEVICE_RATES,
+        &mut rng,
+    )
+}
+
 /// What [`import`] needs besides the counts file. Every field has a default, so an import
 /// needs no configuration; a configuration file gives any subset of the fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,11 +13,26 @@
 //!   `sum_e p_t_e x_t_e >= tau m_t - sum of the forced p - 1e-9` (m_t: original top-K mass);
 //! * minimise sum l (loads, compulsory ones included).
 //!
-//! Size: T E binaries r, T E continuous l, up to T (E - J) binaries x; T (E + 2) + ... rows.
-//! [`MAX_RESIDENCY_VARS`] caps T E. Solve times measured on the project's machine are in the
-//! module doc of moe-opt's `cache::bounds` (T = 200, E = 16, C = 8: well under a second with
-//! top-J / max-rank freedom, a few seconds with a mass rule).
+//! Size ([`MilpSize::of`], counted before anything is built): T E binaries r, T E continuous
+//! l, up to T (E - J) binaries x; T (E + 1) rows (cap, load) and, per flexible step, one row
+//! per optional expert and one or two more (pick, mass). Nonzeros: E per cap row, 2 or 3 per
+//! load row, 2 per use row, one per optional expert in pick and mass.
 //!
+//! ## The size guard (a memory estimate)
+//! [`OfflineMilp::build`] refuses ([`Error::TooLarge`], naming the size and the estimate) a
+//! model whose estimated memory exceeds [`MAX_MILP_BYTES`]: [`BYTES_PER_VARIABLE`] per column
+//! plus [`BYTES_PER_NONZERO`] per nonzero. Measured: the peak resident memory of `moe-opt solve
+//! --method milp-fixed` on one layer of the DeepSeek preset (E = 64, K = 6, C = 32; HiGHS 1.15,
+//! one thread, the project's 2-core machine) is 105, 206, 403 and 868 MB at T = 400, 800,
+//! 1,600 and 3,200: linear in T E, 4.24 KB per (step, expert) at T = 3,200, which carries 2
+//! columns and 4 nonzeros, so 707 bytes per column or nonzero, rounded up to 750. The figure
+//! covers every copy a solve holds at its peak (this model with its names, good_lp's
+//! expressions, HiGHS's column- and row-wise matrices, presolve and the MIP solver's LP), so
+//! it is the process's peak, not HiGHS's arrays alone (about 12 bytes a nonzero each). A
+//! long branch-and-bound search grows beyond it: a flexible model of the OLMoE preset (T =
+//! 299, J = 2, M = 10) peaked at 408 MB, 4.7 times its estimate, after 19 s. At the limit, 4
+//! GiB, a fixed model of E = 64 experts has about 14,900 steps (384 units a step).
+
 //! The incumbent is decoded into a [`Schedule`] and re-evaluated by the one evaluator
 //! ([`super::offline::evaluate`]): the loads reported are the evaluator's.
 
@@ -25,8 +40,73 @@ use super::offline::{evaluate, CacheInstance, Evaluation, Schedule, ScheduleStep
 use crate::error::Error;
 use crate::milp::{Milp, MilpSolution, Sense, SolveOptions, VarId};
 
-/// Most residency variables T x E the models accept.
-pub const MAX_RESIDENCY_VARS: usize = 200_000;
+/// Peak memory of a solve per column of the model, bytes (module doc: the size guard).
+pub const BYTES_PER_VARIABLE: u64 = 750;
+
+/// Peak memory of a solve per nonzero of the constraint matrix, bytes (module doc).
+pub const BYTES_PER_NONZERO: u64 = 750;
+
+/// Most estimated memory of a model [`OfflineMilp::build`] accepts: 4 GiB, so that two solves
+/// in parallel (`verify --jobs 2`) take 8 of the project's 23 GB at the estimate, leaving room
+/// for a long branch-and-bound search, which grows beyond it (module doc).
+pub const MAX_MILP_BYTES: u64 = 4 << 30;
+
+/// The size of an instance's model, counted without building it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MilpSize {
+    /// Columns: r, l and the choice binaries x.
+    pub variables: u64,
+    /// Binary columns: r and x.
+    pub binaries: u64,
+    /// Rows.
+    pub rows: u64,
+    /// Nonzeros of the constraint matrix.
+    pub nonzeros: u64,
+}
+
+impl MilpSize {
+    /// The model's size for `instance` (fixed routing unless `flexible`). A huge instance is
+    /// counted in O(1): when the residency part alone is over [`MAX_MILP_BYTES`], the
+    /// flexible part (which needs every step's ranking) is not counted.
+    pub fn of(instance: &CacheInstance, flexible: bool) -> Self {
+        let (t, e, k) = (
+            instance.steps() as u64,
+            instance.experts() as u64,
+            instance.top_k(),
+        );
+        let te = t.saturating_mul(e);
+        // cap: E a row; load: 3 a row but 2 at t = 0.
+        let mut size = MilpSize {
+            variables: te.saturating_mul(2),
+            binaries: te,
+            rows: te.saturating_add(t),
+            nonzeros: te.saturating_mul(4).saturating_sub(e),
+        };
+        if !flexible || size.bytes() > MAX_MILP_BYTES {
+            return size;
+        }
+        for step in 0..instance.steps() {
+            let allowed = instance.allowed(step, true);
+            if allowed.forced.len() >= k {
+                continue;
+            }
+            let optional = allowed.optional.len() as u64;
+            let rows = 1 + u64::from(allowed.mass.is_some());
+            size.variables += optional;
+            size.binaries += optional;
+            size.rows += optional + rows;
+            size.nonzeros += 2 * optional + rows * optional;
+        }
+        size
+    }
+
+    /// The estimated peak memory of a solve, bytes (module doc: the size guard).
+    pub fn bytes(&self) -> u64 {
+        self.variables
+            .saturating_mul(BYTES_PER_VARIABLE)
+            .saturating_add(self.nonzeros.saturating_mul(BYTES_PER_NONZERO))
+    }
+}
 
 /// Variables of one step.
 #[derive(Debug, Clone)]
@@ -63,14 +143,24 @@ pub struct OfflineSolution {
 
 impl OfflineMilp {
     /// Builds the fixed-routing (`flexible` false) or flexible-routing model;
-    /// [`Error::TooLarge`] beyond [`MAX_RESIDENCY_VARS`].
+    /// [`Error::TooLarge`] when its estimated memory exceeds [`MAX_MILP_BYTES`] (module doc).
     pub fn build(instance: &CacheInstance, flexible: bool) -> Result<Self, Error> {
         let (t_n, e_n, k) = (instance.steps(), instance.experts(), instance.top_k());
-        if t_n * e_n > MAX_RESIDENCY_VARS {
+        let size = MilpSize::of(instance, flexible);
+        if size.bytes() > MAX_MILP_BYTES {
+            let gb = |b: u64| b as f64 / f64::from(1u32 << 30);
             return Err(Error::TooLarge(format!(
-                "offline caching MILP: T x E = {t_n} x {e_n} = {} residency binaries, limit \
-                 {MAX_RESIDENCY_VARS}",
-                t_n * e_n
+                "offline caching MILP: T x E = {t_n} x {e_n}: {} variables ({} binaries), {} \
+                 rows, {} nonzeros, estimated {:.1} GiB of memory ({BYTES_PER_VARIABLE} bytes \
+                 a variable + {BYTES_PER_NONZERO} a nonzero, measured), over the limit of \
+                 {:.0} GiB (formulations::cache::milp::MAX_MILP_BYTES); take fewer tokens \
+                 (`offline --tokens`) or use Belady, optimal for fixed routing",
+                size.variables,
+                size.binaries,
+                size.rows,
+                size.nonzeros,
+                gb(size.bytes()),
+                gb(MAX_MILP_BYTES)
             )));
         }
         let mut m = Milp::new(
@@ -271,6 +361,59 @@ mod tests {
         assert!(model.milp.max_violation(&v) < 1e-12);
         assert_eq!(model.milp.objective_at(&v), loads as f64);
         assert_eq!(model.decode(&v), schedule);
+    }
+
+    #[test]
+    fn the_counted_size_is_the_built_models_and_the_guard_refuses_by_the_estimate() {
+        // Fixed and flexible (J = 1, M = 3, with and without a mass rule) on a small ranked
+        // instance: the count made without building equals the model's.
+        let z = |v: [f32; 4]| v.to_vec();
+        let t = crate::cache::offline::tests::trace_from_logits(
+            4,
+            2,
+            &[
+                z([4.0, 3.0, 2.0, 1.0]),
+                z([1.0, 2.0, 4.0, 3.0]),
+                z([2.0, 4.0, 1.0, 3.0]),
+            ],
+        );
+        for min_mass in [None, Some(0.5)] {
+            let freedom = Freedom {
+                top_j: 1,
+                max_rank: Some(3),
+                min_mass,
+            };
+            let i = instance(t.clone(), 2, freedom);
+            for flexible in [false, true] {
+                let m = OfflineMilp::build(&i, flexible).unwrap().milp;
+                let built = MilpSize {
+                    variables: m.num_vars() as u64,
+                    binaries: m.num_integers() as u64,
+                    rows: m.num_rows() as u64,
+                    nonzeros: m.num_nonzeros() as u64,
+                };
+                assert_eq!(MilpSize::of(&i, flexible), built, "{flexible} {min_mass:?}");
+            }
+        }
+        // Fixed, T = 3, E = 4 by hand: 24 columns (12 binaries), 3 + 12 rows, 3 x 4 cap
+        // nonzeros + 4 x 2 (t = 0) + 8 x 3 load nonzeros = 44.
+        let i = instance(t, 2, Freedom::fixed(2));
+        let size = MilpSize::of(&i, false);
+        assert_eq!(
+            (size.variables, size.binaries, size.rows, size.nonzeros),
+            (24, 12, 15, 44)
+        );
+        // A model estimated over the limit is refused, naming its size and the estimate: T =
+        // 128 steps of E = 2^16 experts is 2^24 columns and 2^25 - 2^16 nonzeros, about
+        // (2^24 + 2^25) x 750 bytes = 35 GiB > 4 GiB (counted in O(1), nothing built).
+        let mut i = instance(top1_trace(4, &[0; 128]), 2, Freedom::fixed(1));
+        i.trace.experts = 1 << 16;
+        assert!(MilpSize::of(&i, false).bytes() > MAX_MILP_BYTES);
+        let e = OfflineMilp::build(&i, false).unwrap_err().to_string();
+        assert!(
+            e.contains("16777216 variables") && e.contains("GiB of memory") && e.contains("limit"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! * [`evaluate`]: the one evaluator of (2), the constraints, the local-compute ratio and the
 //!   latency of (1);
 //! * [`milp`]: the exact MILP of (2) with coverage and memory;
+//! * [`bounds`]: a closed-form lower bound on its optimum (per-server local capacity);
 //! * [`simulate`]: the event-driven simulator of Section IV-C (Poisson arrivals, FIFO GPUs and
 //!   links).
 //!
@@ -24,6 +25,7 @@
 //! X. Zhang, J. Zuo, "Accelerating Edge Inference for Distributed MoE Models with
 //! Latency-Optimized Expert Placement".
 
+pub mod bounds;
 pub mod evaluate;
 pub mod milp;
 pub mod model;

@@ -1,7 +1,7 @@
 //! The sets of Table II, the one evaluator of a routing (objective (1)) and of a CPU-vs-PCIe
 //! split (objective (4)), and their exact optima that need no solver: the exhaustive
-//! per-token optimum of (1), the closed form of (4) for uniform costs and the exhaustive split
-//! for per-expert costs. Readings: module doc of [`crate::smoe`].
+//! per-token optimum of (1) and its closed form (any size), the closed form of (4) for uniform
+//! costs and the exhaustive split for per-expert costs. Readings: module doc of [`crate::smoe`].
 
 use itertools::Itertools;
 use serde::Serialize;
@@ -293,6 +293,29 @@ pub fn routing_exhaustive(sets: &LayerSets) -> Result<Vec<Vec<u32>>, Error> {
             o
         })
         .collect())
+}
+
+/// A per-token optimum of (1) without enumeration: O_t = C_t, then the available experts of
+/// E_l, then the available candidates (each best first), then the unavailable experts of E_l,
+/// up to |E_l| after C_t. Its value |V ∩ E_a| + min(|E_l \ V|, |S ∩ V|) is the maximum of
+/// (1) (module doc of [`crate::smoe`]: the |E_l| free slots take every available expert of
+/// E_l ∪ S up to |E_l|, and no O_t can hold more available experts than that), so the
+/// evaluator's value of this routing equals [`objective1`] at any size.
+pub fn routing_closed_form(sets: &LayerSets) -> Vec<Vec<u32>> {
+    sets.tokens
+        .iter()
+        .map(|t| {
+            let available = |e: &&u32| sets.is_available(**e);
+            let free = t
+                .low_score
+                .iter()
+                .filter(available)
+                .chain(t.candidates.iter().filter(available))
+                .chain(t.low_score.iter().filter(|e| !sets.is_available(**e)))
+                .take(t.low_score.len());
+            t.top_score.iter().chain(free).copied().collect()
+        })
+        .collect()
 }
 
 /// A CPU-vs-PCIe split of the missed experts.

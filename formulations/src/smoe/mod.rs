@@ -62,8 +62,8 @@ pub mod model;
 pub mod validate;
 
 pub use evaluate::{
-    evaluate_routing, objective1, objective4, routing_exhaustive, split_exhaustive,
-    split_optimum_uniform, LayerSets, RoutingValue, Split, TokenSets,
+    evaluate_routing, objective1, objective4, routing_closed_form, routing_exhaustive,
+    split_exhaustive, split_optimum_uniform, LayerSets, RoutingValue, Split, TokenSets,
 };
 pub use milp::{ExactSplit, RoutingMilp, SplitMilp};
 pub use model::{Costs, Instance};

@@ -8,7 +8,7 @@
 //! * [`model`]: the instance (serde JSON) and the DAGs;
 //! * [`validate`]: the rules an instance must satisfy, with the failing field named;
 //! * [`schedule`]: the one evaluator, a simulator returning the makespan and a Gantt chart;
-//! * [`bounds`]: Lemma B.3's lower bound and Def. B.2's critical paths;
+//! * [`bounds`]: Lemma B.3's lower bound, Def. B.2's critical paths and the resource bound;
 //! * [`milp`]: the exact makespan MILP for small instances;
 //! * [`pool`]: the cache-pool planning instance of Sec. 3.4 and App. C-D (Alg. 2, Alg. 3 and
 //!   the expected makespan Alg. 4 minimises).
@@ -26,7 +26,8 @@ pub mod schedule;
 pub mod validate;
 
 pub use bounds::{
-    critical_path, lower_bound, repaired_critical_path, repaired_lower_bound, LowerBound,
+    critical_path, lower_bound, repaired_critical_path, repaired_lower_bound, resource_lower_bound,
+    LowerBound, ResourceBound,
 };
 pub use milp::{ExactSolution, ZipMoeMilp};
 pub use model::{CompressionState, Instance, SelectedExpert, Task, TaskType};

@@ -35,11 +35,40 @@
 //!
 //! OPT of P1 comes from [`algorithms::exhaustive`] (at most 22 relevant pairs; reference kind
 //! optimum, status `exhaustive`) or else from the MILP of P1 (optimum only with status
-//! `optimal`; otherwise its best bound is reported as a bound and the instance is
-//! inconclusive). The optimum X_n^* of P2_n comes from enumerating every subset of server n's
-//! relevant experts within Q_n (at most 20 such experts) or else from
+//! `optimal`; stopped by its time limit, its best bound is an upper bound on OPT and its
+//! incumbent, re-evaluated, a lower one). The optimum X_n^* of P2_n comes from enumerating every
+//! subset of server n's relevant experts within Q_n (at most 20 such experts) or else from
 //! [`SlimCachingMilp::build`] with `Scope::Fixed(X_{<n})` on earlier servers, `Scope::Free` on
-//! n and `Scope::Fixed(empty)` on later ones. Ratio claims pass only against a proved optimum.
+//! n and `Scope::Fixed(empty)` on later ones. A ratio claim `ALG >= b OPT` passes when ALG >= b
+//! UB for a proved upper bound UB (certificate `bound`, or `optimum` when UB is a proved
+//! optimum) and fails when ALG < b LB for a feasible solution's value LB.
+//!
+//! ## Bounds (the paper's sizes)
+//!
+//! On an instance whose P1 MILP has more than [`PAPER_SIZED_VARIABLES`] variables (the paper's
+//! presets; the small-scale families stay far below), the ratio checks first try a one-pass
+//! upper bound (module `bounds`; reference status `relaxation_bound`, lower bound the
+//! algorithm's own value) and fall back on the MILP only when it does not certify a pass. Both
+//! rest on
+//! the evaluator's routing latency G_d being a sum of non-negative costs: the associated
+//! server's compute once if it serves an expert, per other server visited its visit once and a
+//! return per expert, the cloud's visit once and a return per expert.
+//!
+//! * P1: F(X) <= sum_d W_d (G_d(empty) - L_d) for every X, with L_d = min(T^CP_E(n_u),
+//!   min_{n' != n_u} (visit_{n'} + |R_d| return_{n'}), G_d(empty)). Proof: a route that uses
+//!   several places pays each one's once-cost and per expert at least the cheapest return among
+//!   them, so serving all of R_d at one place is at least as fast; the routing rule only
+//!   removes routes; capacities are dropped. On the paper preset (seed 0) this is 0.189839 s
+//!   against the MILP's best bound of 0.189863 s after 60 s: the MILP's LP relaxation is no
+//!   tighter than dropping capacities.
+//! * P2_n: with h_d(T) = G_d(X_{<n}) - G_d(X_{<n} + T on n) for T a subset of R_d (tabulated
+//!   over its 2^|R_d| <= 16 subsets), F~_n(S) = sum_d W_d h_d(S cap R_d). Credits u_{d,e} =
+//!   h_d(e | R_d - e) + delta_d, delta_d = max_T (h_d(T) - sum_{e in T} h_d(e | R_d - e))^+
+//!   (0 when h_d is supermodular, Prop. 4), give sum_{e in T} u_{d,e} >= h_d(T) for every T, so
+//!   F~_n(S) <= sum_{e in S} U_e with U_e = sum_d W_d u_{d,e}; the fractional knapsack over
+//!   (U_e, b_e) within Q_n bounds the right side. This is the modular upper bound of Prop. 5's
+//!   proof (top marginals), so wherever Prop. 5 holds by its own argument, Alg. 3 reaches
+//!   (1 - kappa_n) of it up to the fractional item.
 //!
 //! ## The claims (ids `slimcaching/...`)
 //!
@@ -76,8 +105,10 @@
 //!    K_m > 1 demand needs one of server n's experts, or every one of its 2^|V_n| values is 0,
 //!    as happens on a last server whose Top-K > 1 experts are all better served elsewhere),
 //!    kappa_n is taken as 0: the supermodular part is absent and (24) is Remark 2's
-//!    exactness. When kappa_n is otherwise undefined the server is inconclusive. If F~^super_n is not monotone supermodular,
-//!    Definition 4's premise fails: kappa_n is still computed and used, and the note says so.
+//!    exactness. When kappa_n is otherwise undefined the server is inconclusive. If F~^super_n
+//!    is not monotone supermodular, Definition 4's premise fails: kappa_n is still computed
+//!    and used, and the note says so (checked exhaustively where |V_n| <= 20; at the paper's
+//!    sizes it is not checked).
 //!    Per instance: fail when any server fails; value, reference, ratio and bound are those of
 //!    the worst server (a failing one first, then the lowest margin, then the lowest ratio).
 //!    Family `tiny-mixed`.
@@ -219,6 +250,24 @@
 //!   rates, 0.01 s each way to the cloud).
 //! * `small`: the small preset unchanged.
 //!
+//! At the paper's scale (`verify --scale paper`), families of the paper preset (Sec. VI-A's
+//! network, compute and 18-model library, [`crate::slimcaching::generate`]), the figure point
+//! chosen by seed % k and the random draw by seed / k:
+//!
+//! * `paper-top1`: the paper's three Top-1 models only (ST-b-8/16/32, 672 experts, 6.3 GB),
+//!   (N, U, Q) in [`PAPER_TOP1_POINTS`]: N = 4, U = 20 at Fig. 6(a)'s 1.25 and 2.5 GB, and at
+//!   1.25 GB Fig. 8(a)'s N = 2 and 10 and Fig. 8(b)'s U = 50 (at the paper's 5 GB the four
+//!   servers would hold every Top-1 expert). Props. 1 and 3, Remark 2, the repaired Prop. 3.
+//! * `paper`: the whole library, (N, U, Q) in [`PAPER_POINTS`]: Sec. VI-A's (4, 20, 5 GB),
+//!   Fig. 6(a)'s 2.5 GB, Fig. 8(a)'s N = 2 and 10, Fig. 8(b)'s U = 50. Prop. 5, Thm. 1, Prop.
+//!   6 (N >= 2) and Alg. 3 = Alg. 2.
+//! * `paper-single`: the whole library on one server, (U, Q) in [`PAPER_SINGLE_POINTS`]
+//!   (Fig. 1's 1.5 GB, U = 10, 20, 50). Prop. 6 (N = 1): the paper's links are symmetric
+//!   and its compute (microseconds per expert) negligible next to the 10 ms cloud link.
+//!
+//! Props. 2 and 4 have no paper-scale family (the registry says why); Prop. 1 is checked there
+//! on sampled chains only, so it can fail but not pass.
+//!
 //! [`Check::margin`]: crate::claims::Check::margin
 //! [`Outcome`]: crate::claims::Outcome
 //! [`SlimCachingMilp::build`]: formulations::slimcaching::SlimCachingMilp::build
@@ -229,6 +278,7 @@
 //! [`algorithms::knapsack_maxconv`]: super::algorithms::knapsack_maxconv
 //! [`worst_slack`]: verification::worst_slack
 
+mod bounds;
 mod curvature;
 mod families;
 mod properties;
@@ -241,7 +291,7 @@ use formulations::slimcaching::validate::validate;
 use formulations::slimcaching::{Instance, LatencyModel};
 use verification::{Slack, Tolerance};
 
-use crate::claims::{Claim, ClaimInfo, ClaimKind, Quantifier};
+use crate::claims::{Claim, ClaimInfo, ClaimKind, PaperScale, Quantifier};
 use curvature::{
     check_prop5, check_prop6_multi, check_prop6_multi_repaired, check_prop6_single,
     check_prop6_single_repaired, check_thm1,
@@ -252,8 +302,9 @@ use references::{check_alg3_equals_alg2, check_prop3, check_prop3_repaired, chec
 
 pub use crate::claims::CheckOptions;
 pub use families::{
-    family_prop6_multi, family_prop6_single, family_small, family_tiny_mixed, family_tiny_top1,
-    family_tiny_top2,
+    family_paper, family_paper_single, family_paper_top1, family_prop6_multi, family_prop6_single,
+    family_small, family_tiny_mixed, family_tiny_top1, family_tiny_top2, PAPER_POINTS,
+    PAPER_SINGLE_POINTS, PAPER_TOP1_POINTS,
 };
 
 /// The paper's file in ../shared/papers/.
@@ -270,6 +321,14 @@ pub const EXHAUSTIVE_SET_LIMIT: usize = verification::setfn::EXHAUSTIVE_LIMIT;
 
 /// Random chains sampled when a ground set is larger than [`EXHAUSTIVE_SET_LIMIT`].
 pub const SAMPLED_CHAINS: u64 = 20_000;
+
+/// An instance whose P1 MILP has more variables than this is of the paper's size: there the
+/// ratio checks try the one-pass bounds of module `bounds` before the MILP (the families at the
+/// small scale stay far below: at most a few thousand variables).
+pub const PAPER_SIZED_VARIABLES: u64 = 50_000;
+
+/// The solver status of a reference that is one of the one-pass bounds of module `bounds`.
+pub const RELAXATION_STATUS: &str = "relaxation_bound";
 
 /// Most relevant experts of one server for which P2_n is solved by enumeration; above, the
 /// MILP is used.
@@ -321,6 +380,29 @@ pub fn registry() -> Vec<SlimClaim> {
         N x E <= 16";
     const TINY_MIXED: &str = "tiny-mixed: tiny preset (one Top-1 and one Top-2 model), N = 1-3 \
         servers, N x E <= 16";
+    const PAPER_TOP1: &str = "paper-top1: the paper preset (Sec. VI-A) with its three Top-1 \
+        models (ST-b-8/16/32, 672 experts); seed % 5 picks (N, U, Q) from (4, 20, 1.25 GB), (4, \
+        20, 2.5 GB), (2, 20, 1.25 GB), (10, 20, 1.25 GB), (4, 50, 1.25 GB) (Fig. 6(a)'s \
+        storages, Fig. 8's sweeps of N and U), seed / 5 the random draw";
+    const PAPER_TOP1_SAMPLED: &str = "paper-top1 (as prop3-greedy-ratio), checked on 20,000 \
+        sampled chains per property: no violation among them is reported inconclusive, never \
+        a pass; a violation found is a fail with its witness";
+    const PAPER_FULL: &str = "paper: the paper preset (Sec. VI-A: 18 models, 3,872 experts, \
+        Top-1/2/4); seed % 5 picks (N, U, Q) from (4, 20, 5 GB), (4, 20, 2.5 GB), (2, 20, 5 \
+        GB), (10, 20, 5 GB), (4, 50, 5 GB) (Sec. VI-A, Fig. 6(a), Fig. 8(a), Fig. 8(b)), seed / \
+        5 the random draw";
+    const PAPER_SINGLE: &str = "paper-single: the paper preset on N = 1 edge server; seed % 4 \
+        picks (U, Q) from (20, 5 GB), (20, 1.5 GB) (Fig. 1's storage), (10, 5 GB), (50, 5 GB), \
+        seed / 4 the random draw (the paper's links are symmetric and its compute negligible \
+        next to the 10 ms cloud link, Prop. 6's premises)";
+    const PROP2_WITHOUT: &str = "Prop. 2 is read for K_m > 1 on every model, and every \
+        instance the paper evaluates mixes its Top-1 ST-b models with the Top-2 and Top-4 ones \
+        (Sec. VI-A), so none meets the premise; the check also enumerates the 2^|V| subsets of \
+        V (|V| = N x E = 15,488 pairs on the paper preset)";
+    const PROP4_WITHOUT: &str = "the check enumerates the 2^|V_n| subsets of each server's \
+        experts (|V_n| up to 3,872 on the paper preset); 20,000 sampled chains per property \
+        take about 85 s per paper instance in the dev profile and could only report that no \
+        violation was found";
     vec![
         SlimClaim {
             info: ClaimInfo {
@@ -343,6 +425,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_tiny_top1,
+            paper: PaperScale::Family(PAPER_TOP1_SAMPLED, family_paper_top1),
             check: check_prop1,
         },
         SlimClaim {
@@ -365,6 +448,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_tiny_top2,
+            paper: PaperScale::Without(PROP2_WITHOUT),
             check: check_prop2_monotone,
         },
         SlimClaim {
@@ -390,6 +474,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_tiny_top2,
+            paper: PaperScale::Without(PROP2_WITHOUT),
             check: check_prop2_neither,
         },
         SlimClaim {
@@ -399,7 +484,8 @@ pub fn registry() -> Vec<SlimClaim> {
                 place: "Prop. 3 (Sec. V-A), Alg. 1",
                 statement: "When K_m = 1 for every model, Alg. 1 returns S with \
                     F_1(S) >= (1 - 1/e) F_1(X*)",
-                measured: "F(Alg. 1) / F(X*), X* by exhaustive search (or the MILP of P1)",
+                measured: "F(Alg. 1) / F(X*), X* by exhaustive search (or the MILP of P1; at the \
+                    paper's sizes first a one-pass upper bound)",
                 bound: "ratio >= 1 - 1/e = 0.632",
                 family: TINY_TOP1,
                 quote: PROP3_QUOTE,
@@ -409,6 +495,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_tiny_top1,
+            paper: PaperScale::Family(PAPER_TOP1, family_paper_top1),
             check: check_prop3,
         },
         SlimClaim {
@@ -421,7 +508,8 @@ pub fn registry() -> Vec<SlimClaim> {
                     the best single expert) returns S with F(S) >= alpha F(X*) for N = 1 and \
                     alpha/(1 + alpha) F(X*) for N >= 2, alpha = (1 - 1/e)/2",
                 measured:
-                    "F(successive greedy) / F(X*), X* by exhaustive search (or the MILP of P1)",
+                    "F(successive greedy) / F(X*), X* by exhaustive search (or the MILP of P1; \
+                    at the paper's sizes first a one-pass upper bound)",
                 bound: "ratio >= (1 - 1/e)/2 = 0.316 (N = 1), >= 0.240 (N >= 2)",
                 family: TINY_TOP1,
                 quote: PROP3_QUOTE,
@@ -431,6 +519,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_tiny_top1,
+            paper: PaperScale::Family(PAPER_TOP1, family_paper_top1),
             check: check_prop3_repaired,
         },
         SlimClaim {
@@ -458,6 +547,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_tiny_mixed,
+            paper: PaperScale::Without(PROP4_WITHOUT),
             check: check_prop4,
         },
         SlimClaim {
@@ -469,7 +559,8 @@ pub fn registry() -> Vec<SlimClaim> {
                     F~_n(X_n) >= (1 - kappa_n) F~_n(X_n^*), X_n^* optimal for P2_n and kappa_n \
                     the supermodular curvature (Definition 4) of F~^super_n",
                 measured: "per server of Alg. 3's run: F~_n(X_n^alg3) / F~_n(X_n^*), X_n^* by \
-                    enumeration (or the MILP of P2_n); kappa_n computed on the instance",
+                    enumeration (or the MILP of P2_n; at the paper's sizes first a one-pass upper \
+                    bound); kappa_n computed on the instance",
                 bound: "ratio >= 1 - kappa_n on every server",
                 family: TINY_MIXED,
                 quote: "Let $\\ddot{\\mathbf{X}}_n \\subseteq V$ denote the optimal solution of \
@@ -482,6 +573,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_tiny_mixed,
+            paper: PaperScale::Family(PAPER_FULL, family_paper),
             check: check_prop5,
         },
         SlimClaim {
@@ -491,7 +583,8 @@ pub fn registry() -> Vec<SlimClaim> {
                 place: "Thm. 1 (Sec. V-B6), proof in App. D",
                 statement: "F(X_alg) >= (1 - kappa_max)/2 F(X*), kappa_max = max_n kappa_n; \
                     for N = 1, F(X_alg) >= (1 - kappa_1) F(X*)",
-                measured: "F(Alg. 3) / F(X*), X* by exhaustive search (or the MILP of P1); \
+                measured: "F(Alg. 3) / F(X*), X* by exhaustive search (or the MILP of P1; at the \
+                    paper's sizes first a one-pass upper bound); \
                     kappa_n along Alg. 3's run",
                 bound: "ratio >= (1 - kappa_max)/2 (N >= 2), >= 1 - kappa_1 (N = 1)",
                 family: TINY_MIXED,
@@ -506,6 +599,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_tiny_mixed,
+            paper: PaperScale::Family(PAPER_FULL, family_paper),
             check: check_thm1,
         },
         SlimClaim {
@@ -516,7 +610,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 statement: "When K_m = 1 for every model, Alg. 2 and Alg. 3 give a \
                     1/2-approximation of P1",
                 measured: "min(F(Alg. 2), F(Alg. 3)) / F(X*), X* by exhaustive search (or the \
-                    MILP of P1)",
+                    MILP of P1; at the paper's sizes first a one-pass upper bound)",
                 bound: "ratio >= 1/2 for both algorithms",
                 family: TINY_TOP1,
                 quote: "While Algorithm 2 and 3 are designed for $K \\geq 1$ , they can also be \
@@ -529,6 +623,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_tiny_top1,
+            paper: PaperScale::Family(PAPER_TOP1, family_paper_top1),
             check: check_remark2,
         },
         SlimClaim {
@@ -550,6 +645,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_prop6_single,
+            paper: PaperScale::Family(PAPER_SINGLE, family_paper_single),
             check: check_prop6_single,
         },
         SlimClaim {
@@ -571,6 +667,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_prop6_single,
+            paper: PaperScale::Family(PAPER_SINGLE, family_paper_single),
             check: check_prop6_single_repaired,
         },
         SlimClaim {
@@ -592,6 +689,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_prop6_multi,
+            paper: PaperScale::Family(PAPER_FULL, family_paper),
             check: check_prop6_multi,
         },
         SlimClaim {
@@ -612,6 +710,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_prop6_multi,
+            paper: PaperScale::Family(PAPER_FULL, family_paper),
             check: check_prop6_multi_repaired,
         },
         SlimClaim {
@@ -637,6 +736,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 search_limit: None,
             },
             family: family_small,
+            paper: PaperScale::Family(PAPER_FULL, family_paper),
             check: check_alg3_equals_alg2,
         },
     ]
@@ -705,5 +805,7 @@ fn fmt_margin(m: Option<f64>) -> String {
     m.map_or_else(|| "undefined".into(), |v| format!("{v:.3e}"))
 }
 
+#[cfg(test)]
+mod paper_tests;
 #[cfg(test)]
 mod tests;

@@ -1,11 +1,13 @@
 //! F (17) and its restrictions as set functions over (server, expert) pairs on top of a base
 //! placement ([`PlacementFunction`], see the parent module's doc), their ground sets, and the
 //! placements they are taken along (X_{<n}, one server alone).
+//!
+//! [`supermodular_curvature`]: verification::supermodular_curvature
 
 use formulations::slimcaching::{
     ExpertId, Instance, LatencyModel, Placement, RoutingDemand, ServerId,
 };
-use verification::{Mode, SetFunction};
+use verification::{Curvature, Mode, SetFunction};
 
 use super::{EXHAUSTIVE_SET_LIMIT, SAMPLED_CHAINS};
 
@@ -94,6 +96,65 @@ impl<'a> PlacementFunction<'a> {
     /// No kept demand needs an element of the ground set: f is identically 0.
     pub(super) fn has_no_terms(&self) -> bool {
         self.terms.is_empty()
+    }
+
+    /// Term `t`'s routing latency G_d(base + the elements b of t with `on(b)`).
+    fn term_latency(&self, t: &Term, on: impl Fn(usize) -> bool) -> f64 {
+        if t.latency.is_empty() {
+            let d = &self.model.demands()[t.demand];
+            self.model
+                .route(d, |s, e| {
+                    self.base.contains(s, e)
+                        || t.elements
+                            .iter()
+                            .enumerate()
+                            .any(|(b, &i)| on(b) && self.ground[i] == (s, e))
+                })
+                .latency
+        } else {
+            let sub = (0..t.elements.len())
+                .filter(|&b| on(b))
+                .fold(0usize, |acc, b| acc | 1 << b);
+            t.latency[sub]
+        }
+    }
+
+    /// Definition 4's supermodular curvature as [`supermodular_curvature`] computes it (the
+    /// same minimising element, skipped elements and ties), but with g(z | empty) and
+    /// g(z | V - z) summed over the terms that contain z only: one pass over the terms
+    /// instead of 2n + 2 evaluations of all of them, which at the paper's sizes (n in the
+    /// thousands) is minutes against milliseconds. Equal up to rounding: the terms without z,
+    /// which cancel in the differences of totals, are left out of the sums.
+    pub(super) fn curvature(&self) -> Curvature {
+        let n = self.ground.len();
+        let (mut at_empty, mut at_rest) = (vec![0.0f64; n], vec![0.0f64; n]);
+        for t in &self.terms {
+            let none = self.term_latency(t, |_| false);
+            let all = self.term_latency(t, |_| true);
+            for (b, &i) in t.elements.iter().enumerate() {
+                at_empty[i] += t.weight * (none - self.term_latency(t, |c| c == b));
+                at_rest[i] += t.weight * (self.term_latency(t, |c| c != b) - all);
+            }
+        }
+        let mut best: Option<(f64, usize)> = None;
+        let mut skipped = Vec::new();
+        for z in 0..n {
+            if at_rest[z] <= 0.0 {
+                skipped.push(z);
+                continue;
+            }
+            let ratio = at_empty[z] / at_rest[z];
+            if best.is_none_or(|b| ratio < b.0) {
+                best = Some((ratio, z));
+            }
+        }
+        Curvature {
+            kappa: best.map(|b| 1.0 - b.0),
+            element: best.map(|b| b.1),
+            gain_at_empty: best.map(|b| at_empty[b.1]),
+            gain_at_rest: best.map(|b| at_rest[b.1]),
+            skipped,
+        }
     }
 
     /// Membership flags of a set of ground indices.

@@ -554,8 +554,8 @@ fn subproblem_optimum_by_enumeration_equals_the_milp() {
         let run = algorithms::successive_maxconv(&model).expect("tiny");
         for n in 0..model.servers() {
             let base = prefix(&run.placement, n);
-            let a = p2_reference(&model, &base, n, &opts, None, false);
-            let b = p2_reference(&model, &base, n, &opts, None, true);
+            let a = p2_reference(&model, &base, n, &opts, None, false, (0.0, None));
+            let b = p2_reference(&model, &base, n, &opts, None, true, (0.0, None));
             assert_eq!(a.status.as_deref(), Some("exhaustive"));
             assert_eq!(
                 b.status.as_deref(),

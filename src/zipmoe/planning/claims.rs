@@ -5,8 +5,10 @@
 //! 1. `thmD1-inclusion`, Thm. D.1's proof (App. D, C_2 of eq. (15) and Chen et al.'s (ii)):
 //!    the distribution the DP produces, P(S) = prod_{i in S} q_i prod_{i not in S} (1 - q_i) /
 //!    Phi_N(k) over k-subsets with q from eq. (24), has inclusion probabilities f. Measured, per
-//!    layer, by enumerating every k-subset and summing ([`super::independent::marginals`]): err = max_i
-//!    |m_i - f_i|. Bound: err <= the instance's `ipf.tolerance` + 1e-12 (eq. (24) stops at that
+//!    layer, by enumerating every k-subset and summing ([`super::independent::marginals`]), or,
+//!    beyond [`super::independent::MAX_SUBSETS`] subsets or 63 experts, by the Poisson-binomial
+//!    DP on q ([`super::independent::marginals_by_poisson_binomial`]): err = max_i |m_i - f_i|.
+//!    Bound: err <= the instance's `ipf.tolerance` + 1e-12 (eq. (24) stops at that
 //!    residual; 1e-12 for rounding). Margin: bound - err (probability units), the minimum over
 //!    the layers.
 //! 2. `thmD1-max-entropy`, Thm. 3.2 / D.1: no distribution over k-subsets with those
@@ -22,15 +24,16 @@
 //!    independently (all (m_p) in 0..=M over Lambda with sum M, not [`planner::grid`]) and
 //!    scored by an independent evaluator of the expected makespan: enumeration of k-subsets
 //!    under the conditional Poisson distribution of the planner's q, or, with more than
-//!    [`super::independent::MAX_SUBSETS`] subsets, the joint DP over all pools
-//!    ([`super::independent::expected_makespan_by_joint_dp`]). Two equalities within t = 1e-12 + 1e-9
-//!    max(|a|, |b|): the independent cost of the planner's split equals the independent minimum
+//!    [`COST_MAX_SUBSETS`] subsets, the joint DP over all pools
+//!    ([`super::independent::expected_makespan_by_joint_dp`]). Two equalities within
+//!    t = 1e-12 + 1e-9 max(|a|, |b|): the independent cost of the planner's split equals the independent minimum
 //!    over the grid, and equals the planner's reported cost. Margin: min over the two of (t -
 //!    |a - b|) / t (1 when equal, 0 at the tolerance, negative beyond), as SlimCaching's
 //!    `alg3-equals-alg2`. Reference kind: optimum (exhaustive over the grid).
 //!
-//! Every claim is inconclusive when eq. (24) does not converge, and the first two when there
-//! are more than [`super::independent::MAX_SUBSETS`] k-subsets.
+//! Every claim is inconclusive when eq. (24) does not converge, and `thmD1-max-entropy` when
+//! there are more than [`super::independent::MAX_SUBSETS`] k-subsets (or more than 63
+//! experts).
 //!
 //! ## Families
 //!
@@ -40,6 +43,18 @@
 //!   layer, a random non-empty Lambda, grid step 1/M with M = 2-8, eq. (24) to 1e-12.
 //! * `small-synthetic`: as tiny with 1-2 layers, E = 8-16, k = 1-4, 10-40 prompts of 5-20
 //!   tokens, all four pools, M = 4-10.
+//! * The papers' scale ([`family_paper`], `thmD1-inclusion` and `alg4-best-split`): one MoE
+//!   layer of a real model's counts (../shared/data/activation-counts: seed % 3 picks
+//!   Qwen1.5-MoE-A2.7B, 60 experts Top-4; DeepSeek-V2-Lite, 64 Top-6; switch-large-128, 128
+//!   Top-1; ChaCha8(seed) the layer), per-prompt ranks over all prompts, and the default
+//!   configuration of `generate` (budget 25 % of the layer, all four pools, grid step 0.05:
+//!   1,771 splits, eq. (24) to 1e-10); synthetic counts of the model's shape (1,000 prompts of
+//!   20 tokens, Zipf 1) when the data is absent. `thmD1-max-entropy` has none: its reference
+//!   solves the dual over the explicit k-subsets, C(64, 6) = 74,974,368 of them for
+//!   DeepSeek-V2-Lite and 128 experts (beyond the 63-bit subset masks) for switch-large-128
+//!   (where Top-1 marginals fix the distribution anyway); Qwen1.5-MoE's C(60, 4) = 487,635
+//!   fit, but two of its real layers took 135 s in the debug build and one did not reach the
+//!   1e-12 marginals in 500 Newton steps (measured).
 
 use formulations::zipmoe::pool::{grid_points, pool_sizes, validate, Pool, PoolInstance, Split};
 use rand::{Rng, SeedableRng};
@@ -50,11 +65,13 @@ use super::counts::SyntheticCounts;
 use super::generate::{generate, PlanConfig};
 use super::independent::{
     conditional_poisson, entropy, expected_makespan_by_joint_dp, expected_makespan_by_subsets,
-    k_subsets, marginals, max_entropy, total_variation,
+    k_subsets, marginals, marginals_by_poisson_binomial, max_entropy, total_variation,
 };
 use super::ipf::fit;
 use super::planner;
-use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, Quantifier};
+use crate::claims::{
+    Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale, Quantifier,
+};
 
 /// The paper's file in ../shared/papers/.
 pub const PAPER: &str = "003_f13bf7f446ba8bd3.txt";
@@ -67,6 +84,12 @@ pub const NEWTON_TOLERANCE: f64 = 1e-12;
 
 /// One registered planning claim.
 pub type PoolClaim = Claim<PoolInstance>;
+
+/// The papers' scale ([`family_paper`]).
+const PAPER_SCALE: &str = "real counts: seed % 3 picks Qwen1.5-MoE-A2.7B (60 experts, Top-4), \
+    DeepSeek-V2-Lite (64, Top-6) or switch-large-128 (128, Top-1) \
+    (../shared/data/activation-counts), ChaCha8(seed) one MoE layer; per-prompt ranks, budget \
+    25% of the layer, all four pools, grid step 0.05 (1,771 splits), eq. (24) to 1e-10";
 
 /// Every planning claim, in the paper's order.
 pub fn registry() -> Vec<PoolClaim> {
@@ -95,6 +118,7 @@ pub fn registry() -> Vec<PoolClaim> {
                 search_limit: None,
             },
             family: family_tiny,
+            paper: PaperScale::Family(PAPER_SCALE, family_paper),
             check: check_inclusion,
         },
         PoolClaim {
@@ -117,6 +141,13 @@ pub fn registry() -> Vec<PoolClaim> {
                 search_limit: None,
             },
             family: family_tiny,
+            paper: PaperScale::Without(
+                "the reference solves the maximum-entropy dual by Newton's method over the \
+                 explicit k-subsets: C(64, 6) = 74,974,368 for DeepSeek-V2-Lite and 128 \
+                 experts (beyond 63-bit masks) for switch-large-128; Qwen1.5-MoE's C(60, 4) = \
+                 487,635 fit, but 2 of its real layers took 135 s (debug build) and one did not \
+                 reach the 1e-12 marginals in 500 Newton steps",
+            ),
             check: check_max_entropy,
         },
         PoolClaim {
@@ -140,6 +171,7 @@ pub fn registry() -> Vec<PoolClaim> {
                 search_limit: None,
             },
             family: family_small,
+            paper: PaperScale::Family(PAPER_SCALE, family_paper),
             check: check_best_split,
         },
     ]
@@ -202,12 +234,47 @@ pub fn family_small(seed: u64) -> PoolInstance {
     i
 }
 
+/// The papers' family (module doc): one MoE layer of real counts, the default configuration.
+pub fn family_paper(seed: u64) -> PoolInstance {
+    use super::counts::{inclusion_probabilities, RankScope};
+    use crate::zipmoe::generate::shared_counts;
+    let model = (seed % 3) as usize;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let config = PlanConfig::default();
+    let real = shared_counts(model)
+        .and_then(|c| Some((c, inclusion_probabilities(c, RankScope::PerPrompt).ok()?)))
+        .and_then(|(c, layers)| {
+            let (l, f) = layers
+                .get(rng.random_range(0..layers.len().max(1)))?
+                .clone();
+            let name = format!("{} layer {l} (per-prompt ranks)", c.model);
+            super::generate::instance(&name, c.top_k, vec![f], &config).ok()
+        });
+    real.unwrap_or_else(|| {
+        let (experts, top_k) = [(60, 4), (64, 6), (128, 1)][model];
+        let synthetic = SyntheticCounts {
+            experts,
+            top_k,
+            layers: 1,
+            prompts: 1000,
+            tokens_per_prompt: 20,
+            zipf_exponent: 1.0,
+        };
+        let mut i = generate(&synthetic, &config, seed).expect("the shape is valid");
+        i.name = format!("synthetic {experts} experts Top-{top_k} seed {seed} (no shared data)");
+        i
+    })
+}
+
 /// What Thm. D.1's checks measure on one layer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LayerEntropy {
-    /// max_i |marginal_i(P_DP) - f_i| by enumeration.
+    /// Whether the marginals come from the explicit k-subsets (else from the Poisson-binomial
+    /// DP, and the entropies are not measured).
+    pub by_enumeration: bool,
+    /// max_i |marginal_i(P_DP) - f_i|.
     pub inclusion_error: f64,
-    /// H(P_DP), nats.
+    /// H(P_DP), nats (0 when not measured).
     pub dp_entropy: f64,
     /// H(P*), nats (None when P* was not computed).
     pub max_entropy: Option<f64>,
@@ -221,9 +288,11 @@ pub struct LayerEntropy {
     pub ipf_residual: f64,
 }
 
-/// Measures Thm. D.1 on every layer: eq. (24), the DP's distribution by enumeration, and (when
+/// Measures Thm. D.1 on every layer: eq. (24), the DP's distribution by enumeration (its
+/// marginals by [`marginals_by_poisson_binomial`] when there are more than
+/// [`super::independent::MAX_SUBSETS`] k-subsets or more than 63 experts), and (when
 /// `with_max_entropy`) the independent maximum-entropy distribution. Errors (as notes): an
-/// invalid instance, eq. (24) failing, too many subsets.
+/// invalid instance, eq. (24) failing, too many subsets for the maximum entropy.
 pub fn measure_thm_d1(
     instance: &PoolInstance,
     with_max_entropy: bool,
@@ -231,8 +300,10 @@ pub fn measure_thm_d1(
     validate(instance).map_err(|e| format!("invalid instance: {e}"))?;
     let k = instance.top_k as usize;
     let n = instance.experts();
-    let subsets = k_subsets(n, k)
-        .ok_or_else(|| format!("C({n}, {k}) k-subsets are too many to enumerate"))?;
+    let subsets = k_subsets(n, k);
+    if with_max_entropy && subsets.is_none() {
+        return Err(format!("C({n}, {k}) k-subsets are too many to enumerate"));
+    }
     instance
         .layers
         .iter()
@@ -241,26 +312,38 @@ pub fn measure_thm_d1(
             let f = &layer.inclusion_probabilities;
             let field = format!("layers[{l}].inclusion_probabilities");
             let ipf = fit(f, instance.top_k, &instance.ipf, &field).map_err(|e| e.to_string())?;
-            let p = conditional_poisson(&ipf.selection_probabilities, &subsets);
-            let m = marginals(&subsets, &p, n);
+            let q = &ipf.selection_probabilities;
+            let (m, p) = match &subsets {
+                Some(subsets) => {
+                    let p = conditional_poisson(q, subsets);
+                    (marginals(subsets, &p, n), p)
+                }
+                None => (
+                    marginals_by_poisson_binomial(q, k)
+                        .ok_or("no k-subset has positive probability under q")?,
+                    Vec::new(),
+                ),
+            };
             let inclusion_error = m
                 .iter()
                 .zip(f)
                 .map(|(a, b)| (a - b).abs())
                 .fold(0.0, f64::max);
-            let (max_entropy_value, tv, error) = if with_max_entropy {
-                match max_entropy(f, &subsets, NEWTON_TOLERANCE) {
-                    Ok(star) => (
-                        Some(entropy(&star.probabilities)),
-                        Some(total_variation(&star.probabilities, &p)),
-                        None,
-                    ),
-                    Err(e) => (None, None, Some(e)),
-                }
-            } else {
-                (None, None, None)
-            };
+            let (max_entropy_value, tv, error) =
+                if let (true, Some(subsets)) = (with_max_entropy, &subsets) {
+                    match max_entropy(f, subsets, NEWTON_TOLERANCE) {
+                        Ok(star) => (
+                            Some(entropy(&star.probabilities)),
+                            Some(total_variation(&star.probabilities, &p)),
+                            None,
+                        ),
+                        Err(e) => (None, None, Some(e)),
+                    }
+                } else {
+                    (None, None, None)
+                };
             Ok(LayerEntropy {
+                by_enumeration: subsets.is_some(),
                 inclusion_error,
                 dp_entropy: entropy(&p),
                 max_entropy: max_entropy_value,
@@ -287,9 +370,15 @@ fn check_inclusion(instance: &PoolInstance, _options: &CheckOptions) -> Check {
     let margin = bound - worst;
     let pass = margin >= 0.0;
     let note = format!(
-        "max |marginal - f| = {worst:.3e} (layer {layer}; eq. (24) residual {:.3e} after {} \
+        "max |marginal - f| = {worst:.3e} (layer {layer}, {}; eq. (24) residual {:.3e} after {} \
          iterations), bound {bound:.3e}",
-        layers[layer].ipf_residual, layers[layer].ipf_iterations
+        if layers[layer].by_enumeration {
+            "explicit k-subsets"
+        } else {
+            "Poisson-binomial DP"
+        },
+        layers[layer].ipf_residual,
+        layers[layer].ipf_iterations
     );
     let witness = (!pass).then(|| {
         json!({
@@ -377,16 +466,28 @@ pub fn brute_force_grid(instance: &PoolInstance) -> Vec<Split> {
     out
 }
 
+/// Most k-subsets [`independent_cost`] enumerates; beyond, the joint DP (as exact, and at the
+/// papers' scale, e.g. C(60, 4) = 487,635 for Qwen1.5-MoE, much cheaper over 1,771 splits).
+pub const COST_MAX_SUBSETS: usize = 20_000;
+
 /// The independent expected makespan of a split, summed over layers, from the planner's q.
 pub fn independent_cost(instance: &PoolInstance, q: &[Vec<f64>], split: &Split) -> f64 {
     let sizes = pool_sizes(instance, split);
     let k = instance.top_k as usize;
+    let enumerate = subset_count(instance.experts(), k) <= COST_MAX_SUBSETS as u128;
     q.iter()
         .map(|q| {
-            expected_makespan_by_subsets(q, k, &sizes, &instance.costs)
+            enumerate
+                .then(|| expected_makespan_by_subsets(q, k, &sizes, &instance.costs))
+                .flatten()
                 .unwrap_or_else(|| expected_makespan_by_joint_dp(q, k, &sizes, &instance.costs))
         })
         .sum()
+}
+
+/// C(n, k), saturating.
+fn subset_count(n: usize, k: usize) -> u128 {
+    (0..k.min(n) as u128).fold(1u128, |c, i| c.saturating_mul(n as u128 - i) / (i + 1))
 }
 
 /// t = 1e-12 + 1e-9 max(|a|, |b|) and the equality margin (t - |a - b|) / t.
@@ -486,5 +587,48 @@ mod tests {
         i.grid_step = 0.25;
         // 4 pools, M = 4: C(7, 3) = 35 splits.
         assert_eq!(brute_force_grid(&i).len(), 35);
+    }
+
+    /// The papers' family: the same instance per seed, the three models' shapes (one layer),
+    /// tier `regime`; with the shared data, a DeepSeek-V2-Lite layer (C(64, 6) subsets) is
+    /// decided through the Poisson-binomial marginals and a switch-large-128 layer's 1,771
+    /// splits by the joint DP, both passing.
+    #[test]
+    fn paper_family_real_layers_regime_and_checks() {
+        use crate::tier::{classify, Tier};
+        let premises = super::super::premises::premises();
+        for seed in 0..3u64 {
+            let i = family_paper(seed);
+            assert_eq!(i, family_paper(seed));
+            assert_eq!(validate(&i), Ok(()));
+            let (e, k) = [(60, 4), (64, 6), (128, 1)][seed as usize];
+            assert_eq!((i.experts(), i.top_k, i.layers.len()), (e, k, 1));
+            for id in ["zipmoe/thmD1-inclusion", "zipmoe/alg4-best-split"] {
+                let tier = classify(&premises, id, &i);
+                assert_eq!(
+                    tier.tier,
+                    Tier::Regime,
+                    "{id} {}: {:?}",
+                    i.name,
+                    tier.broken
+                );
+            }
+        }
+        if crate::zipmoe::generate::shared_counts(0).is_none() {
+            eprintln!("skipped the real-layer part: no ../shared/data/activation-counts");
+            return;
+        }
+        assert!(
+            family_paper(0).name.starts_with("Qwen"),
+            "{}",
+            family_paper(0).name
+        );
+        let o = CheckOptions::default();
+        let check = check_inclusion(&family_paper(1), &o);
+        assert_eq!(check.outcome, Outcome::Pass, "{}", check.note);
+        assert!(check.note.contains("Poisson-binomial DP"), "{}", check.note);
+        let check = check_best_split(&family_paper(2), &o);
+        assert_eq!(check.outcome, Outcome::Pass, "{}", check.note);
+        assert!(check.note.contains("1771 grid points"), "{}", check.note);
     }
 }

@@ -77,6 +77,39 @@ pub fn conditional_poisson(q: &[f64], subsets: &[u64]) -> Vec<f64> {
     raw.iter().map(|r| r / total).collect()
 }
 
+/// Inclusion probabilities of the conditional Poisson distribution of q over k-subsets
+/// without enumerating them: m_i = q_i P(B_{-i} = k - 1) / P(B = k), with B the number of
+/// successes of independent Bernoulli(q_j) trials and B_{-i} the same without trial i (the
+/// factor prod_j (1 - q_j) of eq. (19) cancels). Each distribution comes from its own
+/// Poisson-binomial DP on q, not from eq. (24)'s weights or their prefix and suffix tables.
+/// `None` when P(B = k) = 0 (no k-subset of positive probability).
+pub fn marginals_by_poisson_binomial(q: &[f64], k: usize) -> Option<Vec<f64>> {
+    // P(B = j) for j = 0..=k over the trials `skip` leaves in.
+    let counts = |skip: Option<usize>| {
+        let mut p = vec![0.0; k + 1];
+        p[0] = 1.0;
+        for (j, &qj) in q.iter().enumerate() {
+            if Some(j) == skip {
+                continue;
+            }
+            for c in (0..=k).rev() {
+                let from_below = if c > 0 { p[c - 1] * qj } else { 0.0 };
+                p[c] = p[c] * (1.0 - qj) + from_below;
+            }
+        }
+        p
+    };
+    let total = counts(None)[k];
+    if total <= 0.0 || k == 0 {
+        return (total > 0.0).then(|| vec![0.0; q.len()]);
+    }
+    Some(
+        (0..q.len())
+            .map(|i| q[i] * counts(Some(i))[k - 1] / total)
+            .collect(),
+    )
+}
+
 /// Inclusion probabilities of a distribution over `subsets` of 0..n.
 pub fn marginals(subsets: &[u64], p: &[f64], n: usize) -> Vec<f64> {
     let mut m = vec![0.0; n];
@@ -287,7 +320,8 @@ pub fn expected_makespan_by_subsets(
 
 /// The same expectation by one dynamic programme over the ranks whose state is the count of
 /// selected experts in each of the five pools (total at most k), conditioned on a total of k
-/// at the end.
+/// at the end. Only the states reached so far are visited (at most C(k + 5, 5) of the
+/// (k + 1)^5 slots), so a split of a 64-expert Top-6 layer costs about 64 x 462 x 2 steps.
 pub fn expected_makespan_by_joint_dp(
     q: &[f64],
     k: usize,
@@ -299,36 +333,38 @@ pub fn expected_makespan_by_joint_dp(
     let index = |c: &[usize; 5]| c.iter().fold(0, |acc, &x| acc * b + x);
     let states = b.pow(5);
     let mut prob = vec![0.0; states];
+    let mut next = vec![0.0; states];
+    // stamp[s] = r + 1 when state s was reached at rank r (so `next` needs no clearing).
+    let mut stamp = vec![0usize; states];
+    let mut live: Vec<[usize; 5]> = vec![[0; 5]];
     prob[0] = 1.0;
     for (r, &qr) in q.iter().enumerate() {
-        let mut next = vec![0.0; states];
-        for (s, &ps) in prob.iter().enumerate() {
-            if ps == 0.0 {
-                continue;
+        let mut reached = Vec::with_capacity(2 * live.len());
+        let mut add = |c: [usize; 5], p: f64, next: &mut Vec<f64>| {
+            let s = index(&c);
+            if stamp[s] != r + 1 {
+                stamp[s] = r + 1;
+                next[s] = 0.0;
+                reached.push(c);
             }
-            let mut c = [0usize; 5];
-            let mut rest = s;
-            for slot in (0..5).rev() {
-                c[slot] = rest % b;
-                rest /= b;
-            }
-            next[s] += ps * (1.0 - qr);
+            next[s] += p;
+        };
+        for c in &live {
+            let ps = prob[index(c)];
+            add(*c, ps * (1.0 - qr), &mut next);
             if c.iter().sum::<usize>() < k {
-                c[pools[r]] += 1;
-                next[index(&c)] += ps * qr;
+                let mut up = *c;
+                up[pools[r]] += 1;
+                add(up, ps * qr, &mut next);
             }
         }
-        prob = next;
+        std::mem::swap(&mut prob, &mut next);
+        live = reached;
     }
     let mut total = 0.0;
     let mut weighted = 0.0;
-    for (s, &ps) in prob.iter().enumerate() {
-        let mut c = [0usize; 5];
-        let mut rest = s;
-        for slot in (0..5).rev() {
-            c[slot] = rest % b;
-            rest /= b;
-        }
+    for c in &live {
+        let ps = prob[index(c)];
         if c.iter().sum::<usize>() == k && ps > 0.0 {
             total += ps;
             weighted += ps * estimate_makespan_s(k, [c[0], c[1], c[2], c[3]], costs);
@@ -391,5 +427,27 @@ mod tests {
         let a = expected_makespan_by_subsets(&q, 3, &sizes, &costs).unwrap();
         let b = expected_makespan_by_joint_dp(&q, 3, &sizes, &costs);
         assert!((a - b).abs() < 1e-12 * a.abs(), "{a} vs {b}");
+    }
+
+    #[test]
+    fn poisson_binomial_marginals_match_enumeration() {
+        // Against the explicit 3-subsets of 7 experts; and by hand for k = 1 of 2 experts,
+        // q = (0.5, 0.2): P({0}) = 0.5 x 0.8 = 0.4, P({1}) = 0.5 x 0.2 = 0.1, so m = (0.8, 0.2).
+        let q = [0.9, 0.7, 0.5, 0.5, 0.3, 0.2, 0.05];
+        let s = k_subsets(7, 3).unwrap();
+        let m = marginals(&s, &conditional_poisson(&q, &s), 7);
+        let d = marginals_by_poisson_binomial(&q, 3).unwrap();
+        for (a, b) in m.iter().zip(&d) {
+            assert!((a - b).abs() < 1e-14, "{m:?} vs {d:?}");
+        }
+        let d = marginals_by_poisson_binomial(&[0.5, 0.2], 1).unwrap();
+        assert!(
+            (d[0] - 0.8).abs() < 1e-15 && (d[1] - 0.2).abs() < 1e-15,
+            "{d:?}"
+        );
+        // q = 1 is in every subset, q = 0 in none; no 2-subset of (1, 0).
+        let d = marginals_by_poisson_binomial(&[1.0, 0.0, 0.5, 0.5], 2).unwrap();
+        assert_eq!(d, vec![1.0, 0.0, 0.5, 0.5]);
+        assert!(marginals_by_poisson_binomial(&[1.0, 0.0], 2).is_none());
     }
 }

@@ -1,0 +1,245 @@
+//! Tests of the paper-scale side of the SlimCaching claims: the paper families (sizes,
+//! determinism, tier) and the one-pass bounds of [`super::bounds`] (by hand, and against
+//! exhaustive optima), and a paper instance certified by them.
+
+use super::bounds::{p1_relaxation_bound, p2_modular_bound};
+use super::curvature::{check_prop5, check_thm1};
+use super::references::{check_prop3, p2_reference};
+use super::set_functions::{prefix, server_ground, top_k, PlacementFunction};
+use super::*;
+use crate::claims::{Certificate, Outcome, PaperScale, ReferenceKind};
+use crate::slimcaching::algorithms;
+use crate::slimcaching::families::PROP3_SIZE_RATIO;
+use crate::slimcaching::premises::premises;
+use crate::tier::{classify, Tier};
+use verification::supermodular_curvature;
+
+/// A paper family: its generator, the figure points it cycles through, its library size and
+/// a claim that runs on it.
+type PaperFamily = (
+    fn(u64) -> Instance,
+    &'static [(u32, u32, u64)],
+    usize,
+    &'static str,
+);
+
+/// Every paper family.
+fn paper_families() -> [PaperFamily; 3] {
+    [
+        (
+            family_paper_top1,
+            &PAPER_TOP1_POINTS,
+            3,
+            "slimcaching/prop3-greedy-ratio",
+        ),
+        (family_paper, &PAPER_POINTS, 18, "slimcaching/thm1-ratio"),
+        (
+            family_paper_single,
+            &PAPER_SINGLE_POINTS,
+            18,
+            "slimcaching/prop6-single-server",
+        ),
+    ]
+}
+
+#[test]
+fn paper_families_have_the_papers_sizes_and_tier() {
+    for (family, points, models, claim) in paper_families() {
+        for (k, &(servers, users, storage)) in points.iter().enumerate() {
+            // seed = k picks point k with the first draw; seed k + len the same point's second.
+            let i = family(k as u64);
+            assert_eq!(i.servers.len(), servers as usize, "{}", i.name);
+            assert_eq!(i.users.len(), users as usize, "{}", i.name);
+            assert!(i.servers.iter().all(|s| s.storage_bytes == storage));
+            assert_eq!(i.models.len(), models, "{}", i.name);
+            let t = classify(&premises(), claim, &i);
+            assert_eq!(t.tier, Tier::Regime, "{}: {t:?}", i.name);
+        }
+        let again = family(1);
+        assert_eq!(family(1), again, "deterministic per seed");
+        let len = points.len() as u64;
+        let other = family(1 + len);
+        assert_eq!(other.servers.len(), again.servers.len(), "same point");
+        assert_ne!(other, again, "another draw");
+    }
+    // The Top-1 family has only the paper's Top-1 models: ST-b-8, -16, -32, 12 layers each.
+    let i = family_paper_top1(0);
+    assert!(i.models.iter().all(|m| m.top_k == 1 && m.layers == 12));
+    let experts: u32 = i
+        .models
+        .iter()
+        .map(|m| m.layers * m.experts_per_layer)
+        .sum();
+    assert_eq!(experts, 12 * (8 + 16 + 32));
+}
+
+#[test]
+fn every_claim_has_a_paper_family_or_a_reason() {
+    for c in registry() {
+        match c.paper {
+            PaperScale::Family(what, _) => assert!(what.starts_with("paper"), "{}", c.info.id),
+            PaperScale::Without(why) => assert!(why.len() > 80, "{}: {why}", c.info.id),
+        }
+    }
+}
+
+/// The `prop3-size-ratio` instance at X = 4 (see [`crate::slimcaching::families`]): one server
+/// of 4 MiB, Top-1 models A (4 MiB, p = 4/6) and B (1 MiB, p = 2/6), each caching saving r.
+fn size_ratio_instance() -> Instance {
+    let made = PROP3_SIZE_RATIO.make(4.0).expect("X = 4 is in the domain");
+    serde_json::from_slice(&made.instance).expect("the family writes an instance")
+}
+
+#[test]
+fn one_pass_bounds_by_hand_on_one_server() {
+    let model = LatencyModel::new(&size_ratio_instance());
+    // r = T_{n,C} + T^CP_C + T_{C,n} - T^CP_E = 0.01 + mu/312e12 + 0.01 - mu/82.58e12 per
+    // token, mu = 2 x 2 x 768 x 3072 FLOPs (the family's doc).
+    let mu = 2.0 * 2.0 * 768.0 * 3072.0;
+    let r = 0.02 + mu / 312e12 - mu / 82.58e12;
+    // P1 without capacities: both experts cached, every token saves r: (4/6 + 2/6) r = r.
+    let p1 = p1_relaxation_bound(&model);
+    assert!((p1 - r).abs() <= 1e-12, "{p1} vs {r}");
+    // P2_1 from the empty placement: credits U_A = 4r/6 on 4 MiB, U_B = 2r/6 on 1 MiB. B is
+    // densest (2r/6 per MiB against r/6); then 3 of A's 4 MiB fit: 2r/6 + (3/4)(4r/6) = 5r/6,
+    // above the optimum 4r/6 (A alone) by A's fraction.
+    let empty = model.empty_placement();
+    let p2 = p2_modular_bound(&model, &empty, 0);
+    assert!(
+        (p2 - 5.0 * r / 6.0).abs() <= 1e-12,
+        "{p2} vs {}",
+        5.0 * r / 6.0
+    );
+    let exact = p2_reference(
+        &model,
+        &empty,
+        0,
+        &CheckOptions::default(),
+        None,
+        false,
+        (0.0, None),
+    );
+    assert!((exact.value.unwrap() - 4.0 * r / 6.0).abs() <= 1e-12);
+}
+
+#[test]
+fn one_pass_bounds_are_above_the_exhaustive_optima() {
+    // Independently of the bounds' derivation: exhaustive search (P1) and enumeration (P2_n
+    // along Alg. 3's run) on the tiny families, Top-1, Top-2 and mixed.
+    let mut compared = 0;
+    for seed in 0..12 {
+        for i in [
+            family_tiny_top1(seed),
+            family_tiny_top2(seed),
+            family_tiny_mixed(seed),
+        ] {
+            let model = LatencyModel::new(&i);
+            let (_, opt) = algorithms::exhaustive(&model).expect("tiny");
+            let p1 = p1_relaxation_bound(&model);
+            assert!(p1 >= opt - 1e-12, "{}: P1 bound {p1} < OPT {opt}", i.name);
+            let run = algorithms::successive_maxconv(&model).expect("tiny");
+            for n in 0..model.servers() {
+                let base = prefix(&run.placement, n);
+                let opts = CheckOptions::default();
+                let exact = p2_reference(&model, &base, n, &opts, None, false, (0.0, None));
+                assert_eq!(exact.kind, ReferenceKind::Optimum);
+                let p2 = p2_modular_bound(&model, &base, n);
+                let opt = exact.value.unwrap();
+                assert!(p2 >= opt - 1e-12, "{} n {n}: P2 bound {p2} < {opt}", i.name);
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= 36, "{compared}");
+}
+
+#[test]
+fn a_paper_instance_is_certified_by_the_one_pass_bounds() {
+    // Sec. VI-A's point (4 servers, 20 users, 5 GB): the MILP would stop at its time limit with
+    // a bound no better than the relaxation's; the bounds certify Thm. 1 and Prop. 5 at once.
+    let i = family_paper(0);
+    let model = LatencyModel::new(&i);
+    assert!(
+        formulations::slimcaching::milp::p1_variables(&model) > PAPER_SIZED_VARIABLES,
+        "paper-sized"
+    );
+    let options = CheckOptions::default();
+    for check in [check_thm1(&i, &options), check_prop5(&i, &options)] {
+        assert_eq!(check.outcome, Outcome::Pass, "{}", check.note);
+        assert_eq!(
+            check.certificate,
+            Some(Certificate::Bound),
+            "{}",
+            check.note
+        );
+        assert_eq!(check.solver_status.as_deref(), Some(RELAXATION_STATUS));
+        // The upper bound is above the algorithm's value, which is the lower bound.
+        let (lower, upper) = (check.lower.unwrap(), check.upper.unwrap());
+        assert!(
+            lower <= upper && check.value == Some(lower),
+            "{}",
+            check.note
+        );
+        assert!(
+            check.inconsistencies().is_empty(),
+            "{:?}",
+            check.inconsistencies()
+        );
+    }
+}
+
+#[test]
+fn per_term_curvature_equals_definition_4_by_evaluations() {
+    // The fast kappa of the paper's sizes against verification's 2n + 2 evaluations, on the
+    // tiny families' F~^super_n along Alg. 3's run and on F~_n with every demand kept.
+    let mut compared = 0;
+    for seed in 0..12 {
+        for i in [family_tiny_top2(seed), family_tiny_mixed(seed)] {
+            let model = LatencyModel::new(&i);
+            let run = algorithms::successive_maxconv(&model).expect("tiny");
+            for n in 0..model.servers() {
+                let base = prefix(&run.placement, n);
+                for keep_top1 in [false, true] {
+                    let g = PlacementFunction::new(&model, &base, server_ground(&model, n), |d| {
+                        keep_top1 || top_k(&i, d) > 1
+                    });
+                    let (fast, slow) = (g.curvature(), supermodular_curvature(&g));
+                    assert_eq!(fast.skipped, slow.skipped, "{} n {n}", i.name);
+                    match (fast.kappa, slow.kappa) {
+                        (Some(a), Some(b)) => assert!((a - b).abs() <= 1e-9, "{a} {b}"),
+                        (a, b) => assert_eq!(a, b),
+                    }
+                    compared += usize::from(slow.kappa.is_some());
+                }
+            }
+        }
+    }
+    assert!(compared >= 20, "{compared}");
+}
+
+#[test]
+fn a_top1_paper_instance_is_certified_by_a_proved_optimum() {
+    // Sec. VI-A's N = 4, U = 20 at Fig. 6(a)'s 2.5 GB with the three Top-1 models: the MILP
+    // proves OPT within seconds, and Alg. 1 is within 1 - 1/e of it.
+    let i = family_paper_top1(1);
+    assert_eq!((i.servers.len(), i.users.len()), (4, 20));
+    let check = check_prop3(&i, &CheckOptions::default());
+    assert_eq!(check.outcome, Outcome::Pass, "{}", check.note);
+    assert_eq!(
+        check.certificate,
+        Some(Certificate::Optimum),
+        "{}",
+        check.note
+    );
+    assert_eq!(check.solver_status.as_deref(), Some("optimal"));
+    assert!(
+        check.ratio.unwrap() >= 1.0 - (-1.0f64).exp(),
+        "{}",
+        check.note
+    );
+    assert!(
+        check.inconsistencies().is_empty(),
+        "{:?}",
+        check.inconsistencies()
+    );
+}
