@@ -301,7 +301,7 @@ enum Command {
         #[command(flatten)]
         output: Output,
     },
-    /// Check claims on generated and worst-case-searched instances against proved optima.
+    /// Check claims on generated and searched instances, verdicts certified by bounds on OPT.
     Verify {
         /// Only this claim (id as listed by `moe-opt claims`).
         #[arg(long)]
