@@ -4,7 +4,7 @@
 //! traces); the other policies are measured alongside. Belady's next-use table is built inside
 //! the timing (it is part of replaying a stream). Also `mrc` against a replay per capacity.
 //! `replay-10m` measures the path `moe-opt replay` runs on a binary trace (issue 15): the
-//! columns replay ([`replay_packed`]), and the whole in-process command (read, hash, validate,
+//! columns replay ([`replay_packed`]), and the whole in-process command (map, hash, validate,
 //! replay) of the file, on 10 M requests (one layer, E = 64, K = 8).
 //! Run: `cargo bench --bench cache`.
 
@@ -92,7 +92,8 @@ fn miss_ratio_curves(c: &mut Criterion) {
 
 /// The README's 10 M-request trace: two generated OLMoE-shaped sequences of 625,000 tokens
 /// (seeds 1 and 2, the generator's limit is 2^20 tokens a trace) of one layer, E = 64, K = 8,
-/// without logits, as `import cache-trace --libcachesim` makes it from their exports.
+/// without weights or logits and with ranks lost, as `import cache-trace --libcachesim`
+/// makes it from their exports: the ids of the README's `big.bin`, in the same order.
 fn ten_million() -> Trace {
     let config = GeneratorConfig {
         layers: 1,
@@ -106,8 +107,10 @@ fn ten_million() -> Trace {
         t
     }));
     for routing in trace.tokens.iter_mut().flat_map(|t| t.layers.iter_mut()) {
+        routing.weights = None;
         routing.logits = None;
     }
+    trace.ranked = false;
     trace
 }
 

@@ -82,7 +82,7 @@ def once(rows, args, problem, name, method, label, inst):
 
 def print_row(r):
     gap = "-" if r[5] is None else f"{100 * r[5]:.2f} %"
-    print(f"{r[0]:<13} {r[1]:<26} {r[2]:<13} {r[3]:<34} {r[4]:<11} {gap:>9} {r[6]:>8.1f} s {r[7]}",
+    print(f"{r[0]:<13} {r[1]:<26} {r[2]:<16} {r[3]:<34} {r[4]:<11} {gap:>9} {r[6]:>8.1f} s {r[7]}",
           flush=True)
 
 
@@ -132,12 +132,14 @@ def zipmoe(rows, args, tmp):
         cfg["top_k"] = e
         cfg["batch_tokens"] = {"min": 1, "max": 1}
         return lambda: generate(tmp, "zipmoe", cfg, args.seed, f"zip-e{e}")
-    ladder(rows, args, "zipmoe", "small preset, E experts", "milp",
-           [(f"E = {e}", rung(e)) for e in (2, 4, 6, 8, 12, 16, 24, 32)])
+    for method in ("milp", "branch-and-bound"):
+        ladder(rows, args, "zipmoe", "small preset, E experts", method,
+               [(f"E = {e}", rung(e)) for e in (2, 4, 6, 8, 12, 16, 24, 32, 48, 64)])
     for preset in ("qwen-orin", "deepseek-orin", "switch-orin"):
         inst = os.path.join(tmp, f"{preset}.json")
         run("generate", "zipmoe", "--preset", preset, "--seed", str(args.seed), "-o", inst)
-        once(rows, args, "zipmoe", "paper device preset", "milp", preset, inst)
+        for method in ("milp", "branch-and-bound"):
+            once(rows, args, "zipmoe", "paper device preset", method, preset, inst)
 
 
 def cache(rows, args, tmp):

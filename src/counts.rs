@@ -561,7 +561,7 @@ fn nonempty_array<'a>(path: &Path, v: &'a Value, at: &str) -> Result<&'a [Value]
 }
 
 /// A file's text, gzip-compressed (recognised by its magic bytes) or plain.
-fn read_text_maybe_gz(path: &Path) -> Result<String, Error> {
+pub(crate) fn read_text_maybe_gz(path: &Path) -> Result<String, Error> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -594,16 +594,8 @@ mod tests {
 
     /// A version-1.0 `.npy` of `descr` and `shape` (`np.save`'s layout).
     fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
-        let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-        while (10 + h.len() + 1) % 64 != 0 {
-            h.push(' ');
-        }
-        h.push('\n');
-        let mut out = b"\x93NUMPY\x01\x00".to_vec();
-        out.extend((h.len() as u16).to_le_bytes());
-        out.extend(h.as_bytes());
-        out.extend(data);
-        out
+        let header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+        crate::npy::tests::npy(&header, data)
     }
 
     fn f8(values: &[f64]) -> Vec<u8> {

@@ -355,12 +355,13 @@ fn tuple(s: &str) -> Result<(Vec<usize>, &str), (&'static str, String)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A version-1.0 file as `np.save` lays it out: magic, version, u16 header length, the
-    /// header padded with spaces to a multiple of 64 bytes and ending in '\n', then the data.
-    fn npy(header: &str, data: &[u8]) -> Vec<u8> {
+    /// header padded with spaces to a multiple of 64 bytes and ending in '\n', then the data
+    /// (also `counts`' tests).
+    pub(crate) fn npy(header: &str, data: &[u8]) -> Vec<u8> {
         let mut h = header.to_string();
         while (10 + h.len() + 1) % 64 != 0 {
             h.push(' ');

@@ -848,7 +848,34 @@ impl MethodSummary {
             .collect::<Vec<_>>()
             .join(", ")
     }
+
+    /// The line's cells under [`SUMMARY_HEADERS`]: `text` prints the method and the statuses
+    /// for the output (escaped for a page), `num` a ratio.
+    pub fn cells(
+        &self,
+        text: impl Fn(&str) -> String,
+        num: impl Fn(Option<f64>) -> String,
+    ) -> Vec<String> {
+        vec![
+            text(&self.method),
+            self.cells.to_string(),
+            format!("{} of {}", self.feasible.0, self.feasible.1),
+            num(self.mean_ratio),
+            num(self.worst_ratio),
+            text(&self.statuses_text()),
+        ]
+    }
 }
+
+/// The columns of the summary's table, `sweep`'s and `report`'s ([`MethodSummary::cells`]).
+pub const SUMMARY_HEADERS: [&str; 6] = [
+    "method",
+    "cells",
+    "feasible",
+    "mean ratio",
+    "worst ratio",
+    "solver statuses",
+];
 
 /// The summary per method of a sweep's rows, methods in the order they first appear.
 pub fn summarize<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Vec<MethodSummary> {
@@ -902,29 +929,9 @@ pub fn summarize<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Vec<MethodSumma
 pub fn summary_text(summary: &[MethodSummary]) -> String {
     let num = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.4}"));
     let rows: Vec<Vec<String>> = (summary.iter())
-        .map(|m| {
-            vec![
-                m.method.clone(),
-                m.cells.to_string(),
-                format!("{} of {}", m.feasible.0, m.feasible.1),
-                num(m.mean_ratio),
-                num(m.worst_ratio),
-                m.statuses_text(),
-            ]
-        })
+        .map(|m| m.cells(str::to_string, num))
         .collect();
-    crate::render::table(
-        &[
-            "method",
-            "cells",
-            "feasible",
-            "mean ratio",
-            "worst ratio",
-            "solver statuses",
-        ],
-        &rows,
-        1,
-    )
+    crate::render::table(&SUMMARY_HEADERS, &rows, 1)
 }
 
 /// What a merge found.

@@ -354,6 +354,13 @@ fn write_lp_model(dir: &Path, file: &str, extra: &[&str]) -> String {
     clean_lp(&lp)
 }
 
+/// Pins `write-lp` of each (snapshot name, file, more arguments).
+fn assert_write_lps(dir: &Path, cases: &[(&str, &str, &[&str])]) {
+    for (name, file, extra) in cases {
+        insta::assert_snapshot!(*name, write_lp_model(dir, file, extra));
+    }
+}
+
 /// `generate PROBLEM --print-config --preset P` for each preset: preset -> configuration.
 fn print_configs(problem: &str, presets: &[&str]) -> Value {
     let mut configs = Map::new();
@@ -894,11 +901,17 @@ fn cache_offline() {
         insta::assert_snapshot!(format!("compare_cache_offline_{name}_csv"), table);
     }
 
-    insta::assert_snapshot!("write_lp_cache_offline_rank", write_lp(&dir, rank));
-    insta::assert_snapshot!("write_lp_cache_offline_mass", write_lp(&dir, mass));
-    insta::assert_snapshot!(
-        "write_lp_cache_offline_rank_fixed",
-        write_lp_model(&dir, rank, &["--model", "fixed"])
+    assert_write_lps(
+        &dir,
+        &[
+            ("write_lp_cache_offline_rank", rank, &[]),
+            ("write_lp_cache_offline_mass", mass, &[]),
+            (
+                "write_lp_cache_offline_rank_fixed",
+                rank,
+                &["--model", "fixed"],
+            ),
+        ],
     );
 }
 
@@ -943,11 +956,13 @@ fn smoe() {
         assert_json_and_csv(&format!("compare_smoe_{name}"), &report, &table);
     }
 
-    insta::assert_snapshot!("write_lp_smoe_tiny0", write_lp(&dir, uniform));
-    insta::assert_snapshot!("write_lp_smoe_per_expert4", write_lp(&dir, per_expert));
-    insta::assert_snapshot!(
-        "write_lp_smoe_tiny0_split",
-        write_lp_model(&dir, uniform, &["--model", "split"])
+    assert_write_lps(
+        &dir,
+        &[
+            ("write_lp_smoe_tiny0", uniform, &[]),
+            ("write_lp_smoe_per_expert4", per_expert, &[]),
+            ("write_lp_smoe_tiny0_split", uniform, &["--model", "split"]),
+        ],
     );
 }
 

@@ -1677,8 +1677,11 @@ fn npy_base(example: &Value) -> Value {
 #[test]
 fn malformed_npy_weights_are_refused_naming_the_file_and_the_field() {
     let dir = scratch("hostile-npy");
-    let header = |descr: &str, fortran: &str, shape: &str| {
-        format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}")
+    // A `.npy` of `data` under a header of `descr`, `fortran_order` and `shape`.
+    let npy = |descr: &str, fortran: &str, shape: &str, data: &[u8]| {
+        let header =
+            format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}");
+        npy_bytes(&header, data)
     };
     let zeros = vec![0u8; 8 * 2 * 4];
     let cases: Vec<(&str, &str, Vec<u8>)> = vec![
@@ -1687,46 +1690,27 @@ fn malformed_npy_weights_are_refused_naming_the_file_and_the_field() {
         (
             "truncated",
             "data",
-            npy_bytes(&header("<f8", "False", "(2, 4)"), &zeros[..40]),
+            npy("<f8", "False", "(2, 4)", &zeros[..40]),
         ),
         (
             "trailing",
             "data",
-            npy_bytes(
-                &header("<f8", "False", "(2, 4)"),
-                &[zeros.clone(), vec![0]].concat(),
-            ),
+            npy("<f8", "False", "(2, 4)", &[zeros.clone(), vec![0]].concat()),
         ),
-        (
-            "big-endian",
-            "descr",
-            npy_bytes(&header(">f8", "False", "(2, 4)"), &zeros),
-        ),
-        (
-            "object",
-            "descr",
-            npy_bytes(&header("|O", "False", "(2, 4)"), &zeros),
-        ),
+        ("big-endian", "descr", npy(">f8", "False", "(2, 4)", &zeros)),
+        ("object", "descr", npy("|O", "False", "(2, 4)", &zeros)),
         (
             "fortran",
             "fortran_order",
-            npy_bytes(&header("<f8", "True", "(2, 4)"), &zeros),
+            npy("<f8", "True", "(2, 4)", &zeros),
         ),
-        (
-            "three-d",
-            "shape",
-            npy_bytes(&header("<f8", "False", "(1, 2, 4)"), &zeros),
-        ),
+        ("three-d", "shape", npy("<f8", "False", "(1, 2, 4)", &zeros)),
         (
             "huge",
             "shape",
-            npy_bytes(&header("<f8", "False", "(4294967296, 4294967296)"), &[]),
+            npy("<f8", "False", "(4294967296, 4294967296)", &[]),
         ),
-        (
-            "negative",
-            "shape",
-            npy_bytes(&header("<f8", "False", "(-2, 4)"), &zeros),
-        ),
+        ("negative", "shape", npy("<f8", "False", "(-2, 4)", &zeros)),
         (
             "header",
             "header",
@@ -1764,7 +1748,7 @@ fn malformed_npy_weights_are_refused_naming_the_file_and_the_field() {
         data.extend(x.to_le_bytes());
     }
     let good = dir.join("good.npy");
-    std::fs::write(&good, npy_bytes(&header("<f8", "False", "(2, 4)"), &data)).unwrap();
+    std::fs::write(&good, npy("<f8", "False", "(2, 4)", &data)).unwrap();
     let out = std::process::Command::new(common::bin())
         .args(["eplb", "--weights"])
         .arg(&good)

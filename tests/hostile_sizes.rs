@@ -63,6 +63,22 @@ fn config(problem: &str, edit: impl FnOnce(&mut Value)) -> String {
     v.to_string()
 }
 
+/// `generate PROBLEM --config C.json` of the generator's default configuration with `edit`
+/// applied, refused naming `names`.
+fn generator_case(
+    what: &'static str,
+    problem: &str,
+    edit: impl FnOnce(&mut Value),
+    names: &[&'static str],
+) -> Case {
+    case(
+        what,
+        vec![("C.json", config(problem, edit))],
+        &format!("generate {problem} --config C.json -o out.json"),
+        names,
+    )
+}
+
 /// One line of a token log.
 fn log_line(layer: &str) -> String {
     format!(
@@ -430,124 +446,77 @@ fn cases() -> Vec<Case> {
             ],
         ),
         // ---- generator configurations ----
-        case(
+        generator_case(
             "slimcaching: users.max 10^9",
-            vec![(
-                "C.json",
-                config("slimcaching", |v| v["users"]["max"] = 1_000_000_000.into()),
-            )],
-            "generate slimcaching --config C.json -o out.json",
+            "slimcaching",
+            |v| v["users"]["max"] = 1_000_000_000.into(),
             &["C.json", "users.max", "MAX_USERS"],
         ),
-        case(
+        generator_case(
             "slimcaching: experts_per_layer.max 10^9",
-            vec![(
-                "C.json",
-                config("slimcaching", |v| {
-                    v["library"]["synthetic"]["experts_per_layer"]["max"] = 1_000_000_000.into()
-                }),
-            )],
-            "generate slimcaching --config C.json -o out.json",
+            "slimcaching",
+            |v| v["library"]["synthetic"]["experts_per_layer"]["max"] = 1_000_000_000.into(),
             &["C.json", "library.synthetic.experts_per_layer.max"],
         ),
-        case(
+        generator_case(
             "slimcaching: layers.max 10^9",
-            vec![(
-                "C.json",
-                config("slimcaching", |v| {
-                    v["library"]["synthetic"]["layers"]["max"] = 1_000_000_000.into()
-                }),
-            )],
-            "generate slimcaching --config C.json -o out.json",
+            "slimcaching",
+            |v| v["library"]["synthetic"]["layers"]["max"] = 1_000_000_000.into(),
             &["C.json", "library.synthetic.layers.max"],
         ),
-        case(
+        generator_case(
             "slimcaching: tokens_per_layer 4 x 10^9",
-            vec![(
-                "C.json",
-                config("slimcaching", |v| {
-                    v["activations"]["tokens_per_layer"] = 4_000_000_000u64.into()
-                }),
-            )],
-            "generate slimcaching --config C.json -o out.json",
+            "slimcaching",
+            |v| v["activations"]["tokens_per_layer"] = 4_000_000_000u64.into(),
             &[
                 "C.json",
                 "activations.tokens_per_layer",
                 "MAX_TOKENS_PER_LAYER",
             ],
         ),
-        case(
+        generator_case(
             "prism: model.layers.max 10^9",
-            vec![(
-                "C.json",
-                config("prism", |v| {
-                    v["model"]["layers"]["max"] = 1_000_000_000.into()
-                }),
-            )],
-            "generate prism --config C.json -o out.json",
+            "prism",
+            |v| v["model"]["layers"]["max"] = 1_000_000_000.into(),
             &["C.json", "model.layers.max"],
         ),
-        case(
+        generator_case(
             "prism: requests_per_server 4 x 10^9",
-            vec![(
-                "C.json",
-                config("prism", |v| {
-                    v["workload"]["requests_per_server"] = 4_000_000_000u64.into()
-                }),
-            )],
-            "generate prism --config C.json -o out.json",
+            "prism",
+            |v| v["workload"]["requests_per_server"] = 4_000_000_000u64.into(),
             &["C.json", "workload.requests_per_server"],
         ),
-        case(
+        generator_case(
             "cache-trace: layers 10^9",
-            vec![(
-                "C.json",
-                config("cache-trace", |v| v["layers"] = 1_000_000_000.into()),
-            )],
-            "generate cache-trace --config C.json -o out.json",
+            "cache-trace",
+            |v| v["layers"] = 1_000_000_000.into(),
             &["C.json", "layers", "MAX_LAYERS"],
         ),
-        case(
+        generator_case(
             "cache-trace: sequences x tokens_per_sequence 10^18",
-            vec![(
-                "C.json",
-                config("cache-trace", |v| {
-                    v["sequences"] = 1_000_000_000.into();
-                    v["tokens_per_sequence"] = 1_000_000_000.into();
-                }),
-            )],
-            "generate cache-trace --config C.json -o out.json",
+            "cache-trace",
+            |v| {
+                v["sequences"] = 1_000_000_000.into();
+                v["tokens_per_sequence"] = 1_000_000_000.into();
+            },
             &["C.json", "tokens_per_sequence", "MAX_TOKENS"],
         ),
-        case(
+        generator_case(
             "zipmoe: shards.max 10^9",
-            vec![(
-                "C.json",
-                config("zipmoe", |v| v["shards"]["max"] = 1_000_000_000.into()),
-            )],
-            "generate zipmoe --config C.json -o out.json",
+            "zipmoe",
+            |v| v["shards"]["max"] = 1_000_000_000.into(),
             &["C.json", "shards.max", "MAX_SHARDS"],
         ),
-        case(
+        generator_case(
             "zipmoe: batch_tokens.max 4 x 10^9",
-            vec![(
-                "C.json",
-                config("zipmoe", |v| {
-                    v["batch_tokens"]["max"] = 4_000_000_000u64.into()
-                }),
-            )],
-            "generate zipmoe --config C.json -o out.json",
+            "zipmoe",
+            |v| v["batch_tokens"]["max"] = 4_000_000_000u64.into(),
             &["C.json", "batch_tokens.max", "MAX_BATCH_TOKENS"],
         ),
-        case(
+        generator_case(
             "zipmoe-pool: synthetic prompts 4 x 10^9",
-            vec![(
-                "C.json",
-                config("zipmoe-pool", |v| {
-                    v["synthetic"]["prompts"] = 4_000_000_000u64.into()
-                }),
-            )],
-            "generate zipmoe-pool --config C.json -o out.json",
+            "zipmoe-pool",
+            |v| v["synthetic"]["prompts"] = 4_000_000_000u64.into(),
             &["C.json", "prompts", "MAX_SYNTHETIC_COUNTS"],
         ),
         case(

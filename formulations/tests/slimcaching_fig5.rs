@@ -15,7 +15,7 @@ use formulations::slimcaching::evaluate::associated_server;
 use formulations::slimcaching::{
     validate::validate, ActivationSet, Backhaul, Cloud, EdgeServer, ExpertId, ExpertRef,
     IncrementalObjective, Instance, LatencyModel, LayerActivation, LayerId, Link, ModelId,
-    ModelRequest, MoeModel, Placement, RoutingDemand, ServerId, User, UserId,
+    ModelRequest, MoeModel, Placement, Route, RoutingDemand, ServerId, User, UserId,
 };
 
 const TOL: f64 = 1e-12;
@@ -147,6 +147,12 @@ fn demand(server: u32, missing: &[u32]) -> RoutingDemand {
     }
 }
 
+/// Eq. (5)'s routing of the demand for `missing` from `server` under [`placement`].
+fn route_on_placement(server: u32, missing: &[u32]) -> Route {
+    let x = placement();
+    LatencyModel::new(&instance()).route(&demand(server, missing), |n, e| x.contains(n, e))
+}
+
 fn ids(v: &[u32]) -> Vec<ExpertId> {
     v.iter().map(|&e| ExpertId(e)).collect()
 }
@@ -270,9 +276,7 @@ fn demands_are_the_lacking_sets_weighted_by_p_over_u() {
 #[test]
 fn route_case_b_expert_on_the_associated_server() {
     // G = T^CP_E(S0) = 0.01.
-    let model = LatencyModel::new(&instance());
-    let x = placement();
-    let r = model.route(&demand(0, &[2]), |n, e| x.contains(n, e));
+    let r = route_on_placement(0, &[2]);
     assert_eq!(r.at_associated, ids(&[2]));
     assert!(r.at_edge.is_empty() && r.at_cloud.is_empty());
     assert_close(r.latency, 0.01, TOL, "G");
@@ -281,9 +285,7 @@ fn route_case_b_expert_on_the_associated_server() {
 #[test]
 fn route_associated_plus_nearest_other_server() {
     // e2 at S0 (0.01), e3 via S1 (0.02 + 0.01) rather than S2 (0.04 + 0.025): G = 0.04.
-    let model = LatencyModel::new(&instance());
-    let x = placement();
-    let r = model.route(&demand(0, &[2, 3]), |n, e| x.contains(n, e));
+    let r = route_on_placement(0, &[2, 3]);
     assert_eq!(r.at_associated, ids(&[2]));
     assert_eq!(r.at_edge, vec![(ExpertId(3), ServerId(1))]);
     assert!(r.at_cloud.is_empty());
@@ -293,9 +295,7 @@ fn route_associated_plus_nearest_other_server() {
 #[test]
 fn route_case_c_one_far_server_for_both_beats_two_servers() {
     // From S0: split 0.095 vs both on S2 0.09 (see the table above).
-    let model = LatencyModel::new(&instance());
-    let x = placement();
-    let r = model.route(&demand(0, &[3, 4]), |n, e| x.contains(n, e));
+    let r = route_on_placement(0, &[3, 4]);
     assert!(r.at_associated.is_empty() && r.at_cloud.is_empty());
     assert_eq!(
         r.at_edge,
@@ -307,9 +307,7 @@ fn route_case_c_one_far_server_for_both_beats_two_servers() {
 #[test]
 fn route_case_c_two_servers_beat_one_far_server_for_both() {
     // From S1: split 0.135 vs both on S2 0.155.
-    let model = LatencyModel::new(&instance());
-    let x = placement();
-    let r = model.route(&demand(1, &[2, 4]), |n, e| x.contains(n, e));
+    let r = route_on_placement(1, &[2, 4]);
     assert!(r.at_associated.is_empty() && r.at_cloud.is_empty());
     assert_eq!(
         r.at_edge,
@@ -321,10 +319,8 @@ fn route_case_c_two_servers_beat_one_far_server_for_both() {
 #[test]
 fn route_case_d_cloud_only() {
     // From S0: 0.102 + 0.1 = 0.202, equal to G(R, empty) = cloud_latency.
-    let model = LatencyModel::new(&instance());
-    let x = placement();
-    let d = demand(0, &[5]);
-    let r = model.route(&d, |n, e| x.contains(n, e));
+    let r = route_on_placement(0, &[5]);
+    let (model, d) = (LatencyModel::new(&instance()), demand(0, &[5]));
     assert_eq!(r.at_cloud, ids(&[5]));
     assert!(r.at_associated.is_empty() && r.at_edge.is_empty());
     assert_close(r.latency, 0.202, TOL, "G");
@@ -335,10 +331,8 @@ fn route_case_d_cloud_only() {
 fn route_associated_server_is_used_even_if_held_elsewhere_and_cloud_for_the_rest() {
     // u1's {e3, e5} from S1: e3 on S1 (and S2) -> S1, 0.01; e5 -> cloud 0.122 + 0.08: G = 0.212.
     // Two experts from the cloud from S1: 0.122 + 2*0.08 = 0.282 = G(empty).
-    let model = LatencyModel::new(&instance());
-    let x = placement();
-    let d = demand(1, &[3, 5]);
-    let r = model.route(&d, |n, e| x.contains(n, e));
+    let r = route_on_placement(1, &[3, 5]);
+    let (model, d) = (LatencyModel::new(&instance()), demand(1, &[3, 5]));
     assert_eq!(r.at_associated, ids(&[3]));
     assert!(r.at_edge.is_empty());
     assert_eq!(r.at_cloud, ids(&[5]));
@@ -349,9 +343,7 @@ fn route_associated_server_is_used_even_if_held_elsewhere_and_cloud_for_the_rest
 #[test]
 fn route_edge_plus_cloud() {
     // u0's {e4, e5} from S0: e4 -> S2 (0.04 + 0.025), e5 -> cloud (0.202): G = 0.267.
-    let model = LatencyModel::new(&instance());
-    let x = placement();
-    let r = model.route(&demand(0, &[4, 5]), |n, e| x.contains(n, e));
+    let r = route_on_placement(0, &[4, 5]);
     assert!(r.at_associated.is_empty());
     assert_eq!(r.at_edge, vec![(ExpertId(4), ServerId(2))]);
     assert_eq!(r.at_cloud, ids(&[5]));

@@ -21,7 +21,7 @@
 use formulations::cache::model::Requests;
 use formulations::cache::offline::{Schedule, ScheduleStep};
 
-use super::policy::{Policy, Request, Residents, Simulation};
+use super::policy::{CacheStats, Policy, Request, Residents, Simulation, Tally};
 
 pub(crate) const NEVER: u32 = u32::MAX;
 
@@ -143,6 +143,143 @@ impl Policy for Belady {
     }
 }
 
+/// Requests of a chunk of [`replay_bytes`]: its next-use keys (4 bytes each) stay in L2.
+const CHUNK_REQUESTS: usize = 1 << 16;
+
+/// [`Belady`] in a [`Simulation`] on `steps` steps of `top_k` byte ids each (`step(t)`, E <=
+/// 256, distinct within a step, fewer than [`NEVER`] steps): the same evictions and
+/// statistics, and the ids resident at the end. The next-use keys are computed chunk by chunk
+/// rather than for the whole stream at once (the stream's first request of each id after
+/// each chunk from one backward pass, then each chunk's keys just before it is replayed), so
+/// the memory is a few hundred kilobytes instead of about 10 bytes a request (the stream as
+/// u32, its offsets and the whole next-use table).
+pub(crate) fn replay_bytes<'a>(
+    capacity: usize,
+    experts: usize,
+    steps: usize,
+    top_k: usize,
+    step: impl Fn(usize) -> &'a [u8],
+) -> (CacheStats, usize) {
+    replay_bytes_in_chunks(
+        capacity,
+        experts,
+        steps,
+        top_k,
+        step,
+        (CHUNK_REQUESTS / top_k).max(1),
+    )
+}
+
+/// [`replay_bytes`] with chunks of `span` steps.
+fn replay_bytes_in_chunks<'a>(
+    capacity: usize,
+    experts: usize,
+    steps: usize,
+    top_k: usize,
+    step: impl Fn(usize) -> &'a [u8],
+    span: usize,
+) -> (CacheStats, usize) {
+    debug_assert!(steps < NEVER as usize && experts <= 256);
+    let chunks = steps.div_ceil(span);
+    let bounds = |c: usize| c * span..((c + 1) * span).min(steps);
+    // after[c][id]: the first step after chunk c requesting id.
+    let mut after = vec![[NEVER; 256]; chunks];
+    let mut seen = [NEVER; 256];
+    for c in (0..chunks).rev() {
+        after[c] = seen;
+        for t in bounds(c).rev() {
+            for &id in step(t) {
+                seen[usize::from(id)] = t as u32;
+            }
+        }
+    }
+    let mut cache = SmallBelady::new(capacity);
+    let mut tally = Tally::new(experts);
+    let mut next = vec![NEVER; span * top_k];
+    for (c, seen) in after.iter_mut().enumerate() {
+        let chunk = bounds(c);
+        for t in chunk.clone().rev() {
+            let keys = &mut next[(t - chunk.start) * top_k..][..top_k];
+            for (slot, &id) in keys.iter_mut().zip(step(t)) {
+                *slot = std::mem::replace(&mut seen[usize::from(id)], t as u32);
+            }
+        }
+        for t in chunk.clone() {
+            let keys = &next[(t - chunk.start) * top_k..][..top_k];
+            cache.step(step(t), t as u32, keys, &mut tally);
+        }
+    }
+    (tally.stats(), cache.len)
+}
+
+/// No slot: not resident.
+const ABSENT: u16 = u16::MAX;
+
+/// [`Belady`] over ids below 256: the resident ids and their eviction keys side by side in
+/// fixed arrays, and each id's slot in them.
+struct SmallBelady {
+    capacity: usize,
+    len: usize,
+    ids: [u8; 256],
+    keys: [u64; 256],
+    slot: [u16; 256],
+}
+
+impl SmallBelady {
+    fn new(capacity: usize) -> Self {
+        SmallBelady {
+            capacity,
+            len: 0,
+            ids: [0; 256],
+            keys: [0; 256],
+            slot: [ABSENT; 256],
+        }
+    }
+
+    /// Sets the key of `id` if it is resident.
+    fn rekey(&mut self, id: u8, next: u32) {
+        if let Some(k) = self.keys.get_mut(usize::from(self.slot[usize::from(id)])) {
+            *k = key(next, u32::from(id));
+        }
+    }
+
+    /// One step at `time` as [`Belady`]'s hooks take it: the step's hits are pinned, each
+    /// miss evicts the farthest next use when full, then the step's ids get their next uses
+    /// `next` as keys.
+    fn step(&mut self, ids: &[u8], time: u32, next: &[u32], tally: &mut Tally) {
+        for &id in ids {
+            self.rekey(id, time);
+        }
+        for &id in ids {
+            if self.slot[usize::from(id)] != ABSENT {
+                continue;
+            }
+            if self.len == self.capacity {
+                // Keys are distinct (the id is in them): the largest is the one victim.
+                let keys = &self.keys[..self.len];
+                let at = (1..keys.len()).fold(0, |a, i| if keys[i] > keys[a] { i } else { a });
+                let victim = self.ids[at];
+                self.len -= 1;
+                let moved = self.ids[self.len];
+                self.ids[at] = moved;
+                self.keys[at] = self.keys[self.len];
+                self.slot[usize::from(moved)] = at as u16;
+                self.slot[usize::from(victim)] = ABSENT;
+                tally.evicted(u32::from(victim));
+            }
+            self.ids[self.len] = id;
+            self.keys[self.len] = key(time, u32::from(id));
+            self.slot[usize::from(id)] = self.len as u16;
+            self.len += 1;
+            tally.loaded(u32::from(id));
+        }
+        for (&id, &n) in ids.iter().zip(next) {
+            self.rekey(id, n);
+        }
+        tally.end_step(ids.len());
+    }
+}
+
 /// Belady's schedule on a fixed request stream: per step the requested ids and the resident
 /// set after the step (for the offline evaluator and as a MIP start), and its loads.
 pub fn belady_schedule(capacity: usize, requests: &Requests) -> (u64, Schedule) {
@@ -178,6 +315,43 @@ mod tests {
         assert_eq!(loads, 7);
         assert_eq!(schedule.steps[7].resident, vec![2, 3, 4]);
         assert_eq!(replay(Lru::new(3, 8), &r).loads, 9);
+    }
+
+    #[test]
+    fn byte_replay_in_chunks_equals_the_simulation() {
+        // 500 steps of 3 distinct ids of 10 from a xorshift, every capacity, chunks of 1, 2,
+        // 7 and 64 steps and one chunk: the keys crossing chunk boundaries must be the
+        // whole-stream table's.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut steps: Vec<Vec<u8>> = Vec::new();
+        while steps.len() < 500 {
+            let mut step = Vec::new();
+            while step.len() < 3 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let id = (x % 10) as u8;
+                if !step.contains(&id) {
+                    step.push(id);
+                }
+            }
+            steps.push(step);
+        }
+        let wide: Vec<Vec<u32>> = (steps.iter())
+            .map(|s| s.iter().map(|&x| u32::from(x)).collect())
+            .collect();
+        let r = stream(&wide.iter().map(Vec::as_slice).collect::<Vec<_>>(), 10);
+        for c in 3..=10 {
+            let mut sim = Simulation::new(Belady::new(c, &r), 10);
+            for step in r.steps() {
+                sim.step(step, None);
+            }
+            let want = (sim.stats(), sim.policy().resident().len());
+            for span in [1, 2, 7, 64, 500] {
+                let got = replay_bytes_in_chunks(c, 10, 500, 3, |t| &steps[t], span);
+                assert_eq!(got, want, "C = {c}, chunks of {span}");
+            }
+        }
     }
 
     #[test]

@@ -4,9 +4,11 @@
 //! version and the trace's canonical SHA-256) with a `text()` rendering for humans.
 
 use std::fmt::Write;
+use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
-use formulations::cache::binary::Packed;
+use formulations::cache::binary::{self, Bytes, Packed};
 use formulations::cache::model::Trace;
 use formulations::Error;
 use serde::Serialize;
@@ -578,6 +580,9 @@ pub fn replay_file(
     scope: Scope,
     warm_start: Option<&Path>,
 ) -> Result<ReplayReport, Error> {
+    if let Some(bytes) = read_binary(path)? {
+        return replay_binary(path, bytes, capacity, policies, scope, warm_start);
+    }
     let (packed, info) = match import::read_trace(path, options)? {
         TraceFile::Json(trace) => (Packed::from_trace(&trace), TraceInfo::new(&trace)),
         TraceFile::Binary { packed, sha256 } => {
@@ -588,6 +593,57 @@ pub fn replay_file(
     let warm = warm_start.map(import::import_counts).transpose()?;
     replay_columns(&packed, info, capacity, policies, scope, warm.as_ref())
         .map_err(|e| e.with_file(path))
+}
+
+/// The bytes of the file at `path` when it starts like a binary trace, mapped (read where
+/// the file cannot be mapped); `None` when it does not or cannot be read that far
+/// ([`import::read_trace`] then reads it and names the error).
+fn read_binary(path: &Path) -> Result<Option<Bytes>, Error> {
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Ok(None);
+    };
+    let mut head = [0; binary::MAGIC.len()];
+    if file.read_exact(&mut head).is_err() || !binary::is_binary(&head) {
+        return Ok(None);
+    }
+    if let Ok(bytes) = Bytes::map(&file) {
+        return Ok(Some(bytes));
+    }
+    let size = file.metadata().map_or(0, |m| m.len() as usize);
+    let mut bytes = Vec::with_capacity(size);
+    bytes.extend_from_slice(&head);
+    file.read_to_end(&mut bytes).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(Some(Bytes::Owned(bytes)))
+}
+
+/// [`replay_file`] of a binary trace's `bytes`: their SHA-256 is computed on a second thread
+/// while the trace is decoded and replayed, so on a machine of two cores the hash costs no
+/// wall time, and the ids are replayed where they lie ([`Packed::decode_shared`]); the
+/// report is the same.
+fn replay_binary(
+    path: &Path,
+    bytes: Bytes,
+    capacity: usize,
+    policies: &PolicyChoice,
+    scope: Scope,
+    warm_start: Option<&Path>,
+) -> Result<ReplayReport, Error> {
+    let bytes = Arc::new(bytes);
+    std::thread::scope(|s| {
+        let sha256 = s.spawn(|| bytes_sha256(&bytes));
+        let packed = Packed::decode_shared(path, &bytes)?;
+        let warm = warm_start.map(import::import_counts).transpose()?;
+        let info = TraceInfo::of_packed(&packed, String::new());
+        let mut report = replay_columns(&packed, info, capacity, policies, scope, warm.as_ref())
+            .map_err(|e| e.with_file(path))?;
+        report.trace.sha256 = sha256
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        Ok(report)
+    })
 }
 
 /// The report of `mrc`.

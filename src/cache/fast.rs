@@ -5,12 +5,13 @@
 //! and statistics, only the dispatch and the data layout differ (tests/cache_traces.rs
 //! compares the two on every policy). LRU on a per-layer cache of at most 256 experts, the
 //! common case, has a loop of its own ([`SmallLru`]): byte-wide recency links and a 256-bit
-//! residency set, no bounds checks and no per-step buffers.
+//! residency set, no bounds checks and no per-step buffers; so has Belady
+//! ([`belady::replay_bytes`]: next uses chunk by chunk, not a table of the whole stream).
 
 use formulations::cache::binary::{Ids, Packed};
 use formulations::Error;
 
-use super::belady::Belady;
+use super::belady::{self, Belady, NEVER};
 use super::import::FrequencyWarmStart;
 use super::policies::{
     check_replay, fill_scores, Fifo, LayerStats, Lfu, PolicySpec, ReplayShape, Scope, SmoeWindow,
@@ -118,13 +119,21 @@ impl Cache<'_> {
             (PolicySpec::Fifo, _) => self.run(Fifo::new(c, u), per),
             (PolicySpec::SmoeWindow { n }, _) => self.run(SmoeWindow::new(c, u, n), per),
             (PolicySpec::ZipMoeFreq, _) => self.run(ZipMoeFreq::new(c, u), per),
-            (PolicySpec::Belady, _) => {
-                let requests = match self.layer {
-                    Some(layer) => self.packed.layer_requests(layer),
-                    None => self.packed.pooled_requests(),
-                };
-                self.run(Belady::new(c, &requests), per)
-            }
+            (PolicySpec::Belady, _) => match (&self.packed.ids, self.layer) {
+                (Ids::U8(ids), Some(layer)) if self.packed.tokens < NEVER as usize => {
+                    let (p, ids): (_, &[u8]) = (self.packed, ids);
+                    let (k, stride) = (p.top_k, p.layers * p.top_k);
+                    let step = |t: usize| &ids[t * stride + layer * k..][..k];
+                    belady::replay_bytes(c, p.experts, p.tokens, k, step)
+                }
+                _ => {
+                    let requests = match self.layer {
+                        Some(layer) => self.packed.layer_requests(layer),
+                        None => self.packed.pooled_requests(),
+                    };
+                    self.run(Belady::new(c, &requests), per)
+                }
+            },
         }
     }
 

@@ -38,6 +38,8 @@ use formulations::cache::validate::MAX_LAYERS;
 use formulations::{Error, ProblemKind};
 use serde::{Deserialize, Serialize};
 
+use crate::counts::read_text_maybe_gz;
+
 /// A known token log: file-name prefix, model, E, shared experts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownLog {
@@ -113,24 +115,6 @@ struct Record {
     phase: Phase,
 }
 
-fn read_text(path: &Path) -> Result<String, Error> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let bytes = std::fs::read(path).map_err(io)?;
-    if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(&bytes[..])
-            .read_to_string(&mut text)
-            .map_err(io)?;
-        Ok(text)
-    } else {
-        String::from_utf8(bytes)
-            .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
-    }
-}
-
 fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> Error {
     Error::Invalid {
         path: path.to_path_buf(),
@@ -141,7 +125,7 @@ fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> 
 
 /// Reads a token log file (JSON Lines, gzip or plain) into a validated trace.
 pub fn import_token_log(path: &Path, options: &ImportOptions) -> Result<Trace, Error> {
-    let text = read_text(path)?;
+    let text = read_text_maybe_gz(path)?;
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -391,7 +375,7 @@ pub fn is_counts_file(path: &Path) -> bool {
     struct Probe {
         format: Option<String>,
     }
-    let Ok(text) = read_text(path) else {
+    let Ok(text) = read_text_maybe_gz(path) else {
         return false;
     };
     serde_json::from_str::<Probe>(&text)
@@ -531,7 +515,7 @@ fn load_json(path: &Path, options: &ImportOptions) -> Result<Trace, Error> {
     if is_counts_file(path) {
         return Err(counts_not_replayable(path));
     }
-    let text = read_text(path)?;
+    let text = read_text_maybe_gz(path)?;
     // Another problem's file is named as such, not as a trace with the wrong fields.
     let tag = formulations::problem::detect_tag_in(path, &text)?;
     if tag.as_deref() != Some("cache-trace") {

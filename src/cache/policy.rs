@@ -241,11 +241,17 @@ pub struct CacheStats {
 pub(crate) struct Tally {
     loaded_at: Vec<usize>,
     stats: CacheStats,
-    lifetimes: Vec<u64>,
+    /// Completed residencies' lengths in eviction order, two bytes each (a replay of millions
+    /// of steps evicts millions of times, nearly all after a few steps): [`LONG`] stands for
+    /// the next entry of `long`.
+    lifetimes: Vec<u16>,
+    long: Vec<u64>,
     time: usize,
 }
 
 const ABSENT: usize = usize::MAX;
+/// A lifetime of [`Tally::lifetimes`] held in `long`.
+const LONG: u16 = u16::MAX;
 
 impl Tally {
     /// Nothing counted, over a universe of `universe` ids.
@@ -254,6 +260,7 @@ impl Tally {
             loaded_at: vec![ABSENT; universe],
             stats: CacheStats::default(),
             lifetimes: Vec::new(),
+            long: Vec::new(),
             time: 0,
         }
     }
@@ -266,7 +273,14 @@ impl Tally {
     /// The current step evicted `id`: its residency ends.
     pub(crate) fn evicted(&mut self, id: u32) {
         let start = std::mem::replace(&mut self.loaded_at[id as usize], ABSENT);
-        self.lifetimes.push((self.time - start) as u64);
+        let lifetime = self.time - start;
+        match u16::try_from(lifetime) {
+            Ok(short) if short != LONG => self.lifetimes.push(short),
+            _ => {
+                self.lifetimes.push(LONG);
+                self.long.push(lifetime as u64);
+            }
+        }
         self.stats.evictions += 1;
     }
 
@@ -296,7 +310,12 @@ impl Tally {
         let all = || {
             let open = self.loaded_at.iter().filter(|&&t| t != ABSENT);
             let open = open.map(|&t| (self.time - t) as u64);
-            self.lifetimes.iter().copied().chain(open)
+            let mut long = self.long.iter();
+            let done = self.lifetimes.iter().map(move |&x| match x {
+                LONG => long.next().copied().unwrap_or_default(),
+                short => u64::from(short),
+            });
+            done.chain(open)
         };
         let count = all().count();
         if count > 0 {
@@ -554,6 +573,36 @@ pub(super) mod tests {
             out.push(evicted);
         }
         out
+    }
+
+    #[test]
+    fn lifetimes_past_two_bytes_are_counted_whole() {
+        // Ids 0 and 1 loaded at step 0; 0 evicted at 65,535 (the escape value itself) and
+        // loaded again, evicted at 65,536; 1 evicted at 70,000: lifetimes 65,535, 1, 70,000.
+        let mut tally = Tally::new(2);
+        tally.loaded(0);
+        tally.loaded(1);
+        for t in 0..70_000 {
+            if t == 65_535 {
+                tally.evicted(0);
+                tally.loaded(0);
+            }
+            if t == 65_536 {
+                tally.evicted(0);
+            }
+            tally.end_step(2);
+        }
+        tally.evicted(1);
+        let s = tally.stats();
+        let mean = 135_536.0 / 3.0;
+        let var = [65_535.0, 1.0, 70_000.0]
+            .iter()
+            .map(|x: &f64| (x - mean).powi(2))
+            .sum::<f64>()
+            / 3.0;
+        assert_eq!((s.evictions, s.loads), (3, 3));
+        assert_eq!(s.lifetime_mean_steps, mean);
+        assert_eq!(s.lifetime_std_steps, var.sqrt());
     }
 
     #[test]

@@ -42,11 +42,15 @@ impl TraceArgs {
     /// The trace, and the hash its reports carry when it is not the canonical one (a binary
     /// trace's: [`crate::cache::import::TraceFile::into_trace`]).
     fn load(&self) -> Result<(formulations::cache::Trace, Option<String>), CliError> {
-        let options = ImportOptions {
+        Ok(read_trace(&self.trace, &self.options())?.into_trace())
+    }
+
+    /// How the trace is read: `--experts` over the defaults.
+    fn options(&self) -> ImportOptions {
+        ImportOptions {
             experts: self.experts,
             ..ImportOptions::default()
-        };
-        Ok(read_trace(&self.trace, &options)?.into_trace())
+        }
     }
 }
 
@@ -90,17 +94,10 @@ impl ReplayArgs {
                     .map_err(|e| CliError::flag("--methods", e))?,
             )
         };
-        let scope: Scope = self
-            .scope
-            .parse()
-            .map_err(|e| CliError::flag("--scope", e))?;
-        let options = ImportOptions {
-            experts: self.trace.experts,
-            ..ImportOptions::default()
-        };
+        let scope = parse_scope(&self.scope)?;
         let report = cc::replay_file(
             &self.trace.trace,
-            &options,
+            &self.trace.options(),
             self.capacity,
             &policies,
             scope,
@@ -115,9 +112,7 @@ impl ReplayArgs {
         let mut context = report.trace.context();
         context.push(("scope", self.scope.clone().into()));
         context.push(("capacity", report.capacity.into()));
-        let table = Table::new(context, rows);
-        let rendered = Rendered::new(&report, report.text()).with_table(table);
-        self.output.emit(rendered)
+        emit_table(&self.output, &report, report.text(), context, rows)
     }
 }
 
@@ -151,15 +146,8 @@ impl MrcArgs {
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| CliError::flag("--methods", e))?;
-        let scope: Scope = self
-            .scope
-            .parse()
-            .map_err(|e| CliError::flag("--scope", e))?;
-        let options = ImportOptions {
-            experts: self.trace.experts,
-            ..ImportOptions::default()
-        };
-        let report = cc::mrc_file(&self.trace.trace, &options, &policies, scope)?;
+        let scope = parse_scope(&self.scope)?;
+        let report = cc::mrc_file(&self.trace.trace, &self.trace.options(), &policies, scope)?;
         let mut rows = Vec::new();
         for curve in &report.mrc.curves {
             for (i, &capacity) in report.mrc.capacities.iter().enumerate() {
@@ -182,9 +170,7 @@ impl MrcArgs {
         }
         let mut context = report.trace.context();
         context.push(("scope", self.scope.clone().into()));
-        let table = Table::new(context, rows);
-        let rendered = Rendered::new(&report, report.text()).with_table(table);
-        self.output.emit(rendered)
+        emit_table(&self.output, &report, report.text(), context, rows)
     }
 }
 
@@ -211,10 +197,7 @@ impl RouteArgs {
     pub(super) fn run(self) -> Result<(), CliError> {
         let (trace, sha256) = self.trace.load()?;
         let options = ReplayOptions {
-            layout: self
-                .scope
-                .parse()
-                .map_err(|e| CliError::flag("--scope", e))?,
+            layout: parse_scope(&self.scope)?,
             ..ReplayOptions::default()
         };
         let mut report = pareto::route(&trace, &self.router, self.capacity, &options)?;
@@ -237,9 +220,7 @@ impl RouteArgs {
             let key = name.trim_start_matches("quality.");
             context.push((name.as_str(), quality[key].clone()));
         }
-        let table = Table::new(context, rows);
-        let rendered = Rendered::new(&report, report.text()).with_table(table);
-        self.output.emit(rendered)
+        emit_table(&self.output, &report, report.text(), context, rows)
     }
 }
 
@@ -276,14 +257,12 @@ impl ParetoArgs {
             .map(|r| r.parse())
             .collect::<Result<Vec<_>, String>>()
             .map_err(|e| CliError::flag("--methods", e))?;
+        let scope = parse_scope(&self.scope)?;
         let options = SweepOptions {
             capacities: self.capacities.clone(),
             routers,
             replay: ReplayOptions {
-                layout: self
-                    .scope
-                    .parse()
-                    .map_err(|e| CliError::flag("--scope", e))?,
+                layout: scope,
                 ..ReplayOptions::default()
             },
             ..SweepOptions::default()
@@ -302,10 +281,6 @@ impl ParetoArgs {
             context.push(("scope", self.scope.clone().into()));
             let rows = report.points.iter().map(to_value).collect();
             write_csv(path, &Table::new(context.clone(), rows))?;
-            let scope: Scope = self
-                .scope
-                .parse()
-                .map_err(|e| CliError::flag("--scope", e))?;
             let mut rows = Vec::new();
             for &c in &report.capacities {
                 for policy in [PolicySpec::Lru, PolicySpec::Belady] {
@@ -323,6 +298,23 @@ impl ParetoArgs {
         }
         problems::emit(&report, self.json, |r| r.text())
     }
+}
+
+/// `--scope`'s value: per-layer or pool.
+fn parse_scope(scope: &str) -> Result<Scope, CliError> {
+    scope.parse().map_err(|e| CliError::flag("--scope", e))
+}
+
+/// Prints `report` (JSON, or `text`) and writes its tidy table of `rows` under `context` with
+/// `--csv`.
+fn emit_table<R: Serialize>(
+    output: &Output,
+    report: &R,
+    text: String,
+    context: Vec<(&str, Value)>,
+    rows: Vec<Value>,
+) -> Result<(), CliError> {
+    output.emit(Rendered::new(report, text).with_table(Table::new(context, rows)))
 }
 
 /// A CSV row per layer's statistics, then a `total` row; each has `fields`, then `layer`.
@@ -491,9 +483,7 @@ impl TpotArgs {
             ("budget_s", budget.into()),
         ];
         let rows = report.samples.iter().map(to_value).collect();
-        let table = Table::new(context, rows);
-        let rendered = Rendered::new(&report, report.text()).with_table(table);
-        self.output.emit(rendered)
+        emit_table(&self.output, &report, report.text(), context, rows)
     }
 }
 

@@ -748,8 +748,8 @@ pub(crate) mod tests {
 
     /// Two servers, L = 2, E = 4, 1-byte experts. Server 0 (one 4-byte GPU): layer 0 =
     /// [1, 0, 0, 0] (entropy 0), layer 1 uniform (2 bits). Server 1 (two 2-byte GPUs): both
-    /// layers [0.5, 0.5, 0, 0] (1 bit each).
-    fn two_servers() -> Instance {
+    /// layers [0.5, 0.5, 0, 0] (1 bit each). (Also the hand example of `claims`' Thm. 1 tests.)
+    pub(crate) fn two_servers() -> Instance {
         let uniform = vec![0.25; 4];
         let half = vec![0.5, 0.5, 0.0, 0.0];
         instance(

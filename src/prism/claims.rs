@@ -870,7 +870,7 @@ fn feasible(run: &methods::MethodRun) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prism::algorithms::tests::instance;
+    use crate::prism::algorithms::tests::{instance, two_servers};
 
     #[test]
     fn family_is_deterministic_and_valid() {
@@ -1072,13 +1072,7 @@ mod tests {
         // keeps l1e1, l1e2 at 0.25 and gives its f = 1 expert l0e0 away in the repair) while
         // its best 4 experts are l0e0 + three of layer 1: 1.75. 0.75 < 0.632 x 1.75 = 1.106:
         // ratio 0.4286, margin 0.75 - 1.1062 = -0.356.
-        let inst = instance(
-            &[&[4], &[2, 2]],
-            vec![
-                vec![vec![1.0, 0.0, 0.0, 0.0], vec![0.25; 4]],
-                vec![vec![0.5, 0.5, 0.0, 0.0], vec![0.5, 0.5, 0.0, 0.0]],
-            ],
-        );
+        let inst = two_servers();
         let c = check_thm1(&inst, &CheckOptions::default());
         assert_eq!(c.outcome, Outcome::Fail);
         assert_eq!((c.value, c.reference), (Some(0.75), Some(1.75)));
@@ -1121,13 +1115,7 @@ mod tests {
         // (0.5 + 0.5 + 0) and l1e0 (0.5): U = 1.5 = 1 + 0.5, the best with counts [3, 1]. Both
         // margins U - OPT + 1e-12 = 1e-12; the first server is reported: value 1.75 =
         // reference, ratio 1, bound 1.
-        let inst = instance(
-            &[&[4], &[2, 2]],
-            vec![
-                vec![vec![1.0, 0.0, 0.0, 0.0], vec![0.25; 4]],
-                vec![vec![0.5, 0.5, 0.0, 0.0], vec![0.5, 0.5, 0.0, 0.0]],
-            ],
-        );
+        let inst = two_servers();
         let c = check_thm1_repaired(&inst, &CheckOptions::default());
         assert_eq!(c.outcome, Outcome::Pass, "{}", c.note);
         assert_eq!((c.value, c.reference), (Some(1.75), Some(1.75)));

@@ -11,7 +11,7 @@ use formulations::Error;
 use super::figure::{self, drawable, Chart, Key, Mark, Shape};
 use super::table::Table;
 use super::{escape, number, Page};
-use crate::sweep::{summarize, Row, SweepHeader};
+use crate::sweep::{summarize, Row, SweepHeader, SUMMARY_HEADERS};
 
 /// The y axis of the ratios' figures.
 const RATIO: &str = "ratio (objective / reference)";
@@ -120,30 +120,8 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
         cells.len()
     ));
     let summary = summarize(results.rows.iter().map(|r| &r.1));
-    let rows: Vec<Vec<String>> = (summary.iter())
-        .map(|m| {
-            vec![
-                escape(&m.method),
-                m.cells.to_string(),
-                format!("{} of {}", m.feasible.0, m.feasible.1),
-                number(m.mean_ratio),
-                number(m.worst_ratio),
-                escape(&m.statuses_text()),
-            ]
-        })
-        .collect();
-    page.table(
-        &[
-            "method",
-            "cells",
-            "feasible",
-            "mean ratio",
-            "worst ratio",
-            "solver statuses",
-        ],
-        &rows,
-        1,
-    );
+    let rows: Vec<Vec<String>> = summary.iter().map(|m| m.cells(escape, number)).collect();
+    page.table(&SUMMARY_HEADERS, &rows, 1);
     let methods: Vec<&str> = summary.iter().map(|m| m.method.as_str()).collect();
     let objective_name = results
         .rows

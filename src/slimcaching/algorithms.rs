@@ -677,15 +677,38 @@ fn finish(values: &[f64], mut chosen: Vec<usize>) -> (f64, Vec<usize>) {
     (value, chosen)
 }
 
-fn too_large(r: &Reduced, what: &str, cells: u128, limit: u64) -> Error {
-    Error::TooLarge(format!(
+/// Both exact knapsacks: the reduced items all at once when they fit, else those `choose`
+/// takes of them; with the free items, valued.
+fn knapsack(
+    values: &[f64],
+    sizes: &[u64],
+    capacity: u64,
+    choose: impl FnOnce(&Reduced) -> Result<Vec<usize>, Error>,
+) -> Result<(f64, Vec<usize>), Error> {
+    let r = reduce(values, sizes, capacity);
+    let mut chosen = r.free.clone();
+    if r.all_fit {
+        chosen.extend(&r.items);
+    } else {
+        chosen.extend(choose(&r)?);
+    }
+    Ok(finish(values, chosen))
+}
+
+/// Refuses `what`, a table of `rows` x (capacity + 1) cells, above `limit` cells.
+fn check_cells(r: &Reduced, what: &str, rows: usize, limit: u64) -> Result<(), Error> {
+    let cells = rows as u128 * (u128::from(r.capacity) + 1);
+    if cells <= u128::from(limit) {
+        return Ok(());
+    }
+    Err(Error::TooLarge(format!(
         "the knapsack of {} experts has {} capacity units (sizes and capacity divided by their \
          gcd {} bytes), so {what} needs {cells} cells, above the limit {limit}; round expert \
          sizes and storage capacities to a coarser unit (e.g. whole MB) in the instance",
         r.items.len(),
         r.capacity,
         r.unit
-    ))
+    )))
 }
 
 /// Exact 0/1 knapsack by the DP of Algorithm 2: maximise `sum values[i]` subject
@@ -701,21 +724,13 @@ pub fn knapsack_dp(
     sizes: &[u64],
     capacity: u64,
 ) -> Result<(f64, Vec<usize>), Error> {
-    let r = reduce(values, sizes, capacity);
-    let mut chosen = r.free.clone();
-    if r.all_fit {
-        chosen.extend(&r.items);
-        return Ok(finish(values, chosen));
-    }
-    let cells = r.items.len() as u128 * (u128::from(r.capacity) + 1);
-    if cells > u128::from(DP_CELL_LIMIT) {
-        return Err(too_large(
-            &r,
-            "the DP table of Alg. 2",
-            cells,
-            DP_CELL_LIMIT,
-        ));
-    }
+    knapsack(values, sizes, capacity, |r| dp_choice(values, r))
+}
+
+/// Alg. 2's table over the reduced items and its traceback: the items it chooses.
+fn dp_choice(values: &[f64], r: &Reduced) -> Result<Vec<usize>, Error> {
+    let mut chosen = Vec::new();
+    check_cells(r, "the DP table of Alg. 2", r.items.len(), DP_CELL_LIMIT)?;
     let cap = r.capacity as usize;
     let words = cap / 64 + 1;
     // keep[i][q]: dp[i][q] != dp[i-1][q] in Alg. 2's notation (item i improved capacity q).
@@ -741,7 +756,7 @@ pub fn knapsack_dp(
             q -= r.weights[i] as usize;
         }
     }
-    Ok(finish(values, chosen))
+    Ok(chosen)
 }
 
 /// Exact 0/1 knapsack by Algorithm 3: size classes combined by concave (max, +) convolution
@@ -756,12 +771,13 @@ pub fn knapsack_maxconv(
     sizes: &[u64],
     capacity: u64,
 ) -> Result<(f64, Vec<usize>), Error> {
-    let r = reduce(values, sizes, capacity);
-    let mut chosen = r.free.clone();
-    if r.all_fit {
-        chosen.extend(&r.items);
-        return Ok(finish(values, chosen));
-    }
+    knapsack(values, sizes, capacity, |r| maxconv_choice(values, r))
+}
+
+/// Alg. 3's size classes and (max, +) convolutions over the reduced items, and their
+/// traceback: the items it chooses.
+fn maxconv_choice(values: &[f64], r: &Reduced) -> Result<Vec<usize>, Error> {
+    let mut chosen = Vec::new();
     // Size classes E_1..E_T (Alg. 3 line 3), by ascending size; members as positions in
     // r.items, best value first (then lower index), so a class's top j items are a prefix.
     let mut by_size: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
@@ -779,15 +795,12 @@ pub fn knapsack_maxconv(
             (w as usize, members)
         })
         .collect();
-    let cells = classes.len() as u128 * (u128::from(r.capacity) + 1);
-    if cells > u128::from(MAXCONV_CELL_LIMIT) {
-        return Err(too_large(
-            &r,
-            "the choice tables of Alg. 3",
-            cells,
-            MAXCONV_CELL_LIMIT,
-        ));
-    }
+    check_cells(
+        r,
+        "the choice tables of Alg. 3",
+        classes.len(),
+        MAXCONV_CELL_LIMIT,
+    )?;
     let cap = r.capacity as usize;
     // best[q]: best value of the classes so far within capacity q (non-decreasing in q).
     let mut best = vec![0.0f64; cap + 1];
@@ -823,7 +836,7 @@ pub fn knapsack_maxconv(
         chosen.extend(members[..j].iter().map(|&k| r.items[k]));
         q -= j * w;
     }
-    Ok(finish(values, chosen))
+    Ok(chosen)
 }
 
 /// out[t] = max over j in 0..=min(t, z.len() - 1) of y[t - j] + z[j], and the largest

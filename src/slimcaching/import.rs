@@ -559,6 +559,14 @@ mod tests {
         Some(instance)
     }
 
+    /// Every activation set of user 0's first layer holds `k` experts (the model's Top-k).
+    fn first_sets_are_top(i: &Instance, k: usize) -> bool {
+        i.users[0].activations[0]
+            .sets
+            .iter()
+            .all(|s| s.experts.len() == k)
+    }
+
     #[test]
     fn imports_qwen() {
         let Some(i) = check_real("qwen.json.gz", 24, &[]) else {
@@ -568,10 +576,7 @@ mod tests {
         assert_eq!(i.models[0].expert_bytes, 17 << 20);
         assert_eq!(i.models[0].hidden_bytes, 4096);
         assert_eq!(i.models[0].expert_flops, 17_301_504.0);
-        assert!(i.users[0].activations[0]
-            .sets
-            .iter()
-            .all(|s| s.experts.len() == 4));
+        assert!(first_sets_are_top(&i, 4));
     }
 
     #[test]
@@ -592,10 +597,7 @@ mod tests {
         assert_eq!(i.models[0].expert_bytes, 16 << 20);
         assert_eq!(i.models[0].hidden_bytes, 2048);
         // Top-1: every set is a single expert.
-        assert!(i.users[0].activations[0]
-            .sets
-            .iter()
-            .all(|s| s.experts.len() == 1));
+        assert!(first_sets_are_top(&i, 1));
     }
 
     #[test]
@@ -756,38 +758,59 @@ mod tests {
         let good = serde_json::json!([[[1, 1, 0]], [[0, 1, 1]]]);
         let mut wrong_format = header(good.clone(), 2, 1);
         wrong_format["format"] = "moe-activation-counts/v2".into();
-        let e = import_error(&dir, "format.json.gz", &wrong_format, 1);
-        assert!(e.contains(": format:"), "{e}");
-
-        let ragged_layers = header(serde_json::json!([[[1, 1, 0]], []]), 2, 1);
-        let e = import_error(&dir, "ragged1.json.gz", &ragged_layers, 1);
-        assert!(e.contains("counts[1]:"), "{e}");
-
-        let ragged_experts = header(serde_json::json!([[[1, 1, 0]], [[1, 1]]]), 2, 1);
-        let e = import_error(&dir, "ragged2.json.gz", &ragged_experts, 1);
-        assert!(e.contains("counts[1][0]:"), "{e}");
-
-        let wrong_prompts = header(good.clone(), 3, 1);
-        let e = import_error(&dir, "prompts.json.gz", &wrong_prompts, 1);
-        assert!(e.contains(": counts:"), "{e}");
-
-        // Expert 0 counted 3 times in a 2-token row (sum 4, K = 2).
-        let undecomposable = header(serde_json::json!([[[1, 1, 0]], [[3, 1, 0]]]), 2, 1);
-        let e = import_error(&dir, "undecomposable.json.gz", &undecomposable, 1);
-        assert!(e.contains("counts[1][0]:") && e.contains("expert 0"), "{e}");
-
-        let odd_sum = header(serde_json::json!([[[1, 1, 1]], [[1, 1, 0]]]), 2, 1);
-        let e = import_error(&dir, "odd.json.gz", &odd_sum, 1);
-        assert!(e.contains("counts[0][0]:") && e.contains("multiple"), "{e}");
-
         let mut bad_k = header(good.clone(), 2, 1);
         bad_k["top_k"] = 4.into();
-        let e = import_error(&dir, "topk.json.gz", &bad_k, 1);
-        assert!(e.contains(": top_k:"), "{e}");
-
-        let too_many_users = header(good.clone(), 2, 1);
-        let e = import_error(&dir, "users.json.gz", &too_many_users, 3);
-        assert!(e.contains(": prompts:"), "{e}");
+        let mut missing = header(good.clone(), 2, 1);
+        missing.as_object_mut().unwrap().remove("counts");
+        // (file, its contents, users, what the error names beside the file)
+        let cases: Vec<(&str, serde_json::Value, u32, &[&str])> = vec![
+            ("format.json.gz", wrong_format, 1, &[": format:"]),
+            (
+                "ragged1.json.gz",
+                header(serde_json::json!([[[1, 1, 0]], []]), 2, 1),
+                1,
+                &["counts[1]:"],
+            ),
+            (
+                "ragged2.json.gz",
+                header(serde_json::json!([[[1, 1, 0]], [[1, 1]]]), 2, 1),
+                1,
+                &["counts[1][0]:"],
+            ),
+            (
+                "prompts.json.gz",
+                header(good.clone(), 3, 1),
+                1,
+                &[": counts:"],
+            ),
+            // Expert 0 counted 3 times in a 2-token row (sum 4, K = 2).
+            (
+                "undecomposable.json.gz",
+                header(serde_json::json!([[[1, 1, 0]], [[3, 1, 0]]]), 2, 1),
+                1,
+                &["counts[1][0]:", "expert 0"],
+            ),
+            (
+                "odd.json.gz",
+                header(serde_json::json!([[[1, 1, 1]], [[1, 1, 0]]]), 2, 1),
+                1,
+                &["counts[0][0]:", "multiple"],
+            ),
+            ("topk.json.gz", bad_k, 1, &[": top_k:"]),
+            (
+                "users.json.gz",
+                header(good.clone(), 2, 1),
+                3,
+                &[": prompts:"],
+            ),
+            ("missing.json.gz", missing, 1, &["counts"]),
+        ];
+        for (name, value, users, names) in &cases {
+            let e = import_error(&dir, name, value, *users);
+            for n in *names {
+                assert!(e.contains(n), "{name}: {e}");
+            }
+        }
 
         // A user whose prompts have no token in a kept layer.
         let silent = header(serde_json::json!([[[1, 1, 0]], [[0, 0, 0]]]), 2, 1);
@@ -797,11 +820,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no token at layer 0"), "{e}");
-
-        let mut missing = header(good.clone(), 2, 1);
-        missing.as_object_mut().unwrap().remove("counts");
-        let e = import_error(&dir, "missing.json.gz", &missing, 1);
-        assert!(e.contains("counts"), "{e}");
 
         let mut unknown = header(good, 2, 1);
         unknown["model"] = "mystery-moe".into();

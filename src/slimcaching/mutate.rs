@@ -1116,66 +1116,65 @@ mod tests {
         worst
     }
 
+    /// Whether some element of `a` differs from the one at its place in `b` by `differ`.
+    fn any_pair<T>(a: &[T], b: &[T], differ: impl Fn(&T, &T) -> bool) -> bool {
+        a.iter().zip(b).any(|(x, y)| differ(x, y))
+    }
+
     /// The kinds of numbers that differ between two instances of the same structure.
     fn changed_kinds(a: &Instance, b: &Instance) -> Vec<&'static str> {
-        let mut kinds = Vec::new();
-        if a.servers
-            .iter()
-            .zip(&b.servers)
-            .any(|(x, y)| x.storage_bytes != y.storage_bytes)
-        {
-            kinds.push("storage");
-        }
-        if a.models
-            .iter()
-            .zip(&b.models)
-            .any(|(x, y)| x.expert_bytes != y.expert_bytes)
-        {
-            kinds.push("expert_bytes");
-        }
-        if a.models
-            .iter()
-            .zip(&b.models)
-            .any(|(x, y)| x.hidden_bytes != y.hidden_bytes || x.expert_flops != y.expert_flops)
-        {
-            kinds.push("model_cost");
-        }
-        if a.users.iter().zip(&b.users).any(|(x, y)| {
-            x.activations
-                .iter()
-                .zip(&y.activations)
-                .any(|(p, q)| p.sets != q.sets)
-        }) {
-            kinds.push("activation");
-        }
-        if a.users
-            .iter()
-            .zip(&b.users)
-            .any(|(x, y)| x.requests != y.requests)
-        {
-            kinds.push("request");
-        }
-        if a.backhaul != b.backhaul
-            || a.users
-                .iter()
-                .zip(&b.users)
-                .any(|(x, y)| x.uplink != y.uplink || x.downlink != y.downlink)
-        {
-            kinds.push("link");
-        }
-        if a.cloud != b.cloud
-            || a.servers
-                .iter()
-                .zip(&b.servers)
-                .any(|(x, y)| x.compute_flops != y.compute_flops)
-            || a.users
-                .iter()
-                .zip(&b.users)
-                .any(|(x, y)| x.compute_flops != y.compute_flops)
-        {
-            kinds.push("compute");
-        }
+        let kinds = [
+            (
+                "storage",
+                any_pair(&a.servers, &b.servers, |x, y| {
+                    x.storage_bytes != y.storage_bytes
+                }),
+            ),
+            (
+                "expert_bytes",
+                any_pair(&a.models, &b.models, |x, y| {
+                    x.expert_bytes != y.expert_bytes
+                }),
+            ),
+            (
+                "model_cost",
+                any_pair(&a.models, &b.models, |x, y| {
+                    x.hidden_bytes != y.hidden_bytes || x.expert_flops != y.expert_flops
+                }),
+            ),
+            (
+                "activation",
+                any_pair(&a.users, &b.users, |x, y| {
+                    any_pair(&x.activations, &y.activations, |p, q| p.sets != q.sets)
+                }),
+            ),
+            (
+                "request",
+                any_pair(&a.users, &b.users, |x, y| x.requests != y.requests),
+            ),
+            (
+                "link",
+                a.backhaul != b.backhaul
+                    || any_pair(&a.users, &b.users, |x, y| {
+                        x.uplink != y.uplink || x.downlink != y.downlink
+                    }),
+            ),
+            (
+                "compute",
+                a.cloud != b.cloud
+                    || any_pair(&a.servers, &b.servers, |x, y| {
+                        x.compute_flops != y.compute_flops
+                    })
+                    || any_pair(&a.users, &b.users, |x, y| {
+                        x.compute_flops != y.compute_flops
+                    }),
+            ),
+        ];
         kinds
+            .into_iter()
+            .filter(|(_, changed)| *changed)
+            .map(|(kind, _)| kind)
+            .collect()
     }
 
     #[test]

@@ -76,6 +76,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+mod bnb;
+pub use bnb::{branch_and_bound, BranchAndBound};
+
 /// Which tasks Alg. 1 lets into a block after its base (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -1,5 +1,5 @@
 //! ZipMoE (paper 003), one layer's reconstruction schedule, as a [`Problem`]: the exact MILP,
-//! exhaustive search, Alg. 1 (both readings of its candidate list) and the baselines. The one
+//! exhaustive search, branch and bound (moe-opt's, for layers beyond the MILP), Alg. 1 (both readings of its candidate list) and the baselines. The one
 //! evaluator is the simulator (`formulations::zipmoe::Simulator`): a method's priority order
 //! becomes a schedule there, so the solution is the simulated schedule and evaluating it reads
 //! its makespan.
@@ -21,6 +21,8 @@ crate::named! {
         Milp,
         /// exhaustive search over I/O and decompression orders
         Exhaustive,
+        /// branch and bound over the same orders, bounded by the resource bound (whole layers)
+        BranchAndBound,
         /// Alg. 1 (App. A), candidates as in its line 8
         CacheAffinity,
         /// Alg. 1, only type-II tasks inserted (Sec. 3.3's text)
@@ -62,7 +64,7 @@ impl Problem for ZipMoe {
         instance.clone()
     }
 
-    const EXACT: &'static [Method] = &[Method::Milp, Method::Exhaustive];
+    const EXACT: &'static [Method] = &[Method::Milp, Method::Exhaustive, Method::BranchAndBound];
 
     /// Every method: the exact ones that refuse the size are skipped by `compare`.
     fn default_methods(_: &Instance) -> Vec<Method> {
@@ -81,6 +83,28 @@ impl Problem for ZipMoe {
                 Solved::exact(solved.schedule, &solved.solution)
             }
             Method::Exhaustive => Solved::found(algorithms::exhaustive(instance)?),
+            Method::BranchAndBound => {
+                let solved = algorithms::branch_and_bound(instance, &options.solve)?;
+                let (lower, best) = (solved.lower_s, solved.schedule.makespan_s);
+                Solved {
+                    exact: Some(ExactReport {
+                        status: solved.status,
+                        objective: Some(best),
+                        best_bound: Some(lower),
+                        gap: Some(if best > 0.0 {
+                            (best - lower) / best
+                        } else {
+                            0.0
+                        }),
+                        solve_time_s: options
+                            .solve
+                            .started
+                            .map_or(0.0, |s| s.elapsed().as_secs_f64()),
+                        note: None,
+                    }),
+                    ..Solved::found(solved.schedule)
+                }
+            }
             Method::CacheAffinity | Method::CacheAffinityText => {
                 let candidates = if method == Method::CacheAffinity {
                     Candidates::Algorithm1

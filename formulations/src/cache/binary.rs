@@ -42,7 +42,9 @@
 //! size is checked against the file's length before anything is allocated.
 
 use std::collections::HashMap;
+use std::ops::{Deref, Range};
 use std::path::Path;
+use std::sync::Arc;
 
 use super::model::{Phase, Requests, Routing, Token, Trace};
 use super::validate::{routing_rules, Scores, Shape, MAX_EXPERTS, MAX_LAYERS};
@@ -76,11 +78,91 @@ pub struct Run {
     pub phase: Phase,
 }
 
+/// A binary trace's bytes as read: the file mapped into memory, or a copy.
+pub enum Bytes {
+    /// The file's pages themselves: nothing copied or zeroed, whatever its size.
+    Mapped(memmap2::Mmap),
+    /// Read into memory (where the file cannot be mapped).
+    Owned(Vec<u8>),
+}
+
+impl Bytes {
+    /// `file` mapped read-only, its pages faulted in at once (one call, not one fault each).
+    pub fn map(file: &std::fs::File) -> std::io::Result<Bytes> {
+        // SAFETY: the mapping is read-only. Another process that rewrites or truncates the
+        // file while it is mapped changes the bytes under it (or faults on them), as with
+        // any mapped file; trace files are written once and then read.
+        let map = unsafe { memmap2::MmapOptions::new().populate().map(file)? };
+        Ok(Bytes::Mapped(map))
+    }
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+/// Bytes of a column: a vector of its own, or a range of the bytes of the file it was
+/// decoded from ([`Packed::decode_shared`]), so that the file's ids are not copied.
+#[derive(Clone)]
+pub struct Column {
+    buf: Arc<Bytes>,
+    range: Range<usize>,
+}
+
+impl Column {
+    /// `range` of `buf`.
+    fn shared(buf: &Arc<Bytes>, range: Range<usize>) -> Self {
+        Column {
+            buf: Arc::clone(buf),
+            range,
+        }
+    }
+}
+
+impl From<Vec<u8>> for Column {
+    fn from(v: Vec<u8>) -> Self {
+        let range = 0..v.len();
+        Column {
+            buf: Arc::new(Bytes::Owned(v)),
+            range,
+        }
+    }
+}
+
+impl Deref for Column {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.range.clone()]
+    }
+}
+
+impl PartialEq for Column {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Column {}
+
+impl std::fmt::Debug for Column {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
 /// The expert ids of every routing, token-major, K per routing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ids {
     /// E <= 256.
-    U8(Vec<u8>),
+    U8(Column),
     /// E > 256.
     U16(Vec<u16>),
 }
@@ -210,7 +292,7 @@ impl Packed {
         let routings: Vec<&Routing> = trace.routings().collect();
         let ids = routings.iter().flat_map(|r| r.experts.iter().copied());
         let ids = if trace.experts <= 256 {
-            Ids::U8(ids.map(|x| x as u8).collect())
+            Ids::U8(Column::from(ids.map(|x| x as u8).collect::<Vec<u8>>()))
         } else {
             Ids::U16(ids.map(|x| x as u16).collect())
         };
@@ -381,6 +463,17 @@ impl Packed {
     /// Reads the bytes of a binary trace read from `path` (named in errors), held to every
     /// rule of a trace.
     pub fn decode(path: &Path, bytes: &[u8]) -> Result<Packed, Error> {
+        Packed::decode_in(path, bytes, None)
+    }
+
+    /// [`Packed::decode`] of a buffer the columns may share: byte-wide ids (E <= 256) stay
+    /// where they are in `bytes` rather than being copied out.
+    pub fn decode_shared(path: &Path, bytes: &Arc<Bytes>) -> Result<Packed, Error> {
+        Packed::decode_in(path, bytes, Some(bytes))
+    }
+
+    /// [`Packed::decode`] of `bytes`, which are those of `shared` when given.
+    fn decode_in(path: &Path, bytes: &[u8], shared: Option<&Arc<Bytes>>) -> Result<Packed, Error> {
         let mut r = Reader { path, bytes, at: 0 };
         let magic = r.take(MAGIC.len(), "magic")?;
         if magic != MAGIC {
@@ -455,7 +548,10 @@ impl Packed {
         let width = if experts <= 256 { 1 } else { 2 };
         let id_bytes = r.take(r.size(&[tokens, layers, top_k, width], "ids")?, "ids")?;
         let ids = if width == 1 {
-            Ids::U8(id_bytes.to_vec())
+            Ids::U8(match shared {
+                Some(buf) => Column::shared(buf, r.at - id_bytes.len()..r.at),
+                None => Column::from(id_bytes.to_vec()),
+            })
         } else {
             Ids::U16(
                 id_bytes
@@ -501,12 +597,14 @@ impl Packed {
             // to name it.
             Ids::U8(ids) if self.weights.is_none() && self.logits.is_none() => {
                 let max = ids.iter().fold(0u8, |m, &x| m.max(x));
-                if usize::from(max) < self.experts {
+                if usize::from(max) >= self.experts {
+                    0
+                } else if self.top_k == 8 && distinct_eights(ids) {
+                    self.routings()
+                } else {
                     ids.chunks_exact(self.top_k)
                         .position(|ids| !distinct(ids, max))
                         .unwrap_or(self.routings())
-                } else {
-                    0
                 }
             }
             _ => 0,
@@ -550,6 +648,23 @@ fn distinct(ids: &[u8], max: u8) -> bool {
         }
     }
     w.iter().map(|x| x.count_ones() as usize).sum::<usize>() == ids.len()
+}
+
+/// Whether each 8 bytes of `ids` are distinct: every pair of a word's bytes lies 1 to 4 bytes
+/// apart cyclically, so a word xor'ed with its 4 byte rotations has a zero byte exactly when
+/// two are equal. Branch-free word arithmetic: the common K = 8 in about half [`distinct`]'s
+/// time.
+fn distinct_eights(ids: &[u8]) -> bool {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    let mut zero = 0u64;
+    for w in ids.chunks_exact(8) {
+        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        for j in 1..=4 {
+            let d = w ^ w.rotate_right(8 * j);
+            zero |= d.wrapping_sub(LOW) & !d & (LOW << 7);
+        }
+    }
+    zero == 0
 }
 
 /// A section's floats routing by routing, in order.
@@ -833,10 +948,65 @@ mod tests {
         assert_eq!(bytes[11], 2, "weights on some routings");
         let back = Packed::decode(Path::new("x.bin"), &bytes).unwrap();
         assert_eq!(back, packed);
+        let shared = Arc::new(Bytes::Owned(bytes.clone()));
+        assert_eq!(
+            Packed::decode_shared(Path::new("x.bin"), &shared).unwrap(),
+            packed
+        );
         assert_eq!(back.to_trace(), t);
         assert!(!back.has_weights() && !back.has_logits());
         assert_eq!(back.pooled_requests(), t.pooled_requests());
         assert_eq!(back.layer_requests(1), t.layer_requests(1));
+    }
+
+    #[test]
+    fn eight_ids_are_distinct_unless_some_pair_is_equal() {
+        // Bytes at the borrow's edges (0, 0x7f, 0x80, 0xff) all distinct, then each of the 28
+        // pairs made equal in a second word.
+        let good = [0u8, 1, 0x80, 0xff, 0x7f, 0xfe, 0x81, 2];
+        assert!(distinct_eights(&good));
+        for i in 0..8 {
+            for j in i + 1..8 {
+                let mut bad = good;
+                bad[j] = bad[i];
+                let ids = [good, bad].concat();
+                assert!(!distinct_eights(&ids), "ids {i} and {j} equal");
+            }
+        }
+    }
+
+    #[test]
+    fn a_repeated_id_among_eight_is_named() {
+        // K = 8 of E = 16, one layer, 4 tokens (token t: t, t + 2, ..., mod 16); token 2's
+        // rank 6 (expert 14) set to 8, which its rank 3 lists.
+        let ids = |t: u32| (0..8).map(|r| (t + 2 * r) % 16).collect::<Vec<u32>>();
+        let mut t = trace();
+        t.experts = 16;
+        t.top_k = 8;
+        t.layers = 1;
+        t.tokens = (0..4)
+            .map(|i| Token {
+                seq: 0,
+                token: i,
+                phase: Phase::Decode,
+                layers: vec![Routing {
+                    experts: ids(i),
+                    weights: None,
+                    logits: None,
+                }],
+            })
+            .collect();
+        let mut bytes = Packed::from_trace(&t).encode();
+        assert!(Packed::decode(Path::new("x.bin"), &bytes).is_ok());
+        // Ids start after the header, "t", "m" and one run: 56 + 2 + 16.
+        bytes[56 + 2 + 16 + 2 * 8 + 6] = 8;
+        let e = Packed::decode(Path::new("x.bin"), &bytes)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("tokens[2].layers[0].experts[6]: expert 8 is listed twice"),
+            "{e}"
+        );
     }
 
     #[test]

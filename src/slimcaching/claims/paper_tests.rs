@@ -6,6 +6,7 @@ use super::bounds::{p1_relaxation_bound, p2_modular_bound};
 use super::curvature::{check_prop5, check_thm1};
 use super::references::{check_prop3, p2_reference};
 use super::set_functions::{prefix, server_ground, top_k, PlacementFunction};
+use super::tests::assert_consistent;
 use super::*;
 use crate::claims::{Certificate, Outcome, PaperScale, ReferenceKind};
 use crate::slimcaching::algorithms;
@@ -164,7 +165,13 @@ fn a_paper_instance_is_certified_by_the_one_pass_bounds() {
         "paper-sized"
     );
     let options = CheckOptions::default();
-    for check in [check_thm1(&i, &options), check_prop5(&i, &options)] {
+    for (id, check) in [
+        ("slimcaching/thm1-ratio", check_thm1(&i, &options)),
+        (
+            "slimcaching/prop5-subproblem-ratio",
+            check_prop5(&i, &options),
+        ),
+    ] {
         assert_eq!(check.outcome, Outcome::Pass, "{}", check.note);
         assert_eq!(
             check.certificate,
@@ -180,11 +187,7 @@ fn a_paper_instance_is_certified_by_the_one_pass_bounds() {
             "{}",
             check.note
         );
-        assert!(
-            check.inconsistencies().is_empty(),
-            "{:?}",
-            check.inconsistencies()
-        );
+        assert_consistent(id, &check);
     }
 }
 
@@ -237,9 +240,5 @@ fn a_top1_paper_instance_is_certified_by_a_proved_optimum() {
         "{}",
         check.note
     );
-    assert!(
-        check.inconsistencies().is_empty(),
-        "{:?}",
-        check.inconsistencies()
-    );
+    assert_consistent("slimcaching/prop3-greedy-ratio", &check);
 }

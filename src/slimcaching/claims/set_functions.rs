@@ -175,24 +175,7 @@ impl SetFunction for PlacementFunction<'_> {
     fn value(&self, set: &[bool]) -> f64 {
         let mut total = 0.0;
         for t in &self.terms {
-            let after = if t.latency.is_empty() {
-                let d = &self.model.demands()[t.demand];
-                self.model
-                    .route(d, |s, e| {
-                        self.base.contains(s, e)
-                            || t.elements
-                                .iter()
-                                .any(|&i| set[i] && self.ground[i] == (s, e))
-                    })
-                    .latency
-            } else {
-                let sub = t
-                    .elements
-                    .iter()
-                    .enumerate()
-                    .fold(0usize, |acc, (b, &i)| acc | usize::from(set[i]) << b);
-                t.latency[sub]
-            };
+            let after = self.term_latency(t, |b| set[t.elements[b]]);
             total += t.weight * (t.at_base - after);
         }
         total

@@ -85,8 +85,8 @@ fn families_validate_and_are_deterministic() {
     }
 }
 
-/// The fields of a check are consistent with each other.
-fn assert_consistent(id: &str, c: &Check) {
+/// The fields of a check are consistent with each other (also for `paper_tests`).
+pub(super) fn assert_consistent(id: &str, c: &Check) {
     if let (Some(v), Some(r)) = (c.value, c.reference) {
         if r.abs() > TOLERANCE.abs {
             let ratio = c.ratio.expect("ratio when value and reference exist");
@@ -334,6 +334,14 @@ fn one_server(q: u64, models: Value, users: Value, flops: f64) -> Instance {
     }))
 }
 
+/// A user on server 0 with negligible compute (1e30 FLOP/s) and 10 Mbit/s radio links,
+/// with these `requests` and `activations`.
+fn user_json(requests: Value, activations: Value) -> Value {
+    json!({ "compute_flops": 1e30, "associated_server": 0,
+            "uplink": [ { "rate_bps": 1e7 } ], "downlink": [ { "rate_bps": 1e7 } ],
+            "requests": requests, "activations": activations })
+}
+
 fn model_json(name: &str, top_k: u32, experts: u32, bytes: u64, flops: f64) -> Value {
     json!({ "name": name, "top_k": top_k, "layers": 1, "experts_per_layer": experts,
             "expert_bytes": bytes, "hidden_bytes": 1536, "expert_flops": flops })
@@ -347,22 +355,7 @@ fn density_greedy_is_blocked_by_a_small_expert() {
     // 0.02 s: gains 0.1 x 0.02 = 0.002 and 0.9 x 0.02 = 0.018, densities 0.002 / 1 = 0.002
     // and 0.018 / 10 = 0.0018. Alg. 1 takes A first; B (10 bytes) then no longer fits in
     // the 9 left. OPT caches B alone (A + B = 11 bytes > 10): ratio 0.002 / 0.018 = 1/9.
-    let users = json!([{
-        "compute_flops": 1e30, "associated_server": 0,
-        "uplink": [ { "rate_bps": 1e7 } ], "downlink": [ { "rate_bps": 1e7 } ],
-        "requests": [ { "model": 0, "p": 0.1 }, { "model": 1, "p": 0.9 } ],
-        "activations": [
-            { "model": 0, "layer": 0, "sets": [ { "experts": [0], "p": 1.0 } ] },
-            { "model": 1, "layer": 0, "sets": [ { "experts": [0], "p": 1.0 } ] } ] }]);
-    let i = one_server(
-        10,
-        json!([
-            model_json("A", 1, 1, 1, 1e6),
-            model_json("B", 1, 1, 10, 1e6)
-        ]),
-        users,
-        1e30,
-    );
+    let i = blocked_pair(10);
     let c = check_prop3(&i, &options());
     assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
     assert!((c.value.unwrap() - 0.002).abs() < 1e-12);
@@ -510,11 +503,10 @@ fn pair_instance(edge_flops: f64, cloud_flops: f64, expert_flops: f64) -> Instan
     let mut i = one_server(
         4,
         json!([model_json("P", 2, 2, 1, expert_flops)]),
-        json!([{ "compute_flops": 1e30, "associated_server": 0,
-                 "uplink": [ { "rate_bps": 1e7 } ], "downlink": [ { "rate_bps": 1e7 } ],
-                 "requests": [ { "model": 0, "p": 1.0 } ],
-                 "activations": [ { "model": 0, "layer": 0,
-                                    "sets": [ { "experts": [0, 1], "p": 1.0 } ] } ] }]),
+        json!([user_json(
+            json!([ { "model": 0, "p": 1.0 } ]),
+            json!([ { "model": 0, "layer": 0, "sets": [ { "experts": [0, 1], "p": 1.0 } ] } ]),
+        )]),
         edge_flops,
     );
     i.cloud.compute_flops = cloud_flops;
@@ -782,13 +774,12 @@ fn judge_certifies_from_bounds_on_both_sides() {
 /// storage: model A (1 byte, p = 0.1) and model B (10 bytes, p = 0.9), gains 0.002 and
 /// 0.018.
 fn blocked_pair(q: u64) -> Instance {
-    let users = json!([{
-        "compute_flops": 1e30, "associated_server": 0,
-        "uplink": [ { "rate_bps": 1e7 } ], "downlink": [ { "rate_bps": 1e7 } ],
-        "requests": [ { "model": 0, "p": 0.1 }, { "model": 1, "p": 0.9 } ],
-        "activations": [
+    let users = json!([user_json(
+        json!([ { "model": 0, "p": 0.1 }, { "model": 1, "p": 0.9 } ]),
+        json!([
             { "model": 0, "layer": 0, "sets": [ { "experts": [0], "p": 1.0 } ] },
-            { "model": 1, "layer": 0, "sets": [ { "experts": [0], "p": 1.0 } ] } ] }]);
+            { "model": 1, "layer": 0, "sets": [ { "experts": [0], "p": 1.0 } ] } ]),
+    )]);
     one_server(
         q,
         json!([
@@ -1034,13 +1025,12 @@ fn mixed_one_server() -> Instance {
     one_server(
         3,
         json!([model_json("A", 1, 1, 1, 1e6), model_json("P", 2, 2, 1, 1e6)]),
-        json!([{ "compute_flops": 1e30, "associated_server": 0,
-                 "uplink": [ { "rate_bps": 1e7 } ], "downlink": [ { "rate_bps": 1e7 } ],
-                 "requests": [ { "model": 0, "p": 0.5 }, { "model": 1, "p": 0.5 } ],
-                 "activations": [
-                    { "model": 0, "layer": 0, "sets": [ { "experts": [0], "p": 1.0 } ] },
-                    { "model": 1, "layer": 0, "sets": [ { "experts": [0, 1], "p": 1.0 } ] }
-                 ] }]),
+        json!([user_json(
+            json!([ { "model": 0, "p": 0.5 }, { "model": 1, "p": 0.5 } ]),
+            json!([
+                { "model": 0, "layer": 0, "sets": [ { "experts": [0], "p": 1.0 } ] },
+                { "model": 1, "layer": 0, "sets": [ { "experts": [0, 1], "p": 1.0 } ] } ]),
+        )]),
         1e30,
     )
 }
@@ -1116,12 +1106,12 @@ fn three_users_one_server() -> Instance {
             .iter()
             .map(|&e| json!({ "model": 0, "layer": 0, "expert": e }))
             .collect();
-        json!({ "compute_flops": 1e30, "associated_server": 0,
-                "uplink": [ { "rate_bps": 1e7 } ], "downlink": [ { "rate_bps": 1e7 } ],
-                "local_experts": local,
-                "requests": [ { "model": 0, "p": 1.0 } ],
-                "activations": [ { "model": 0, "layer": 0,
-                                   "sets": [ { "experts": [0, 1], "p": 1.0 } ] } ] })
+        let mut u = user_json(
+            json!([ { "model": 0, "p": 1.0 } ]),
+            json!([ { "model": 0, "layer": 0, "sets": [ { "experts": [0, 1], "p": 1.0 } ] } ]),
+        );
+        u["local_experts"] = local.into();
+        u
     };
     one_server(
         4,
@@ -1253,14 +1243,13 @@ fn alg3_equals_alg2_on_the_knapsack_example() {
             model_json("A", 1, 2, 100, 1e6),
             model_json("B", 1, 2, 50, 1e6)
         ]),
-        json!([{ "compute_flops": 1e30, "associated_server": 0,
-          "uplink": [ { "rate_bps": 1e7 } ], "downlink": [ { "rate_bps": 1e7 } ],
-          "requests": [ { "model": 0, "p": 10.0 / 16.5 }, { "model": 1, "p": 6.5 / 16.5 } ],
-          "activations": [
-             { "model": 0, "layer": 0, "sets": [ { "experts": [0], "p": 1.0 } ] },
-             { "model": 1, "layer": 0, "sets": [ { "experts": [0], "p": 5.5 / 6.5 },
-                                                 { "experts": [1], "p": 1.0 / 6.5 } ] } ]
-        }]),
+        json!([user_json(
+            json!([ { "model": 0, "p": 10.0 / 16.5 }, { "model": 1, "p": 6.5 / 16.5 } ]),
+            json!([
+                { "model": 0, "layer": 0, "sets": [ { "experts": [0], "p": 1.0 } ] },
+                { "model": 1, "layer": 0, "sets": [ { "experts": [0], "p": 5.5 / 6.5 },
+                                                    { "experts": [1], "p": 1.0 / 6.5 } ] } ]),
+        )]),
         1e30,
     );
     let model = LatencyModel::new(&i);
