@@ -1,8 +1,8 @@
 //! The `moe-opt` command line. Bad input (unreadable or invalid files, unknown names, sizes
 //! beyond a method's limit) ends with exit code 2 and one line on stderr; a solver failure
 //! with exit code 1. Standard output closed early by its reader (`moe-opt claims --json | head
-//! -1`) ends the command quietly with exit code 0: every command writes through [`out!`] /
-//! [`outln!`], which turn the write's `BrokenPipe` error into [`CliError::broken_pipe`].
+//! -1`) ends the command quietly with exit code 0: every command writes through `out!` /
+//! `outln!`, which turn the write's `BrokenPipe` error into [`CliError::broken_pipe`].
 
 /// `print!` for the commands: a write error (a reader that closed the pipe early, as in
 /// `moe-opt claims --json | head -1`) becomes a [`CliError`] instead of a panic.

@@ -26,7 +26,7 @@ pub fn is_round(x: f64) -> bool {
 }
 
 /// The rounding candidates: each of the `reals` real numbers of `instance` that is not round
-/// ([`real_mut`] gives the i-th), rounded alone, in order; then all of them at once when two or
+/// (`real_mut` gives the i-th), rounded alone, in order; then all of them at once when two or
 /// more were.
 pub fn rounded<I: Clone>(
     instance: &I,

@@ -1,6 +1,6 @@
 //! Closed sets of named values: every problem's methods, generator presets and policies are
 //! enums whose command-line names, descriptions, parsing and printing come from one macro,
-//! [`named!`], so a list of known names, an error naming them and `--preset help` look the
+//! `named!`, so a list of known names, an error naming them and `--preset help` look the
 //! same for every problem.
 //!
 //! Parsing takes a name with `_` in place of `-` as the same name (`earliest_finish` is

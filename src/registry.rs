@@ -101,6 +101,8 @@ pub struct ImportArgs {
     /// The activation counts: moe-activation-counts/v1 JSON (maybe gzip), or a bare matrix
     /// [prompt][layer][expert] or [layer][expert] as numpy's .npy, a JSON array or CSV
     /// (`prompt,layer,count_0,...` a line), by extension; a bare one needs --top-k.
+    // The doc comment is also the --help text, where backslashes would show: not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, required_unless_present_any = ["log", "libcachesim", "trace"])]
     pub counts: Option<PathBuf>,
     /// cache-trace: a token log (JSON Lines, maybe gzip: {seq, token, layer, experts,

@@ -439,7 +439,7 @@ fn cell_config(spec: &SweepSpec, base: &Value, cell: &Cell) -> Result<Value, (St
     Ok(config)
 }
 
-/// What a sweep needs of a problem: its registry entry gives one ([`Entry::sweep`]).
+/// What a sweep needs of a problem: its registry entry gives one ([`crate::registry::Entry::sweep`]).
 pub trait SweepProblem: Sync {
     /// The base configuration of a preset, as JSON.
     fn base_config(&self, preset: &str) -> Result<Value, String>;

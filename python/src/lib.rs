@@ -1,7 +1,7 @@
 //! `moe_opt._native`: what the Python package `moe_opt` calls. The command line runs in this
 //! process ([`moe_opt::cli::run_captured`]) with the GIL released, so a notebook gets the
 //! command's own JSON and CSV without a subprocess, and another Python thread can poll
-//! [`progress`] meanwhile; EPLB takes and gives numpy arrays.
+//! `progress` meanwhile; EPLB takes and gives numpy arrays.
 
 use numpy::{IntoPyArray, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray2};
 use pyo3::exceptions::{PyException, PyValueError};

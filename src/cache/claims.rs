@@ -67,7 +67,7 @@
 //! ## Paper scale (`verify --scale paper`)
 //! The Table 1 models as the generator's presets (Mixtral, Phi, DeepSeek, Qwen by seed mod 4,
 //! their own (E, K)) with the locality under which LRU at C = E/2 misses Table 2's rate
-//! ([`TABLE1`]), at least one WikiText context of 1,024 tokens (Sec. 4.1), at the paper's
+//! (`TABLE1`), at least one WikiText context of 1,024 tokens (Sec. 4.1), at the paper's
 //! capacities: C = E/2 throughout, E/4 in App. D. All are in the `regime` tier of
 //! [`super::premises`] except Phi for claim 4 (the paper's named exception). `verify` draws
 //! the family seeds, so the configurations' shares vary from run to run.
@@ -99,10 +99,10 @@
 //! fewer. Claims 2 and 5 are true by construction: the MILP starts from a feasible schedule
 //! (Belady's for claim 2; for claim 5 the router's own or Belady's, whichever loads fewer), so
 //! its incumbent certifies the pass, and the MILP's bound, when it stops, is the other end of
-//! the gap reported in the note. Their MILPs run at most [`SANITY_MILP_SECONDS`] (8 s; the
+//! the gap reported in the note. Their MILPs run at most `SANITY_MILP_SECONDS` (8 s; the
 //! DeepSeek and Qwen models at 1,024 tokens rarely close their gap within a minute, and the
 //! verdict does not wait on it). The other end is the larger of the MILP's bound and a bound
-//! of the problem ([`forced_lower_bound`]): OPT_flex >= Belady's loads on the stream of the
+//! of the problem (`forced_lower_bound`): OPT_flex >= Belady's loads on the stream of the
 //! forced (top-J) experts at capacity C. Proof: in any flexible schedule, the resident set
 //! R_t holds the chosen set, which holds step t's forced experts F_t, and |R_t| <= C; so
 //! (F_t, R_t) is a schedule of the fixed-routing problem whose requests are F_t, with the same
@@ -492,7 +492,7 @@ fn paper_freedom(k: usize) -> Freedom {
     }
 }
 
-/// Table 1 model `model` (mod 4) as its preset with Table 2's locality ([`TABLE1`]), one layer
+/// Table 1 model `model` (mod 4) as its preset with Table 2's locality (`TABLE1`), one layer
 /// of `tokens` tokens at generator seed `seed`: C = E/2, or max(E/4, K) when `quarter` (App.
 /// D); fixed routing, or the paper's freedom when `flexible`.
 fn table1_layer(
@@ -576,7 +576,7 @@ fn real_log(which: usize, j: u64, seed: u64) -> CacheInstance {
     )
 }
 
-/// The `paper-fixed` family at `seed` ([`PAPER_FIXED`]).
+/// The `paper-fixed` family at `seed` (`PAPER_FIXED`).
 pub fn paper_fixed(seed: u64) -> CacheInstance {
     let (pick, j) = ((seed % 7) as usize, seed / 7);
     if pick < 4 {
@@ -586,7 +586,7 @@ pub fn paper_fixed(seed: u64) -> CacheInstance {
     }
 }
 
-/// The `paper-flexible` family at `seed` ([`PAPER_FLEXIBLE`]).
+/// The `paper-flexible` family at `seed` (`PAPER_FLEXIBLE`).
 pub fn paper_flexible(seed: u64) -> CacheInstance {
     table1_layer(
         "paper-flexible",
@@ -598,7 +598,7 @@ pub fn paper_flexible(seed: u64) -> CacheInstance {
     )
 }
 
-/// The `paper-half` family at `seed` ([`PAPER_HALF`]).
+/// The `paper-half` family at `seed` (`PAPER_HALF`).
 pub fn paper_half(seed: u64) -> CacheInstance {
     table1_layer(
         "paper-half",
@@ -610,7 +610,7 @@ pub fn paper_half(seed: u64) -> CacheInstance {
     )
 }
 
-/// The `paper-prior` family at `seed` ([`PAPER_PRIOR`]).
+/// The `paper-prior` family at `seed` (`PAPER_PRIOR`).
 pub fn paper_prior(seed: u64) -> CacheInstance {
     table1_layer(
         "paper-prior",
@@ -665,7 +665,7 @@ impl Reference {
 /// of the gap). Keeps `verify --scale paper` of paper 002 near 10 minutes on 2 cores.
 const SANITY_MILP_SECONDS: f64 = 8.0;
 
-/// `options` with the time limit capped at [`SANITY_MILP_SECONDS`].
+/// `options` with the time limit capped at `SANITY_MILP_SECONDS`.
 fn sanity_limit(options: &CheckOptions) -> CheckOptions {
     let mut capped = options.clone();
     capped.solve.time_limit_s = Some(
@@ -690,7 +690,7 @@ fn forced_lower_bound(instance: &CacheInstance) -> u64 {
 /// OPT of the fixed (`flexible` false) or flexible problem: exhaustive where it fits, else the
 /// MILP started from `start` (Belady's schedule when `None`), with its bounds when it stops
 /// at the time limit (for the flexible problem, the larger of the MILP's bound and
-/// [`forced_lower_bound`]).
+/// `forced_lower_bound`).
 fn optimum(
     instance: &CacheInstance,
     flexible: bool,

@@ -4,9 +4,9 @@
 //! reports what [`super::policies::replay_trace`] reports, to the bit: the same policies, hooks
 //! and statistics, only the dispatch and the data layout differ (tests/cache_traces.rs
 //! compares the two on every policy). LRU on a per-layer cache of at most 256 experts, the
-//! common case, has a loop of its own ([`SmallLru`]): byte-wide recency links and a 256-bit
+//! common case, has a loop of its own (`SmallLru`): byte-wide recency links and a 256-bit
 //! residency set, no bounds checks and no per-step buffers; so has Belady
-//! ([`belady::replay_bytes`]: next uses chunk by chunk, not a table of the whole stream).
+//! (`belady::replay_bytes`: next uses chunk by chunk, not a table of the whole stream).
 
 use formulations::cache::binary::{Ids, Packed};
 use formulations::Error;
@@ -177,7 +177,7 @@ impl Cache<'_> {
         (sim.stats(), sim.policy().resident().len())
     }
 
-    /// LRU on one layer of byte ids ([`SmallLru`]): the same evictions and statistics as
+    /// LRU on one layer of byte ids (`SmallLru`): the same evictions and statistics as
     /// [`Lru`] in a [`Simulation`].
     fn small_lru(&self, ids: &[u8], layer: usize) -> (CacheStats, usize) {
         let p = self.packed;

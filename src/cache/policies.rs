@@ -65,7 +65,7 @@ pub trait Rank {
     fn key(&self, id: u32) -> Self::Key;
 }
 
-/// A policy that keeps its resident ids in one array ([`Residents`]) and evicts, on a miss,
+/// A policy that keeps its resident ids in one array (`Residents`) and evicts, on a miss,
 /// the one of least [`Rank::key`] among those the step has not requested: LFU, SMoE's score
 /// window and ZipMoE's counts differ only in their [`Rank`].
 #[derive(Debug, Clone)]

@@ -65,7 +65,7 @@ pub fn max_rank_ranking(r: &[u32], m: usize, j: usize, cached: impl Fn(u32) -> b
     promote(&r[..j.min(r.len())], &first)
 }
 
-/// The first K of the Max-Rank ranking (eq. (7)) without building it: r[:J], then the cached
+/// The first K of the Max-Rank ranking (eq. (7)) without building it: r\[:J\], then the cached
 /// experts of r[J..M] in rank order, then the rest of r in rank order. `order` is r.
 pub fn max_rank_select(
     order: &[u16],

@@ -1,5 +1,5 @@
-//! The Prism commands the command line calls: [`solve`], [`compare`], [`write_lp`],
-//! [`migrate`] and [`eplb_command`]. Each returns a `Serialize` report (moe-opt version,
+//! The Prism commands the command line calls: [`solve`], [`compare`],
+//! [`migrate`] and [`eplb_command`] (`write-lp` goes through the registry). Each returns a `Serialize` report (moe-opt version,
 //! the instance's canonical SHA-256) with a `text()` rendering.
 //!
 //! Latency: besides the proxy (2), [`compare`] evaluates eq. (1) on a sampled batch of

@@ -1,4 +1,4 @@
-//! SlimCaching's commands: its [`Entry`] in the registry and the reports of `solve` and
+//! SlimCaching's commands: its [`Entry`](crate::registry::Entry) in the registry and the reports of `solve` and
 //! `compare` (JSON field names documented in the README; units in the names).
 
 use formulations::slimcaching::{Evaluation, ExpertRef, Instance, LatencyModel};

@@ -2,13 +2,13 @@
 //! (stable field names, units in the names, the moe-opt version and the input's hash) with a
 //! `text()` rendering for humans.
 //!
-//! * [`generate`]: a layer instance from a preset and a seed;
+//! * [`super::generate::generate`]: a layer instance from a preset and a seed;
 //! * [`solve`]: one routing method then one split method on a layer;
 //! * [`compare`]: every routing method with Alg. 2 and the optimal split, against the optimum
 //!   of (1) and, per routing, the optimum of (4);
 //! * [`exact_milp`]: the routing or split MILP for `write-lp` (LP or MPS);
 //! * [`tpot`]: the pipeline's TPOT proxy over a trace with an LRU pool cache;
-//! * [`alpha`]: eq. (5), T(alpha) sampled, fitted, and the smallest alpha meeting a budget.
+//! * [`alpha()`]: eq. (5), T(alpha) sampled, fitted, and the smallest alpha meeting a budget.
 
 use std::fmt::Write;
 

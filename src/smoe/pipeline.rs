@@ -6,7 +6,7 @@
 //! 1. GPU: common parameters (attention, gate) and the shared experts: `gate = t0 + common_s +
 //!    shared * gpu_s`. Scores are the softmax of the layer's logits.
 //! 2. Routing: Alg. 1 ([`route_batch`], batch of one) against the cache's contents (prefetched
-//!    experts count as resident, as "the router [can] utilize them directly", Sec. VI-C).
+//!    experts count as resident, as "the router \[can\] utilize them directly", Sec. VI-C).
 //!    alpha = 0 is the original top-k.
 //! 3. The chosen experts not resident are split (Alg. 2, its earliest-finish variant, the
 //!    optimum of (4), or all-load / all-CPU baselines).

@@ -164,7 +164,7 @@ impl Threads {
 
     /// One step of the evaluator's list scheduling, starting a decompression released at
     /// `release`, which is released by max(now, earliest free) or is the earliest release
-    /// not started (see [`Timeline`] for why this order may replace the priority): bit for
+    /// not started (see `Timeline` for why this order may replace the priority): bit for
     /// bit the decision time, thread and idle gap of `list_schedule` in
     /// formulations::zipmoe::schedule (max is exact; the sums are the same operations).
     #[inline]
@@ -346,7 +346,7 @@ impl Timeline {
 }
 
 /// Alg. 1 (App. A): the cache-affinity blocks. Each candidate costs one incremental
-/// evaluation ([`Timeline`]): K list-scheduling steps when its E-chunks are read, the steps
+/// evaluation (`Timeline`): K list-scheduling steps when its E-chunks are read, the steps
 /// from the first idle one when they are cached.
 pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffinity {
     let facts: Vec<Facts> = instance

@@ -19,7 +19,7 @@
 //!
 //! ## Readings (paper 002 leaves these open)
 //! * M <= K allows nothing beyond the original top-K: Alg. 1 promotes cached experts within
-//!   r[:M] and then keeps the first K of the new ranking, which for M <= K is the same set.
+//!   r\[:M\] and then keeps the first K of the new ranking, which for M <= K is the same set.
 //! * Ranking beyond K: the trace's `experts` (in rank order) first, then the others by
 //!   decreasing logit, ties by lower id (as [`super::model::ranking`]).
 //! * Router probabilities: softmax over all E logits ([`super::model::softmax`]); mass is

@@ -13,11 +13,11 @@
 //!
 //! * [`model`]: the instance and the placement (serde JSON);
 //! * [`validate`]: the rules an instance and a placement must satisfy, with the failing field;
-//! * [`evaluate`]: the one evaluator of (2), the constraints, the local-compute ratio and the
+//! * [`mod@evaluate`]: the one evaluator of (2), the constraints, the local-compute ratio and the
 //!   latency of (1);
 //! * [`milp`]: the exact MILP of (2) with coverage and memory;
 //! * [`bounds`]: a closed-form lower bound on its optimum (per-server local capacity);
-//! * [`simulate`]: the event-driven simulator of Section IV-C (Poisson arrivals, FIFO GPUs and
+//! * [`mod@simulate`]: the event-driven simulator of Section IV-C (Poisson arrivals, FIFO GPUs and
 //!   links).
 //!
 //! ## References

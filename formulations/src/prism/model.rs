@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::problem::ProblemKind;
 
-/// An edge server n in [N], by its index in `Instance::servers`.
+/// An edge server n in \[N\], by its index in `Instance::servers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ServerId(pub u32);
@@ -66,7 +66,7 @@ pub struct Instance {
     pub name: String,
     /// The MoE model: L layers of E experts, Top-K routing.
     pub model: MoeModel,
-    /// The edge servers [N] with their GPUs and f_n^l(e).
+    /// The edge servers \[N\] with their GPUs and f_n^l(e).
     pub servers: Vec<Server>,
     /// Links between servers; needed by the latency of eq. (1) and the simulator only.
     #[serde(default, skip_serializing_if = "Option::is_none")]

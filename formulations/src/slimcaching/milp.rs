@@ -2,10 +2,10 @@
 //!
 //! Variables (objective in milliseconds, [`OBJECTIVE_SCALE`], for the solver's tolerances):
 //! * `x_s{n}_e{i}` binary: x_{n,i} of (18c); capacity rows `cap_s{n}` are (18b).
-//! * `cloud_e{i}` in [0,1]: 1 iff no edge server caches i, forced by
+//! * `cloud_e{i}` in \[0, 1\]: 1 iff no edge server caches i, forced by
 //!   `cloud_e{i} + sum_n x_{n,i} >= 1` and `cloud_e{i} + x_{n,i} <= 1`.
 //! * per routing demand d = (n_u, m, R) of [`LatencyModel::demands`] and expert i in R:
-//!   `y_d{d}_e{i}_s{n}` in [0,1], "i is served by the other edge server n", with
+//!   `y_d{d}_e{i}_s{n}` in \[0, 1\], "i is served by the other edge server n", with
 //!   `x_{n_u,i} + sum_n y + cloud_i = 1` (an expert on n_u is served there, one held elsewhere
 //!   by one holder, the cloud only when nobody holds it) and `y <= x_{n,i}`.
 //! * per demand and other server n: `z_d{d}_s{n}` binary, "the token visits n" (`y <= z`),

@@ -138,7 +138,7 @@ impl Link {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Backhaul {
-    /// Declares the links symmetric (edge_to_edge[n][n'] == edge_to_edge[n'][n] and
+    /// Declares the links symmetric (`edge_to_edge[n][n'] == edge_to_edge[n'][n]` and
     /// edge_to_cloud == cloud_to_edge), the assumption of Prop. 6; validation checks it.
     #[serde(default)]
     pub symmetric: bool,

@@ -8,7 +8,7 @@
 //!   when L < K and the reads overlap the decompressions, a schedule can beat z_j (e.g. one
 //!   SM-cached tensor, K = 2, L = 1, rho u = 1, c = 1, p = 0.5: reads end at 0.5 and 1,
 //!   decompressions run [0.5, 1.5] and [1.5, 2.5], the layer ends at 3 < z_j = 3.5).
-//! * v_j = (1 + rho) u [M] + u [E] + rho u [S]; I = sum_j v_j; C = sum_j K c; P = sum of p_n;
+//! * v_j = (1 + rho) u \[M\] + u \[E\] + rho u \[S\]; I = sum_j v_j; C = sum_j K c; P = sum of p_n;
 //!   Z = max_j z_j. Lemma B.3 sums P over Q's tasks as p_{n(j)} / |{i: n(i) = n(j)}|, i.e.
 //!   p_n once per non-full expert; full experts (not in Q) also occupy the GPU, so here P adds
 //!   their p_n too (a larger, still valid GPU-work term; with no full expert it is the

@@ -141,7 +141,7 @@
 //!     1e-9). Value = the largest relative difference. Family `small`.
 //! 12. `prop3-repaired`, moe-opt's repair of Prop. 3 (kind `repaired`):
 //!     every model Top-1 => the successive modified greedy
-//!     ([`algorithms::successive_greedy`]) reaches F >= alpha F(X*) for N = 1 and
+//!     ([`crate::slimcaching::algorithms::successive_greedy`]) reaches F >= alpha F(X*) for N = 1 and
 //!     alpha / (1 + alpha) F(X*) (about 0.240) for N >= 2, alpha = (1 - 1/e)/2 (about 0.316).
 //!     Premise: F monotone submodular (Prop. 1, which holds on every instance inside the model;
 //!     this claim's verdict is conditional on it). Proof. (a) One knapsack, f monotone
@@ -171,7 +171,7 @@
 //!     = 1 both are 2c + T^CP_C - T^CP_E). F~^super(z | .) is a sum of such terms, so z's ratio
 //!     is a mediant, between min_d a_d / b_d and 1, and kappa_1 = 1 - min_z ratio lies in [0,
 //!     1/2 + delta] with delta = max (T^CP_C / 2 + T^CP_E) / (2c + T^CP_C), 0 without
-//!     computation ([`curvature`]'s `prop6_delta`, taken over every demand's model and
+//!     computation (`curvature`'s `prop6_delta`, taken over every demand's model and
 //!     server). kappa_1 = 1/2 needs an expert needed only by tokens that miss >= 2 experts;
 //!     kappa_1 = 0 when every token misses one. So Thm. 1 (N = 1) still gives 1 - kappa_1 >=
 //!     1/2 - delta, the paper's 1/2 up to delta. (2) N >= 2: monotone F~_n (Prop. 2) gives
