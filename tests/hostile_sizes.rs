@@ -163,9 +163,9 @@ fn gzip(text: &str) -> Vec<u8> {
 
 const HUGE: &str = "1000000000000";
 
-fn cases() -> Vec<Case> {
-    let dir = scratch("hostile-sizes-inputs");
-    let trace_json = std::fs::read_to_string(common::trace(&dir, "switch")).unwrap();
+/// The cases, their shared inputs written into `dir`.
+fn cases(dir: &Path) -> Vec<Case> {
+    let trace_json = std::fs::read_to_string(common::trace(dir, "switch")).unwrap();
     let eplb = edited("eplb-readme-example.json", |_| {});
     // An offline instance of 1024 steps x 2048 experts: beyond the cache MILP's memory
     // estimate (about 9 GiB against its 4 GiB limit) and the exhaustive search's 12 experts.
@@ -578,7 +578,8 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn every_hostile_size_is_refused_in_one_line_naming_the_file_or_flag() {
-    let cases = cases();
+    let inputs = scratch("hostile-sizes-inputs");
+    let cases = cases(&inputs);
     assert!(cases.len() >= 30, "{} cases", cases.len());
     let mut failures = Vec::new();
     for (i, c) in cases.iter().enumerate() {

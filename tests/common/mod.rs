@@ -21,12 +21,43 @@ pub fn moe_opt() -> Command {
     Command::new(bin())
 }
 
-/// An empty folder for one test (the process id keeps test binaries apart).
-pub fn scratch(test: &str) -> PathBuf {
+/// An empty folder for one test (the process id keeps test binaries apart), removed when the
+/// test ends; a failed test's is kept for a look.
+pub fn scratch(test: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("moe-opt-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
+}
+
+/// A folder of [`scratch`]: a `Path` that removes itself when dropped.
+pub struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
 }
 
 /// A file of the real data (not part of the repository): in ../shared/data beside the
