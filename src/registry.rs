@@ -54,6 +54,17 @@ impl Rendered {
         self.table = Some(table);
         self
     }
+
+    /// A `solve` report with the standard `--csv` table of its solution's `rows`, so every
+    /// problem's solve table carries the same context columns.
+    pub fn solve<R: Serialize>(report: &R, text: String, rows: Vec<Value>) -> Self {
+        Rendered::new(report, text).with_table(solve_table(report, rows))
+    }
+
+    /// A `compare` report with the standard `--csv` table, a row per method.
+    pub fn compare<R: Serialize>(report: &R, text: String) -> Self {
+        Rendered::new(report, text).with_table(compare_table(report))
+    }
 }
 
 /// An instance made by `generate` or `import`, and one line on what it holds.
@@ -479,7 +490,7 @@ fn field(object: Option<&Value>, key: &str) -> Value {
 
 /// `compare --csv` of a report whose JSON has `instance` (or `layer`), `reference` and
 /// `methods[]`: a row per method, the report's version, instance and reference on every row.
-pub fn compare_table<R: Serialize>(report: &R) -> Table {
+fn compare_table<R: Serialize>(report: &R) -> Table {
     let report = &to_value(report);
     let mut context = report_context(report);
     context.push(("reference_kind", field(report.get("reference"), "kind")));

@@ -140,6 +140,19 @@ impl Kind {
     }
 }
 
+/// A mutated field as an integer for the binary encoders, which cast it to the field's width:
+/// an integer as itself, a float truncated, anything else (or nothing) as 0.
+fn as_int(v: Option<&Value>) -> i128 {
+    match v {
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+            .unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i128),
+        _ => 0,
+    }
+}
+
 /// The bytes of a libCacheSim trace held as records (see [`Format::OracleGeneral`]), whatever
 /// the mutations made of them: a field that is no number is written as 0 (binary) or its JSON
 /// text (csv), numbers are cast to the field's width (wrapping), and an element that is no
@@ -159,16 +172,7 @@ fn encode_records(format: Format, value: &Value) -> Option<Vec<u8>> {
         )
         .then(|| value.to_string().into_bytes());
     };
-    let field = |r: &Value, i: usize| -> i128 {
-        match r.get(i) {
-            Some(Value::Number(n)) => n
-                .as_i64()
-                .map(i128::from)
-                .or_else(|| n.as_u64().map(i128::from))
-                .unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i128),
-            _ => 0,
-        }
-    };
+    let field = |r: &Value, i: usize| as_int(r.get(i));
     match format {
         Format::OracleGeneral => {
             let mut bytes = Vec::new();
@@ -268,22 +272,12 @@ fn encode_trace_bin(value: &Value) -> Vec<u8> {
     let Value::Object(f) = value else {
         return value.to_string().into_bytes();
     };
-    let num = |v: Option<&Value>| -> i128 {
-        match v {
-            Some(Value::Number(n)) => n
-                .as_i64()
-                .map(i128::from)
-                .or_else(|| n.as_u64().map(i128::from))
-                .unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i128),
-            _ => 0,
-        }
-    };
     let text = |key: &str| match f.get(key) {
         Some(Value::String(s)) => s.clone().into_bytes(),
         Some(other) => other.to_string().into_bytes(),
         None => Vec::new(),
     };
-    let field = |key: &str| num(f.get(key));
+    let field = |key: &str| as_int(f.get(key));
     let mut b = text("magic");
     b.extend((field("version") as u16).to_le_bytes());
     b.extend([field("flags"), field("weights"), field("logits")].map(|x| x as u8));
@@ -310,13 +304,13 @@ fn encode_trace_bin(value: &Value) -> Vec<u8> {
             continue;
         }
         for i in 0..3 {
-            b.extend((num(r.get(i)) as u32).to_le_bytes());
+            b.extend((as_int(r.get(i)) as u32).to_le_bytes());
         }
-        b.extend([num(r.get(3)) as u8, 0, 0, 0]);
+        b.extend([as_int(r.get(3)) as u8, 0, 0, 0]);
     }
     let wide = field("experts") > 256;
     for x in list("ids") {
-        let x = num(Some(&x));
+        let x = as_int(Some(&x));
         if wide {
             b.extend((x as u16).to_le_bytes());
         } else {
@@ -1676,6 +1670,17 @@ fn npy_base(example: &Value) -> Value {
 /// and the field; a good one of the same shape is read.
 #[test]
 fn malformed_npy_weights_are_refused_naming_the_file_and_the_field() {
+    // 8 slots in 2 groups on 1 node of 2 GPUs, for the malformed files and the good one alike.
+    const EPLB_LAYOUT: [&str; 8] = [
+        "--replicas",
+        "8",
+        "--groups",
+        "2",
+        "--nodes",
+        "1",
+        "--gpus",
+        "2",
+    ];
     let dir = scratch("hostile-npy");
     // A `.npy` of `data` under a header of `descr`, `fortran_order` and `shape`.
     let npy = |descr: &str, fortran: &str, shape: &str, data: &[u8]| {
@@ -1726,19 +1731,7 @@ fn malformed_npy_weights_are_refused_naming_the_file_and_the_field() {
             "--weights".into(),
             file.display().to_string(),
         ];
-        args.extend(
-            [
-                "--replicas",
-                "8",
-                "--groups",
-                "2",
-                "--nodes",
-                "1",
-                "--gpus",
-                "2",
-            ]
-            .map(String::from),
-        );
+        args.extend(EPLB_LAYOUT.map(String::from));
         faults.extend(file_refusal_fault(args, name, &file, field));
     }
     assert!(faults.is_empty(), "{}", faults.join("\n"));
@@ -1752,17 +1745,8 @@ fn malformed_npy_weights_are_refused_naming_the_file_and_the_field() {
     let out = std::process::Command::new(common::bin())
         .args(["eplb", "--weights"])
         .arg(&good)
-        .args([
-            "--replicas",
-            "8",
-            "--groups",
-            "2",
-            "--nodes",
-            "1",
-            "--gpus",
-            "2",
-            "--json",
-        ])
+        .args(EPLB_LAYOUT)
+        .arg("--json")
         .output()
         .unwrap();
     assert!(

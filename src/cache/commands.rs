@@ -631,18 +631,31 @@ fn replay_binary(
     scope: Scope,
     warm_start: Option<&Path>,
 ) -> Result<ReplayReport, Error> {
+    let (mut report, sha256) = on_columns(path, bytes, |packed| {
+        let warm = warm_start.map(import::import_counts).transpose()?;
+        let info = TraceInfo::of_packed(packed, String::new());
+        replay_columns(packed, info, capacity, policies, scope, warm.as_ref())
+    })?;
+    report.trace.sha256 = sha256;
+    Ok(report)
+}
+
+/// `f` on a mapped binary trace's columns, and the SHA-256 of its bytes, hashed on a second
+/// thread meanwhile (`replay`, `mrc`).
+fn on_columns<T: Send>(
+    path: &Path,
+    bytes: Bytes,
+    f: impl FnOnce(&Packed) -> Result<T, Error>,
+) -> Result<(T, String), Error> {
     let bytes = Arc::new(bytes);
     std::thread::scope(|s| {
         let sha256 = s.spawn(|| bytes_sha256(&bytes));
         let packed = Packed::decode_shared(path, &bytes)?;
-        let warm = warm_start.map(import::import_counts).transpose()?;
-        let info = TraceInfo::of_packed(&packed, String::new());
-        let mut report = replay_columns(&packed, info, capacity, policies, scope, warm.as_ref())
-            .map_err(|e| e.with_file(path))?;
-        report.trace.sha256 = sha256
+        let out = f(&packed).map_err(|e| e.with_file(path))?;
+        let sha256 = sha256
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        Ok(report)
+        Ok((out, sha256))
     })
 }
 
@@ -709,13 +722,30 @@ impl MrcReport {
     }
 }
 
-/// The miss-ratio curves of a file: a binary trace, a token log, or a cache-trace JSON.
+/// The miss-ratio curves of a file: a binary trace, a token log, or a cache-trace JSON. A
+/// binary trace is walked from its id column as mapped, as [`replay_file`] does, without
+/// building the JSON model's tokens; the report is the same.
 pub fn mrc_file(
     path: &Path,
     options: &ImportOptions,
     policies: &[PolicySpec],
     scope: Scope,
 ) -> Result<MrcReport, Error> {
+    if let Some(bytes) = read_binary(path)? {
+        let ((mrc, info), sha256) = on_columns(path, bytes, |packed| {
+            Ok((
+                mrc(packed, policies, scope)?,
+                TraceInfo::of_packed(packed, String::new()),
+            ))
+        })?;
+        let mut trace = info;
+        trace.sha256 = sha256;
+        return Ok(MrcReport {
+            moe_opt_version: VERSION,
+            trace,
+            mrc,
+        });
+    }
     let (trace, sha256) = import::read_trace(path, options)?.into_trace();
     let mrc = mrc(&trace, policies, scope).map_err(|e| e.with_file(path))?;
     let mut info = TraceInfo::new(&trace);

@@ -152,8 +152,7 @@ impl Entry for CacheOfflineEntry {
                 serde_json::json!({"step": step, "chosen": s.chosen, "resident": s.resident})
             })
             .collect();
-        let table = registry::solve_table(&report, rows);
-        Ok(Rendered::new(&report, report.text()).with_table(table))
+        Ok(Rendered::solve(&report, report.text(), rows))
     }
 
     /// The exhaustive searches run by default only where their size limit allows.

@@ -25,7 +25,11 @@
 //! request's depth is counted in its own layer's histogram, so the curves of every layer and
 //! of the whole trace come from the same pass. The tests check every capacity against
 //! per-capacity replays.
+//!
+//! The streams come from a [`Streams`]: the JSON model's tokens, or a binary trace's id
+//! column as it lies in the file (mapped, never built into tokens), through the same pass.
 
+use formulations::cache::binary::Packed;
 use formulations::cache::model::{Requests, Trace};
 use formulations::Error;
 use serde::Serialize;
@@ -300,29 +304,60 @@ fn pass(
     }
 }
 
+/// A trace as the pass reads it: its shape and one request stream per cache, built from
+/// the JSON model's tokens or straight from a binary trace's id column (no tokens).
+pub trait Streams {
+    /// (E, K, L).
+    fn shape(&self) -> (usize, usize, usize);
+    /// The request stream of one layer's cache.
+    fn layer_requests(&self, layer: usize) -> Requests;
+    /// The request stream of one pool of every layer.
+    fn pooled_requests(&self) -> Requests;
+}
+
+impl Streams for Trace {
+    fn shape(&self) -> (usize, usize, usize) {
+        (self.experts, self.top_k, self.layers)
+    }
+    fn layer_requests(&self, layer: usize) -> Requests {
+        Trace::layer_requests(self, layer)
+    }
+    fn pooled_requests(&self) -> Requests {
+        Trace::pooled_requests(self)
+    }
+}
+
+impl Streams for Packed {
+    fn shape(&self) -> (usize, usize, usize) {
+        (self.experts, self.top_k, self.layers)
+    }
+    fn layer_requests(&self, layer: usize) -> Requests {
+        Packed::layer_requests(self, layer)
+    }
+    fn pooled_requests(&self) -> Requests {
+        Packed::pooled_requests(self)
+    }
+}
+
 /// The depth histograms of each layer under `policy`.
-fn depths(trace: &Trace, policy: PolicySpec, scope: Scope) -> Vec<Depths> {
-    let mut out = vec![Depths::default(); trace.layers];
+fn depths(trace: &impl Streams, policy: PolicySpec, scope: Scope) -> Vec<Depths> {
+    let (_, _, layers) = trace.shape();
+    let mut out = vec![Depths::default(); layers];
     match scope {
         Scope::PerLayer => {
-            for layer in 0..trace.layers {
+            for layer in 0..layers {
                 pass(&trace.layer_requests(layer), policy, &|_| layer, &mut out);
             }
         }
         // One step per (token, layer), token-major.
-        Scope::Pool => pass(
-            &trace.pooled_requests(),
-            policy,
-            &|t| t % trace.layers,
-            &mut out,
-        ),
+        Scope::Pool => pass(&trace.pooled_requests(), policy, &|t| t % layers, &mut out),
     }
     out
 }
 
 /// The miss-ratio curves of `policies` (each one of [`POLICIES`]) on `trace`, at every
 /// capacity from K to the universe of one cache.
-pub fn mrc(trace: &Trace, policies: &[PolicySpec], scope: Scope) -> Result<Mrc, Error> {
+pub fn mrc(trace: &impl Streams, policies: &[PolicySpec], scope: Scope) -> Result<Mrc, Error> {
     for &p in policies {
         check_policy(p).map_err(|reason| Error::Invalid {
             path: "<mrc>".into(),
@@ -330,11 +365,12 @@ pub fn mrc(trace: &Trace, policies: &[PolicySpec], scope: Scope) -> Result<Mrc, 
             reason,
         })?;
     }
+    let (experts, top_k, layers) = trace.shape();
     let universe = match scope {
-        Scope::PerLayer => trace.experts,
-        Scope::Pool => trace.experts * trace.layers,
+        Scope::PerLayer => experts,
+        Scope::Pool => experts * layers,
     };
-    let capacities: Vec<usize> = (trace.top_k..=universe).collect();
+    let capacities: Vec<usize> = (top_k..=universe).collect();
     let mut requests = 0;
     let curves = policies
         .iter()

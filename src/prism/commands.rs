@@ -257,19 +257,6 @@ impl SolveReport {
     }
 }
 
-/// `moe-opt solve FILE --method M`: one method on a Prism instance.
-pub fn solve(
-    instance: &Instance,
-    method: Method,
-    options: &RunOptions,
-) -> Result<SolveReport, Error> {
-    Ok(solve_report(
-        instance,
-        &methods::run(method, instance, options)?,
-        options,
-    ))
-}
-
 /// The report of one run.
 fn solve_report(instance: &Instance, run: &MethodRun, options: &RunOptions) -> SolveReport {
     let batch = sampled_batch(instance, options.seed);
@@ -653,8 +640,7 @@ impl Commands for Prism {
                 }
             }
         }
-        let table = registry::solve_table(&report, rows);
-        Ok(Rendered::new(&report, report.text()).with_table(table))
+        Ok(Rendered::solve(&report, report.text(), rows))
     }
 
     fn compare_report(
@@ -664,8 +650,7 @@ impl Commands for Prism {
         options: &RunOptions,
     ) -> Result<Rendered, Error> {
         let report = compare_report(instance, runs, options)?;
-        let table = registry::compare_table(&report);
-        Ok(Rendered::new(&report, report.text()).with_table(table))
+        Ok(Rendered::compare(&report, report.text()))
     }
 
     fn sweep() -> Option<Box<dyn SweepProblem>> {

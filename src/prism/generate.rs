@@ -274,50 +274,46 @@ impl GeneratorConfig {
             expert_bytes: 1,
             hidden_bytes: 8192,
         };
+        // The synthetic presets: 1-2 GPUs a server, each up to 2x slower than the testbed's,
+        // the testbed's activations, network and workload.
+        let synthetic = |model, servers, memory| GeneratorConfig {
+            name: p.name().into(),
+            model,
+            servers: ServerShape::Random {
+                servers: Between::exactly(servers),
+                gpus_per_server: Between { min: 1, max: 2 },
+            },
+            memory: MemoryConfig::ModelFraction(memory),
+            compute: ComputeConfig {
+                slowdown: Between { min: 1.0, max: 2.0 },
+                ..mixtral_compute
+            },
+            activations,
+            network: testbed_network(),
+            workload: testbed_workload(),
+        };
         match p {
-            Preset::Tiny => GeneratorConfig {
-                name: p.name().into(),
-                model: small_model(
+            Preset::Tiny => synthetic(
+                small_model(
                     Between { min: 1, max: 2 },
                     Between { min: 2, max: 4 },
                     Between { min: 1, max: 2 },
                 ),
-                servers: ServerShape::Random {
-                    servers: Between::exactly(2),
-                    gpus_per_server: Between { min: 1, max: 2 },
-                },
-                memory: MemoryConfig::ModelFraction(Between {
+                2,
+                Between {
                     min: 0.25,
                     max: 0.6,
-                }),
-                compute: ComputeConfig {
-                    slowdown: Between { min: 1.0, max: 2.0 },
-                    ..mixtral_compute
                 },
-                activations,
-                network: testbed_network(),
-                workload: testbed_workload(),
-            },
-            Preset::Small => GeneratorConfig {
-                name: p.name().into(),
-                model: small_model(
+            ),
+            Preset::Small => synthetic(
+                small_model(
                     Between::exactly(4),
                     Between::exactly(8),
                     Between::exactly(2),
                 ),
-                servers: ServerShape::Random {
-                    servers: Between::exactly(3),
-                    gpus_per_server: Between { min: 1, max: 2 },
-                },
-                memory: MemoryConfig::ModelFraction(Between { min: 0.2, max: 0.4 }),
-                compute: ComputeConfig {
-                    slowdown: Between { min: 1.0, max: 2.0 },
-                    ..mixtral_compute
-                },
-                activations,
-                network: testbed_network(),
-                workload: testbed_workload(),
-            },
+                3,
+                Between { min: 0.2, max: 0.4 },
+            ),
             Preset::TestbedMixtral => GeneratorConfig {
                 name: p.name().into(),
                 model: ModelConfig {

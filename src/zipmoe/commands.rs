@@ -299,8 +299,7 @@ impl Commands for ZipMoe {
     ) -> Result<Rendered, Error> {
         let report = solve_report(instance, run);
         let rows = report.gantt.iter().map(registry::to_value).collect();
-        let table = registry::solve_table(&report, rows);
-        Ok(Rendered::new(&report, report.text()).with_table(table))
+        Ok(Rendered::solve(&report, report.text(), rows))
     }
 
     fn compare_report(
@@ -310,8 +309,7 @@ impl Commands for ZipMoe {
         _: &RunOptions,
     ) -> Result<Rendered, Error> {
         let report = compare_report(instance, runs);
-        let table = registry::compare_table(&report);
-        Ok(Rendered::new(&report, report.text()).with_table(table))
+        Ok(Rendered::compare(&report, report.text()))
     }
 
     fn sweep() -> Option<Box<dyn SweepProblem>> {

@@ -52,6 +52,14 @@ pub struct RouteCosts {
     pub cloud_return: f64,
 }
 
+impl RouteCosts {
+    /// Serving `count` remote experts at server `n`: its visit once, a return per expert (the
+    /// cost both assignment DPs build their groups from).
+    fn at_server(&self, n: usize, count: usize) -> f64 {
+        self.edge_visit[n] + count as f64 * self.edge_return[n]
+    }
+}
+
 /// Routing demand: tokens of users associated with `server` that need the experts `missing`
 /// of `model` from outside, with total weight sum p_{u,m} p_{u,S} / U.
 #[derive(Debug, Clone, PartialEq)]
@@ -600,13 +608,11 @@ fn route_latency(
         }
     }
     let latency = fixed_latency(costs, associated, cloud);
-    let server_cost =
-        |n: usize, count: usize| costs.edge_visit[n] + count as f64 * costs.edge_return[n];
     latency
         + match k {
             0 => 0.0,
             1 => bits(masks[0])
-                .map(|n| server_cost(n, 1))
+                .map(|n| costs.at_server(n, 1))
                 .fold(f64::INFINITY, f64::min),
             k if k <= STACK_REMOTE => {
                 let full = (1usize << k) - 1;
@@ -615,22 +621,14 @@ fn route_latency(
                     let common = bits(g as u32).fold(u32::MAX, |acc, i| acc & masks[i]);
                     let size = g.count_ones() as usize;
                     for n in bits(common) {
-                        *slot = slot.min(server_cost(n, size));
+                        *slot = slot.min(costs.at_server(n, size));
                     }
                 }
                 let mut best = [f64::INFINITY; 1 << STACK_REMOTE];
                 best[0] = 0.0;
                 for s in 1..=full {
-                    let low = s & s.wrapping_neg();
-                    let rest = s ^ low;
-                    let mut sub = rest;
-                    loop {
-                        let g = sub | low;
+                    for g in groups_with_lowest(s) {
                         best[s] = best[s].min(group[g] + best[s ^ g]);
-                        if sub == 0 {
-                            break;
-                        }
-                        sub = (sub - 1) & rest;
                     }
                 }
                 best[full]
@@ -648,18 +646,13 @@ fn serve_remote(
     costs: &RouteCosts,
     remote: &[(ExpertId, u32)],
 ) -> (f64, Vec<(ExpertId, ServerId)>) {
-    let server_cost =
-        |n: usize, count: usize| costs.edge_visit[n] + count as f64 * costs.edge_return[n];
     match remote {
         [] => (0.0, Vec::new()),
         [(e, mask)] => {
-            let (cost, n) =
-                bits(*mask)
-                    .map(|n| (server_cost(n, 1), n))
-                    .fold(
-                        (f64::INFINITY, 0),
-                        |best, c| if c.0 < best.0 { c } else { best },
-                    );
+            let (cost, n) = bits(*mask).map(|n| (costs.at_server(n, 1), n)).fold(
+                (f64::INFINITY, 0),
+                |best, c| if c.0 < best.0 { c } else { best },
+            );
             (cost, vec![(*e, ServerId(n as u32))])
         }
         _ => {
@@ -671,7 +664,7 @@ fn serve_remote(
                 let common = bits(g as u32).fold(u32::MAX, |acc, i| acc & remote[i].1);
                 let size = g.count_ones() as usize;
                 for n in bits(common) {
-                    let c = server_cost(n, size);
+                    let c = costs.at_server(n, size);
                     if c < slot.0 {
                         *slot = (c, n);
                     }
@@ -682,20 +675,12 @@ fn serve_remote(
             let mut choice = vec![0usize; full + 1];
             best[0] = 0.0;
             for s in 1..=full {
-                let low = s & s.wrapping_neg();
-                let rest = s ^ low;
-                let mut sub = rest;
-                loop {
-                    let g = sub | low;
+                for g in groups_with_lowest(s) {
                     let c = group[g].0 + best[s ^ g];
                     if c < best[s] {
                         best[s] = c;
                         choice[s] = g;
                     }
-                    if sub == 0 {
-                        break;
-                    }
-                    sub = (sub - 1) & rest;
                 }
             }
             let mut assignment = Vec::with_capacity(k);
@@ -710,6 +695,20 @@ fn serve_remote(
             (best[full], assignment)
         }
     }
+}
+
+/// The subsets of the non-empty set `s` that hold its lowest element, largest first: the
+/// groups that can serve that element in a partition of `s`. Both subset DPs split `s` this
+/// way, so each partition is counted once.
+fn groups_with_lowest(s: usize) -> impl Iterator<Item = usize> {
+    let low = s & s.wrapping_neg();
+    let rest = s ^ low;
+    let mut next = Some(rest);
+    std::iter::from_fn(move || {
+        let sub = next?;
+        next = (sub != 0).then(|| (sub - 1) & rest);
+        Some(sub | low)
+    })
 }
 
 fn bits(mask: u32) -> impl Iterator<Item = usize> {

@@ -2,8 +2,10 @@
 //! [`super::exhaustive`] over (I/O order, decompression order) pairs, whose sequence-mode
 //! schedules contain an optimum, searched depth first with
 //!
-//! * an incumbent from Alg. 1 (both readings of its candidate list) and the baselines, replaced
-//!   by every better leaf;
+//! * an incumbent from Alg. 1 (both readings of its candidate list), the baselines and an
+//!   E-chunks-first sequence ([`e_chunks_first`]), replaced by every better leaf (without the
+//!   last, a 16-expert layer that it solves at the root bound kept a 0.53 % gap after 900 s of
+//!   search: the depth-first search found no better leaf);
 //! * the resource bound (`formulations::zipmoe::resource_lower_bound`) at the root: when it
 //!   meets the incumbent the incumbent is optimal and nothing is searched;
 //! * at every node a lower bound on every completion of the partial orders ([`Search::bound`]),
@@ -75,13 +77,18 @@ pub fn branch_and_bound(
         });
     let sim = Simulator::new(instance);
     let mut incumbent: Option<Schedule> = None;
-    for priority in [
+    let (io, decomp) = e_chunks_first(&sim);
+    for s in [
         cache_affinity(instance, Candidates::Algorithm1).priority,
         cache_affinity(instance, Candidates::TypeIIOnly).priority,
         fifo(instance),
         type1_first(instance),
-    ] {
-        let s = sim.run(&priority)?;
+    ]
+    .iter()
+    .map(|priority| sim.run(priority))
+    .chain([sim.sequence(&io, &decomp)])
+    {
+        let s = s?;
         if incumbent
             .as_ref()
             .is_none_or(|best| s.makespan_s < best.makespan_s)
@@ -116,6 +123,29 @@ pub fn branch_and_bound(
         status,
         nodes: search.nodes,
     })
+}
+
+/// The starting incumbent that keeps the decompression threads fed (module doc): every
+/// E-chunk read before any SM-chunk, the tasks without an SM-chunk read first; decompressions of
+/// the tasks without an SM-chunk read first (those with cached E-chunks, then in read order),
+/// then of the others in the order of their SM-chunk reads, which decide when they are ready.
+fn e_chunks_first(sim: &Simulator) -> (Vec<IoOp>, Vec<DecompOp>) {
+    let n = sim.tasks().len();
+    let k = sim.instance().shards;
+    let tasks =
+        |e: bool, sm: bool| (0..n).filter(move |&t| sim.reads_e(t) == e && sim.reads_sm(t) == sm);
+    let sm_order: Vec<usize> = tasks(true, true).chain(tasks(false, true)).collect();
+    let io = tasks(true, false)
+        .chain(tasks(true, true))
+        .flat_map(|task| (0..k).map(move |shard| IoOp::E { task, shard }))
+        .chain(sm_order.iter().map(|&task| IoOp::Sm { task }))
+        .collect();
+    let decomp = tasks(false, false)
+        .chain(tasks(true, false))
+        .chain(sm_order)
+        .flat_map(|task| (0..k).map(move |shard| DecompOp { task, shard }))
+        .collect();
+    (io, decomp)
 }
 
 /// max_j (key_j + sum_{n: key_n >= key_j} work_n) over (key, work) pairs; sorts `pairs`.
@@ -503,17 +533,42 @@ mod tests {
         // The comparison means something only if many layers were compared and the search
         // (not only the root bound) decided some of them.
         assert!(compared >= 3000, "{compared} layers compared");
-        assert!(searched >= 600, "{searched} layers searched");
+        assert!(searched >= 500, "{searched} layers searched");
     }
 
-    /// The small preset's layer of 16 experts at seed 3, which balances I/O against
-    /// decompression: the root bound stays 0.53 % below the incumbent (README, frontier).
+    /// A layer of 12 experts in 3 shards on 2 threads (seed 2), bound by decompression: the root
+    /// bound stays 1.5 % below the incumbent, which 30 s of search do not improve.
     fn balanced_layer() -> formulations::zipmoe::Instance {
+        let mut c = GeneratorConfig::preset(Preset::Small);
+        c.layer_experts = 12;
+        c.top_k = 12;
+        c.batch_tokens = Between { min: 1, max: 3 };
+        c.shards = Between { min: 3, max: 3 };
+        generate(&c, 2)
+    }
+
+    /// The small preset's layer of 16 experts at seed 3 balances 16.6 s of reads against
+    /// 15.7 s of decompression per thread. Reading every E-chunk first keeps the threads fed
+    /// and meets the resource bound (I + p = 17.5878 s, found by hand and by a separate Python
+    /// simulation of the sequence rules): optimal at the root.
+    #[test]
+    fn the_e_chunks_first_incumbent_closes_a_balanced_layer_at_the_root() {
         let mut c = GeneratorConfig::preset(Preset::Small);
         c.layer_experts = 16;
         c.top_k = 16;
         c.batch_tokens = Between { min: 1, max: 1 };
-        generate(&c, 3)
+        let i = generate(&c, 3);
+        let b = branch_and_bound(&i, &SolveOptions::default()).unwrap();
+        let root = resource_lower_bound(&i).value_s;
+        assert_eq!((b.status, b.nodes), (MilpStatus::Optimal, 0));
+        assert!(
+            (b.schedule.makespan_s - 17.5878).abs() < 1e-4,
+            "{}",
+            b.schedule.makespan_s
+        );
+        assert!((b.schedule.makespan_s - root).abs() <= 1e-9 * root);
+        let check = formulations::zipmoe::check(&i, &b.schedule.rows).unwrap();
+        assert!((check - b.schedule.makespan_s).abs() <= 1e-9 * check);
     }
 
     #[test]
@@ -537,13 +592,13 @@ mod tests {
         let i = balanced_layer();
         let root = resource_lower_bound(&i).value_s;
         let options = SolveOptions {
-            mip_rel_gap: 0.01,
+            mip_rel_gap: 0.02,
             ..SolveOptions::default()
         };
         let b = branch_and_bound(&i, &options).unwrap();
         let best = b.schedule.makespan_s;
-        // 0.53 % < 1 %: nothing is searched, and the bound reported is the root's.
-        assert!(root >= 0.99 * best && root < best);
+        // 1.5 % < 2 %: nothing is searched, and the bound reported is the root's.
+        assert!(root >= 0.98 * best && root < best);
         assert_eq!(
             (b.status, b.nodes, b.lower_s),
             (MilpStatus::GapLimit, 0, root)
