@@ -1,6 +1,6 @@
-//! The Prism commands the command line calls: [`solve`], [`compare`],
-//! [`migrate`] and [`eplb_command`] (`write-lp` goes through the registry). Each returns a `Serialize` report (moe-opt version,
-//! the instance's canonical SHA-256) with a `text()` rendering.
+//! The Prism commands the command line calls: [`compare`], [`migrate`] and [`eplb_command`]
+//! (`solve` and `write-lp` go through the registry). Each returns a `Serialize` report
+//! (moe-opt version, the instance's canonical SHA-256) with a `text()` rendering.
 //!
 //! Latency: besides the proxy (2), [`compare`] evaluates eq. (1) on a sampled batch of
 //! requests (the simulator's request sampler `workload_requests`, so the batch is the same for
