@@ -22,22 +22,16 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 import highspy
 import numpy as np
 
+from moe_cli import run
+
 TOLERANCE = 1e-6
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run(moe_opt, *args):
-    out = subprocess.run([moe_opt, *args], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"moe-opt {' '.join(args)}: exit {out.returncode}: {out.stderr.strip()}")
-    return out.stdout
 
 
 def highs_optimum(path):
@@ -165,20 +159,17 @@ def main():
                 ok = abs(got - expected) <= TOLERANCE * max(1.0, abs(expected))
                 print(f"{'ok  ' if ok else 'FAIL'} {label} .{ext}: highspy {got!r}, moe-opt {expected!r}")
                 passed, failed = passed + ok, failed + (not ok)
-        try:
-            npy_case(moe_opt, tmp)
-            print("ok   eplb: numpy's .npy reads as its JSON matrix")
-            passed += 1
-        except RuntimeError as e:
-            print(f"FAIL eplb .npy: {e}")
-            failed += 1
-        try:
-            counts_case(moe_opt, tmp)
-            print("ok   import: numpy's .npy counts read as their v1 file")
-            passed += 1
-        except RuntimeError as e:
-            print(f"FAIL import .npy counts: {e}")
-            failed += 1
+        for case, ok, failure in (
+            (npy_case, "eplb: numpy's .npy reads as its JSON matrix", "eplb .npy"),
+            (counts_case, "import: numpy's .npy counts read as their v1 file", "import .npy counts"),
+        ):
+            try:
+                case(moe_opt, tmp)
+                print(f"ok   {ok}")
+                passed += 1
+            except RuntimeError as e:
+                print(f"FAIL {failure}: {e}")
+                failed += 1
     print(f"formats: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

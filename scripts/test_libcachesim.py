@@ -24,12 +24,13 @@ Prints `libcachesim: N passed, N failed` and exits 1 on a failure.
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import libcachesim as lcs
+
+from moe_cli import run
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = os.environ.get("MOE_OPT_BIN", str(ROOT / "target" / "debug" / "moe-opt"))
@@ -42,10 +43,7 @@ LOGS = [
 
 
 def moe_opt(*args):
-    p = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"moe-opt {' '.join(map(str, args))}: {p.stderr.strip()}")
-    return p.stdout
+    return run(BIN, *args)
 
 
 def reader(path, csv=False):

@@ -17,7 +17,6 @@ import argparse
 import csv
 import logging
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -25,15 +24,10 @@ import pypdfium2
 import weasyprint
 from weasyprint.formatting_structure import boxes
 
+from moe_cli import run
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES_TO_PNG = 3
-
-
-def run(moe_opt, *args):
-    out = subprocess.run([moe_opt, *args], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"moe-opt {' '.join(args)}: exit {out.returncode}: {out.stderr.strip()}")
-    return out.stdout
 
 
 def rows(path):

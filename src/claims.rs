@@ -63,6 +63,27 @@ pub struct ClaimInfo {
     pub search_limit: Option<usize>,
 }
 
+impl ClaimInfo {
+    /// What most claims share: stated by the paper, universal, repairing none, searched with
+    /// the default budget. A registry writes its claim's text and ends with
+    /// `..ClaimInfo::DEFAULTS`; the text here is empty, and a test refuses a registered claim
+    /// with an empty text field (`tests/cli_consistency.rs`).
+    pub const DEFAULTS: ClaimInfo = ClaimInfo {
+        id: "",
+        paper: "",
+        place: "",
+        statement: "",
+        measured: "",
+        bound: "",
+        family: "",
+        quote: "",
+        kind: ClaimKind::Stated,
+        quantifier: Quantifier::Universal,
+        repairs: None,
+        search_limit: None,
+    };
+}
+
 /// What a claim is to its paper. `verify` reports each kind in its own section (in this order),
 /// so that only a stated claim's violation reads as the paper's error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -555,8 +576,7 @@ mod tests {
             quote: "-",
             kind,
             quantifier,
-            repairs: None,
-            search_limit: None,
+            ..ClaimInfo::DEFAULTS
         }
     }
 

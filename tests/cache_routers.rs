@@ -3,7 +3,7 @@
 //! ranking against the fast selection, and the sweep's fronts.
 
 use formulations::cache::model::{Phase, Routing, Token, Trace};
-use formulations::{Error, ProblemKind};
+use formulations::Error;
 use moe_opt::cache::generate::{generate, GeneratorConfig, Locality};
 use moe_opt::cache::pareto::{self, SweepOptions};
 use moe_opt::cache::policies::Scope;
@@ -18,16 +18,13 @@ use rand_chacha::ChaCha8Rng;
 
 /// A one-layer trace whose tokens have the given logits (experts = their top K).
 fn trace_of(logits: &[[f32; 4]], top_k: usize) -> Trace {
-    Trace {
-        problem: ProblemKind::CacheTrace,
-        name: "hand".into(),
-        model: "hand".into(),
-        experts: 4,
+    Trace::new(
+        "hand",
+        "hand",
+        4,
         top_k,
-        shared_experts: 0,
-        layers: 1,
-        ranked: true,
-        tokens: logits
+        1,
+        logits
             .iter()
             .enumerate()
             .map(|(t, z)| Token {
@@ -41,7 +38,7 @@ fn trace_of(logits: &[[f32; 4]], top_k: usize) -> Trace {
                 }],
             })
             .collect(),
-    }
+    )
 }
 
 /// E = 4, K = 2, one layer, three steps ranked t0 [0,1,2,3], t1 [2,3,1,0], t2 [3,0,2,1]

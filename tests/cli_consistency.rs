@@ -318,6 +318,25 @@ fn every_claim_quotes_its_paper_verbatim() {
     let claims: serde_json::Value =
         serde_json::from_str(&ok(moe_opt().args(["claims", "--json"]))).unwrap();
     let claims = claims.as_array().unwrap();
+    // The registries end their claims with `..ClaimInfo::DEFAULTS`, whose text is empty: no
+    // claim may leave a text field to it.
+    for c in claims {
+        for field in [
+            "id",
+            "paper",
+            "place",
+            "statement",
+            "measured",
+            "bound",
+            "family",
+            "quote",
+        ] {
+            let text = c[field]
+                .as_str()
+                .unwrap_or_else(|| panic!("{c}: no {field}"));
+            assert!(!text.trim().is_empty(), "{}: an empty {field}", c["id"]);
+        }
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let Some(papers) = [
         root.join("../shared/papers"),

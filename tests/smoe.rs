@@ -27,16 +27,13 @@ fn routing(z: &[f32], k: usize) -> Routing {
 
 /// E = 4, k = 1; each token lists its layers' logits.
 fn trace(tokens: &[Vec<Vec<f32>>]) -> Trace {
-    Trace {
-        problem: ProblemKind::CacheTrace,
-        name: "hand".into(),
-        model: "hand".into(),
-        experts: 4,
-        top_k: 1,
-        shared_experts: 0,
-        layers: tokens[0].len(),
-        ranked: true,
-        tokens: tokens
+    Trace::new(
+        "hand",
+        "hand",
+        4,
+        1,
+        tokens[0].len(),
+        tokens
             .iter()
             .enumerate()
             .map(|(t, layers)| Token {
@@ -46,7 +43,7 @@ fn trace(tokens: &[Vec<Vec<f32>>]) -> Trace {
                 layers: layers.iter().map(|z| routing(z, 1)).collect(),
             })
             .collect(),
-    }
+    )
 }
 
 fn config(alpha: f64, split: SplitChoice, prefetch: usize) -> PipelineConfig {

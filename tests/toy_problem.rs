@@ -13,9 +13,7 @@ use std::path::Path;
 use clap::Parser;
 use formulations::milp::{Milp, Sense as MilpSense};
 use formulations::{Error, ValidationError};
-use moe_opt::claims::{
-    Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale, Quantifier,
-};
+use moe_opt::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome, PaperScale, Quantifier};
 use moe_opt::cli::{run_with, Cli};
 use moe_opt::problem::{self, Problem, RunOptions, Sense, Solved};
 use moe_opt::registry::{Commands, ProblemEntry, Registry};
@@ -262,10 +260,7 @@ fn ratio_claim(id: &'static str, method: Method) -> Claim<Knapsack> {
             bound: "ratio >= 1/2",
             family: "the hand-worked instance at one seed in four, else 2-6 random items",
             quote: "the method reaches half the optimum",
-            kind: ClaimKind::Stated,
-            quantifier: Quantifier::Universal,
-            repairs: None,
-            search_limit: None,
+            ..ClaimInfo::DEFAULTS
         },
         family,
         check: if method == Method::Greedy {
@@ -286,8 +281,6 @@ fn existence_claim(id: &'static str, method: Method) -> Claim<Knapsack> {
             statement: "some instance has the method below half the optimum",
             bound: "ratio < 1/2 on some instance",
             quantifier: Quantifier::Existential,
-            repairs: None,
-            search_limit: None,
             ..ratio_claim(id, method).info
         },
         family,

@@ -128,7 +128,7 @@ use super::pareto::{default_j, unit_grid};
 use super::policy::Lru;
 use super::routers::{replay_routed, DeltaEstimate, RankTable, ReplayOptions, RouterSpec};
 use crate::claims::{
-    Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale, Quantifier,
+    Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale,
     ReferenceKind,
 };
 
@@ -201,10 +201,7 @@ pub fn registry() -> Vec<CacheClaim> {
                 quote: "As a theoretical upper bound for cache policy, we consider Belady's \
                     algorithm (Belady, 1966), which evicts the expert that will be needed \
                     farthest in the future.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_small,
             paper: PaperScale::Family(PAPER_FIXED, paper_fixed),
@@ -223,9 +220,7 @@ pub fn registry() -> Vec<CacheClaim> {
                 quote: "This design enables us to trade a negligible amount of accuracy for a \
                     substantial gain in cache efficiency, even surpassing the oracle bound.",
                 kind: ClaimKind::Sanity,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_small,
             paper: PaperScale::Family(PAPER_FLEXIBLE, paper_flexible),
@@ -244,10 +239,7 @@ pub fn registry() -> Vec<CacheClaim> {
                 quote:
                     "Figure 9 shows that while Belady's algorithm roughly halves cache miss rates \
                     compared to LRU.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_half,
             paper: PaperScale::Family(PAPER_HALF, paper_half),
@@ -265,10 +257,7 @@ pub fn registry() -> Vec<CacheClaim> {
                 bound: "reached with mass loss <= 0.1 (\"small\", our reading)",
                 family: PRIOR,
                 quote: PRIOR_QUOTE,
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_prior,
             paper: PaperScale::Family(PAPER_PRIOR, paper_prior),
@@ -288,9 +277,8 @@ pub fn registry() -> Vec<CacheClaim> {
                     experts improves performance over LRU, but the benefit diminishes as cache \
                     size shrinks further, becoming negligible for cache sizes  $\\leq k$ .",
                 kind: ClaimKind::Repaired,
-                quantifier: Quantifier::Universal,
                 repairs: Some("cache/sec48-belady-halves-lru"),
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_half,
             paper: PaperScale::Family(PAPER_HALF, paper_half),
@@ -310,9 +298,8 @@ pub fn registry() -> Vec<CacheClaim> {
                 family: PRIOR,
                 quote: PRIOR_QUOTE,
                 kind: ClaimKind::Repaired,
-                quantifier: Quantifier::Universal,
                 repairs: Some("cache/sec48-cache-prior-below-belady"),
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_prior,
             paper: PaperScale::Family(PAPER_PRIOR, paper_prior),
@@ -347,9 +334,7 @@ pub fn registry() -> Vec<CacheClaim> {
                     experts, allowing the model to swap lower-ranked experts for in-cache ones, \
                     at the cost of a small, tunable increase in perplexity.",
                 kind: ClaimKind::Sanity,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_gap,
             check,
@@ -1451,28 +1436,28 @@ mod tests {
     fn top1(requests: &[u32]) -> CacheInstance {
         use formulations::cache::model::{Phase, Routing, Token};
         let trace = Trace {
-            problem: ProblemKind::CacheTrace,
-            name: "t".into(),
-            model: "m".into(),
-            experts: 4,
-            top_k: 1,
-            shared_experts: 0,
-            layers: 1,
             ranked: false,
-            tokens: requests
-                .iter()
-                .enumerate()
-                .map(|(i, &e)| Token {
-                    seq: 0,
-                    token: i as u32,
-                    phase: Phase::Decode,
-                    layers: vec![Routing {
-                        experts: vec![e],
-                        weights: None,
-                        logits: None,
-                    }],
-                })
-                .collect(),
+            ..Trace::new(
+                "t",
+                "m",
+                4,
+                1,
+                1,
+                requests
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &e)| Token {
+                        seq: 0,
+                        token: i as u32,
+                        phase: Phase::Decode,
+                        layers: vec![Routing {
+                            experts: vec![e],
+                            weights: None,
+                            logits: None,
+                        }],
+                    })
+                    .collect(),
+            )
         };
         CacheInstance {
             problem: ProblemKind::CacheOffline,

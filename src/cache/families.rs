@@ -69,7 +69,7 @@
 use formulations::cache::model::{Phase, Routing, Token};
 use formulations::cache::offline::Freedom;
 use formulations::cache::Trace;
-use formulations::{Error, ProblemKind};
+use formulations::Error;
 
 use super::bounds::instance_from_trace;
 use crate::family::{integer_param, Family};
@@ -136,17 +136,14 @@ fn belady_lru_cycle(x: f64) -> Result<Made, Error> {
     }
     let steps = tokens.len();
     let name = format!("family-belady-lru-cycle-{x}");
-    let trace = Trace {
-        problem: ProblemKind::CacheTrace,
-        name: name.clone(),
-        model: "Mixtral-8x7B (family belady-lru-cycle)".into(),
-        experts: EXPERTS,
-        top_k: TOP_K,
-        shared_experts: 0,
-        layers: 1,
-        ranked: true,
+    let trace = Trace::new(
+        name.clone(),
+        "Mixtral-8x7B (family belady-lru-cycle)",
+        EXPERTS,
+        TOP_K,
+        1,
         tokens,
-    };
+    );
     let instance = instance_from_trace(&trace, 0, EXPERTS / 2, Freedom::fixed(TOP_K), &name)?;
     Ok(Made::new(
         &instance,

@@ -48,7 +48,7 @@
 //! issue leaves open since no token log of those models is available here.
 
 use formulations::cache::model::{ranking, softmax, Phase, Routing, Token, Trace};
-use formulations::{Error, ProblemKind};
+use formulations::Error;
 use serde::{Deserialize, Serialize};
 
 use crate::generate::{normal, stream, Knobs};
@@ -473,15 +473,15 @@ pub fn generate(config: &GeneratorConfig, seed: u64) -> Result<Trace, Error> {
         }
     }
     Ok(Trace {
-        problem: ProblemKind::CacheTrace,
-        name: format!("{}-seed{seed}", slug(&config.model)),
-        model: config.model.clone(),
-        experts: e,
-        top_k: config.top_k,
         shared_experts: config.shared_experts,
-        layers: config.layers,
-        ranked: true,
-        tokens,
+        ..Trace::new(
+            format!("{}-seed{seed}", slug(&config.model)),
+            config.model.clone(),
+            e,
+            config.top_k,
+            config.layers,
+            tokens,
+        )
     })
 }
 

@@ -35,7 +35,7 @@ use std::path::Path;
 use formulations::cache::binary::{self, Packed};
 use formulations::cache::model::{Phase, Routing, Token, Trace};
 use formulations::cache::validate::MAX_LAYERS;
-use formulations::{Error, ProblemKind};
+use formulations::Error;
 use serde::{Deserialize, Serialize};
 
 use crate::counts::read_text_maybe_gz;
@@ -329,15 +329,9 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
         });
     }
     let trace = Trace {
-        problem: ProblemKind::CacheTrace,
-        name: meta.name,
-        model: meta.model,
-        experts: meta.experts,
-        top_k,
         shared_experts: meta.shared_experts,
-        layers,
         ranked,
-        tokens: out,
+        ..Trace::new(meta.name, meta.model, meta.experts, top_k, layers, out)
     };
     formulations::cache::validate::validate(&trace).map_err(|e| e.in_file(path))?;
     Ok(trace)

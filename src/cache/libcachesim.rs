@@ -73,7 +73,7 @@ use std::path::Path;
 
 use formulations::cache::model::{Phase, Requests, Routing, Token, Trace};
 use formulations::cache::validate::{MAX_EXPERTS, MAX_LAYERS};
-use formulations::{Error, ProblemKind};
+use formulations::Error;
 
 /// Bytes of one `oracleGeneral` record.
 pub const RECORD_BYTES: usize = 24;
@@ -523,15 +523,8 @@ pub fn to_trace(
         }
     };
     let trace = Trace {
-        problem: ProblemKind::CacheTrace,
-        name: name.clone(),
-        model: name,
-        experts,
-        top_k,
-        shared_experts: 0,
-        layers,
         ranked: top_k == 1,
-        tokens,
+        ..Trace::new(name.clone(), name, experts, top_k, layers, tokens)
     };
     formulations::cache::validate::validate(&trace).map_err(|e| e.in_file(path))?;
     Ok(trace)
@@ -599,19 +592,19 @@ mod tests {
             layers: vec![routing(a), routing(b)],
         };
         Trace {
-            problem: ProblemKind::CacheTrace,
-            name: "small".into(),
-            model: "small".into(),
-            experts: 4,
-            top_k: 2,
-            shared_experts: 0,
-            layers: 2,
             ranked: false,
-            tokens: vec![
-                token(0, [1, 3], [0, 2]),
-                token(1, [3, 0], [2, 1]),
-                token(2, [1, 0], [1, 3]),
-            ],
+            ..Trace::new(
+                "small",
+                "small",
+                4,
+                2,
+                2,
+                vec![
+                    token(0, [1, 3], [0, 2]),
+                    token(1, [3, 0], [2, 1]),
+                    token(2, [1, 0], [1, 3]),
+                ],
+            )
         }
     }
 

@@ -310,17 +310,14 @@ mod tests {
                 max_rank: Some(4),
                 min_mass: None,
             },
-            trace: Trace {
-                problem: ProblemKind::CacheTrace,
-                name: format!("mixtral-by-hand-{loads}"),
-                model: "Mixtral-8x7B".into(),
-                experts: 8,
-                top_k: 2,
-                shared_experts: 0,
-                layers: 1,
-                ranked: true,
+            trace: Trace::new(
+                format!("mixtral-by-hand-{loads}"),
+                "Mixtral-8x7B",
+                8,
+                2,
+                1,
                 tokens,
-            },
+            ),
         }
     }
 

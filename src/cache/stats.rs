@@ -242,32 +242,31 @@ pub fn calibrate(
 mod tests {
     use super::*;
     use formulations::cache::model::{Phase, Routing, Token};
-    use formulations::ProblemKind;
 
     fn trace(steps: &[(u32, &[u32])]) -> Trace {
         Trace {
-            problem: ProblemKind::CacheTrace,
-            name: "t".into(),
-            model: "m".into(),
-            experts: 4,
-            top_k: 2,
-            shared_experts: 0,
-            layers: 1,
             ranked: false,
-            tokens: steps
-                .iter()
-                .enumerate()
-                .map(|(i, &(seq, e))| Token {
-                    seq,
-                    token: i as u32,
-                    phase: Phase::Decode,
-                    layers: vec![Routing {
-                        experts: e.to_vec(),
-                        weights: None,
-                        logits: None,
-                    }],
-                })
-                .collect(),
+            ..Trace::new(
+                "t",
+                "m",
+                4,
+                2,
+                1,
+                steps
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(seq, e))| Token {
+                        seq,
+                        token: i as u32,
+                        phase: Phase::Decode,
+                        layers: vec![Routing {
+                            experts: e.to_vec(),
+                            weights: None,
+                            logits: None,
+                        }],
+                    })
+                    .collect(),
+            )
         }
     }
 

@@ -117,8 +117,7 @@ use super::generate::{try_generate, GeneratorConfig, Preset};
 use super::methods::{self, Method, RunOptions};
 use super::paper::{family_paper, family_paper_testbed, FAMILY_PAPER, FAMILY_PAPER_TESTBED};
 use crate::claims::{
-    decide, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale, Quantifier,
-    ReferenceKind,
+    decide, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale, ReferenceKind,
 };
 
 /// The paper file.
@@ -154,10 +153,7 @@ pub fn registry() -> Vec<PrismClaim> {
                 bound: "ratio >= 1 - 1/e = 0.632",
                 family: "small",
                 quote: THM1_QUOTE,
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_small,
             paper: PaperScale::Family(FAMILY_PAPER, family_paper),
@@ -174,9 +170,8 @@ pub fn registry() -> Vec<PrismClaim> {
                 family: "small",
                 quote: THM1_QUOTE,
                 kind: ClaimKind::Repaired,
-                quantifier: Quantifier::Universal,
                 repairs: Some("prism/thm1-greedy-ratio"),
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_small,
             paper: PaperScale::Family(FAMILY_PAPER, family_paper),
@@ -192,10 +187,7 @@ pub fn registry() -> Vec<PrismClaim> {
                 bound: "margin >= 0",
                 family: "small",
                 quote: LEMMA1_QUOTE,
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_small,
             paper: PaperScale::Family(FAMILY_PAPER, family_paper),
@@ -212,9 +204,8 @@ pub fn registry() -> Vec<PrismClaim> {
                 family: "small",
                 quote: LEMMA1_QUOTE,
                 kind: ClaimKind::Repaired,
-                quantifier: Quantifier::Universal,
                 repairs: Some("prism/lemma1-entropy-coverage"),
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_small,
             paper: PaperScale::Family(FAMILY_PAPER, family_paper),
@@ -232,9 +223,7 @@ pub fn registry() -> Vec<PrismClaim> {
                 quote: "We propose a two-stage algorithm for expert placement that respects memory \
                     and expert-coverage constraints while reducing remote invocations.",
                 kind: ClaimKind::Measurement,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_small,
             paper: PaperScale::Family(FAMILY_PAPER, family_paper),
@@ -252,10 +241,7 @@ pub fn registry() -> Vec<PrismClaim> {
                 quote: "As shown in Tab. II, robustness across datasets and server configurations \
                     highlights practical superiority of *Prism*. [...] As shown in Fig. 6, \
                     *Prism* consistently achieves higher local computation ratios.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_small,
             paper: PaperScale::Family(FAMILY_PAPER, family_paper),
@@ -275,9 +261,9 @@ pub fn registry() -> Vec<PrismClaim> {
                     particularly on models with a larger number of experts such as \
                     DeepSeek-V2-Lite.",
                 kind: ClaimKind::Repaired,
-                quantifier: Quantifier::Universal,
                 repairs: Some("prism/eval-beats-baselines"),
                 search_limit: Some(100),
+                ..ClaimInfo::DEFAULTS
             },
             family: family_testbed,
             paper: PaperScale::Family(FAMILY_PAPER_TESTBED, family_paper_testbed),

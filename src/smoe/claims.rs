@@ -47,7 +47,7 @@ use super::generate::{generate, paper_layer, Preset};
 use super::router::{route_batch, LowScore, RouterConfig};
 use super::split::{alg2, Alg2Rule};
 use crate::claims::{
-    decide, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale, Quantifier,
+    decide, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale,
 };
 
 /// The paper's file.
@@ -89,9 +89,7 @@ pub fn registry() -> Vec<SmoeClaim> {
                 family: TINY,
                 quote: ALG1_GOAL,
                 kind: ClaimKind::Inferred,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny,
             paper: PaperScale::Family(PAPER_SCALE, paper_layer),
@@ -110,9 +108,7 @@ pub fn registry() -> Vec<SmoeClaim> {
                 family: TINY,
                 quote: ALG1_GOAL,
                 kind: ClaimKind::Inferred,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny,
             paper: PaperScale::Family(PAPER_SCALE, paper_layer),
@@ -135,9 +131,7 @@ pub fn registry() -> Vec<SmoeClaim> {
                     following equation, which seeks to minimize the maximum of T_{load} and \
                     T_{CPU} :",
                 kind: ClaimKind::Inferred,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny,
             paper: PaperScale::Family(PAPER_SCALE, paper_layer),

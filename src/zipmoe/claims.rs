@@ -60,7 +60,7 @@ use super::algorithms::{self, Candidates};
 use super::generate::{generate, paper_layer, GeneratorConfig, Preset};
 use crate::claims::{
     decide, Certificate, Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale,
-    Quantifier, ReferenceKind,
+    ReferenceKind,
 };
 
 /// The paper's file.
@@ -102,10 +102,7 @@ pub fn registry() -> Vec<ZipClaim> {
                 quote: "Let ALG be the makespan achieved by ZIPMOE’s scheduler and OPT be the \
                     optimal value. It holds that: $ALG \\leq (3 - \\frac{1}{L}) \\cdot OPT$, \
                     where L is the number of decompression threads.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny,
             paper: PaperScale::Family(PAPER_SCALE, paper_layer),
@@ -122,10 +119,7 @@ pub fn registry() -> Vec<ZipClaim> {
                 bound: "<= 1",
                 family: TINY,
                 quote: LEMMAB3_QUOTE,
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny,
             paper: PaperScale::Family(PAPER_SCALE, paper_layer),
@@ -144,9 +138,9 @@ pub fn registry() -> Vec<ZipClaim> {
                 family: TINY,
                 quote: LEMMAB3_QUOTE,
                 kind: ClaimKind::Repaired,
-                quantifier: Quantifier::Universal,
                 repairs: Some("zipmoe/lemmab3-lower-bound"),
                 search_limit: Some(100),
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny,
             paper: PaperScale::Family(PAPER_SCALE, paper_layer),

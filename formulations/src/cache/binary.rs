@@ -49,7 +49,6 @@ use std::sync::Arc;
 use super::model::{Phase, Requests, Routing, Token, Trace};
 use super::validate::{routing_rules, Scores, Shape, MAX_EXPERTS, MAX_LAYERS};
 use crate::error::Error;
-use crate::problem::ProblemKind;
 
 /// The first 8 bytes of a binary trace.
 pub const MAGIC: &[u8; 8] = b"MOETRACE";
@@ -343,15 +342,16 @@ impl Packed {
             });
         }
         Trace {
-            problem: ProblemKind::CacheTrace,
-            name: self.name.clone(),
-            model: self.model.clone(),
-            experts: self.experts,
-            top_k: self.top_k,
             shared_experts: self.shared_experts,
-            layers: self.layers,
             ranked: self.ranked,
-            tokens,
+            ..Trace::new(
+                self.name.clone(),
+                self.model.clone(),
+                self.experts,
+                self.top_k,
+                self.layers,
+                tokens,
+            )
         }
     }
 
@@ -902,37 +902,38 @@ mod tests {
             layers,
         };
         Trace {
-            problem: ProblemKind::CacheTrace,
-            name: "t".into(),
-            model: "m".into(),
-            experts: 4,
-            top_k: 2,
             shared_experts: 1,
-            layers: 2,
             ranked: false,
-            tokens: vec![
-                token(
-                    7,
-                    0,
-                    Phase::Prefill,
-                    vec![
-                        routing(vec![0, 1], Some(vec![0.5, 0.25])),
-                        routing(vec![2, 3], None),
-                    ],
-                ),
-                token(
-                    7,
-                    1,
-                    Phase::Prefill,
-                    vec![routing(vec![1, 0], None), routing(vec![3, 2], None)],
-                ),
-                token(
-                    3,
-                    5,
-                    Phase::Decode,
-                    vec![routing(vec![2, 0], None), routing(vec![1, 3], None)],
-                ),
-            ],
+            ..Trace::new(
+                "t",
+                "m",
+                4,
+                2,
+                2,
+                vec![
+                    token(
+                        7,
+                        0,
+                        Phase::Prefill,
+                        vec![
+                            routing(vec![0, 1], Some(vec![0.5, 0.25])),
+                            routing(vec![2, 3], None),
+                        ],
+                    ),
+                    token(
+                        7,
+                        1,
+                        Phase::Prefill,
+                        vec![routing(vec![1, 0], None), routing(vec![3, 2], None)],
+                    ),
+                    token(
+                        3,
+                        5,
+                        Phase::Decode,
+                        vec![routing(vec![2, 0], None), routing(vec![1, 3], None)],
+                    ),
+                ],
+            )
         }
     }
 

@@ -81,6 +81,30 @@ pub struct Routing {
 }
 
 impl Trace {
+    /// A trace of `tokens` routed by a top-`top_k` router over `experts` experts in each of
+    /// `layers` layers: no shared experts, every routing in rank order (struct update changes
+    /// either: `Trace { ranked: false, ..Trace::new(..) }`).
+    pub fn new(
+        name: impl Into<String>,
+        model: impl Into<String>,
+        experts: usize,
+        top_k: usize,
+        layers: usize,
+        tokens: Vec<Token>,
+    ) -> Trace {
+        Trace {
+            problem: ProblemKind::CacheTrace,
+            name: name.into(),
+            model: model.into(),
+            experts,
+            top_k,
+            shared_experts: 0,
+            layers,
+            ranked: true,
+            tokens,
+        }
+    }
+
     /// Whether every routing carries logits over all experts (needed by the cache-aware
     /// routers of paper 002 and SMoE's router).
     pub fn has_logits(&self) -> bool {
@@ -223,22 +247,19 @@ mod tests {
             weights: None,
             logits: None,
         };
-        let trace = Trace {
-            problem: ProblemKind::CacheTrace,
-            name: "t".into(),
-            model: "m".into(),
-            experts: 4,
-            top_k: 1,
-            shared_experts: 0,
-            layers: 2,
-            ranked: true,
-            tokens: vec![Token {
+        let trace = Trace::new(
+            "t",
+            "m",
+            4,
+            1,
+            2,
+            vec![Token {
                 seq: 0,
                 token: 0,
                 phase: Phase::Decode,
                 layers: vec![routing(vec![3]), routing(vec![1])],
             }],
-        };
+        );
         let pool = trace.pooled_requests();
         assert_eq!(pool.universe, 8);
         assert_eq!(

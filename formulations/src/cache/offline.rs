@@ -484,17 +484,7 @@ pub(crate) mod tests {
                 }
             })
             .collect();
-        Trace {
-            problem: ProblemKind::CacheTrace,
-            name: "t".into(),
-            model: "m".into(),
-            experts,
-            top_k,
-            shared_experts: 0,
-            layers: 1,
-            ranked: true,
-            tokens,
-        }
+        Trace::new("t", "m", experts, top_k, 1, tokens)
     }
 
     /// Logits that make expert `e` the top-1 (K = 1) with the rest ranked by id.

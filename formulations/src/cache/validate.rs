@@ -220,16 +220,13 @@ mod tests {
     use crate::cache::model::{Phase, Routing, Token};
 
     fn trace() -> Trace {
-        Trace {
-            problem: ProblemKind::CacheTrace,
-            name: "t".into(),
-            model: "m".into(),
-            experts: 4,
-            top_k: 2,
-            shared_experts: 0,
-            layers: 1,
-            ranked: true,
-            tokens: vec![Token {
+        Trace::new(
+            "t",
+            "m",
+            4,
+            2,
+            1,
+            vec![Token {
                 seq: 0,
                 token: 0,
                 phase: Phase::Decode,
@@ -239,7 +236,7 @@ mod tests {
                     logits: Some(vec![1.0, -1.0, 3.0, 0.0]),
                 }],
             }],
-        }
+        )
     }
 
     fn field(t: &Trace) -> String {

@@ -419,10 +419,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 quote: "For Top- $K$ strategy, when $K_m = 1$ for any $m \\in \\mathcal{M}$ , \
                     $\\mathcal{P}1$ is a monotone non-decreasing submodular maximization problem \
                     with $N$ knapsack constraints.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_top1,
             paper: PaperScale::Family(PAPER_TOP1_SAMPLED, family_paper_top1),
@@ -442,10 +439,7 @@ pub fn registry() -> Vec<SlimClaim> {
                     "When $K_m > 1$ for any $m \\in \\mathcal{M}$ , $\\mathcal{P}1$ is a monotone \
                     non-decreasing non-submodular non-supermodular maximization problem with $N$ \
                     knapsack constraints.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_top2,
             paper: PaperScale::Without(PROP2_WITHOUT),
@@ -468,10 +462,8 @@ pub fn registry() -> Vec<SlimClaim> {
                     knapsack constraints. [...] To show that $F(\\mathbf{X})$ is neither \
                     submodular nor supermodular, we first present the key marginal behaviors \
                     under $K_m = 2$ and subsequently generalize them to any $K_m > 1$ .",
-                kind: ClaimKind::Stated,
                 quantifier: Quantifier::Existential,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_top2,
             paper: PaperScale::Without(PROP2_WITHOUT),
@@ -489,10 +481,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 bound: "ratio >= 1 - 1/e = 0.632",
                 family: TINY_TOP1,
                 quote: PROP3_QUOTE,
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_top1,
             paper: PaperScale::Family(PAPER_TOP1, family_paper_top1),
@@ -514,9 +503,8 @@ pub fn registry() -> Vec<SlimClaim> {
                 family: TINY_TOP1,
                 quote: PROP3_QUOTE,
                 kind: ClaimKind::Repaired,
-                quantifier: Quantifier::Universal,
                 repairs: Some("slimcaching/prop3-greedy-ratio"),
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_top1,
             paper: PaperScale::Family(PAPER_TOP1, family_paper_top1),
@@ -541,10 +529,7 @@ pub fn registry() -> Vec<SlimClaim> {
                     The modular function corresponds to the term including $m$ with $K_m = 1$ \
                     and the supermodular function corresponds to the term including $m$ with \
                     $K_m > 1$ .",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_mixed,
             paper: PaperScale::Without(PROP4_WITHOUT),
@@ -567,10 +552,7 @@ pub fn registry() -> Vec<SlimClaim> {
                     $\\mathcal{P}_{3n}$ obtained by Algorithm 3. We have the following \
                     approximation ratio, $$\\tilde{F}_n(\\ddot{\\mathbf{X}}_n) \\geq (1 - \
                     (\\kappa_g)_n) \\tilde{F}_n(\\ddot{\\mathbf{X}}_n^*), \\quad (24)$$",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_mixed,
             paper: PaperScale::Family(PAPER_FULL, family_paper),
@@ -593,10 +575,7 @@ pub fn registry() -> Vec<SlimClaim> {
                     \\mathcal{N}} (\\kappa_g)_n$ . Specifically, when $N = 1$ , the obtained \
                     solutions by the proposed algorithm can provide $(1 - (\\kappa_g)_1)$ \
                     -approximation guarantee.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_mixed,
             paper: PaperScale::Family(PAPER_FULL, family_paper),
@@ -617,10 +596,7 @@ pub fn registry() -> Vec<SlimClaim> {
                     applied to the special case $K_m = 1$ for any $m \\in \\mathcal{M}$ . If we \
                     use Algorithm 2 or 3 to successively solve $\\mathcal{P}^2_n$ , the obtained \
                     solutions can provide 1/2-approximation guarantee.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_top1,
             paper: PaperScale::Family(PAPER_TOP1, family_paper_top1),
@@ -639,10 +615,7 @@ pub fn registry() -> Vec<SlimClaim> {
                     capability 1e30 FLOP/s (negligible computation), symmetric links as \
                     generated (0.01 s each way to the cloud)",
                 quote: PROP6_SINGLE_QUOTE,
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_prop6_single,
             paper: PaperScale::Family(PAPER_SINGLE, family_paper_single),
@@ -662,9 +635,8 @@ pub fn registry() -> Vec<SlimClaim> {
                 family: "prop6-single (as prop6-single-server)",
                 quote: PROP6_SINGLE_QUOTE,
                 kind: ClaimKind::Repaired,
-                quantifier: Quantifier::Universal,
                 repairs: Some("slimcaching/prop6-single-server"),
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_prop6_single,
             paper: PaperScale::Family(PAPER_SINGLE, family_paper_single),
@@ -683,10 +655,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 family: "prop6-multi: tiny preset with every model Top-2, N = 2-3, every \
                     compute capability 1e30 FLOP/s, symmetric links as generated",
                 quote: PROP6_MULTI_QUOTE,
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_prop6_multi,
             paper: PaperScale::Family(PAPER_FULL, family_paper),
@@ -705,9 +674,8 @@ pub fn registry() -> Vec<SlimClaim> {
                 family: "prop6-multi (as prop6-multi-server)",
                 quote: PROP6_MULTI_QUOTE,
                 kind: ClaimKind::Repaired,
-                quantifier: Quantifier::Universal,
                 repairs: Some("slimcaching/prop6-multi-server"),
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_prop6_multi,
             paper: PaperScale::Family(PAPER_FULL, family_paper),
@@ -730,10 +698,7 @@ pub fn registry() -> Vec<SlimClaim> {
                     the observation that experts can naturally be grouped by their data sizes \
                     into a small number of categories. [...] allowing their partial solutions to \
                     be combined without loss of optimality.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_small,
             paper: PaperScale::Family(PAPER_FULL, family_paper),

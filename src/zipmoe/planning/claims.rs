@@ -69,9 +69,7 @@ use super::independent::{
 };
 use super::ipf::fit;
 use super::planner;
-use crate::claims::{
-    Check, CheckOptions, Claim, ClaimInfo, ClaimKind, Outcome, PaperScale, Quantifier,
-};
+use crate::claims::{Check, CheckOptions, Claim, ClaimInfo, Outcome, PaperScale};
 
 /// The paper's file in ../shared/papers/.
 pub const PAPER: &str = "003_f13bf7f446ba8bd3.txt";
@@ -112,10 +110,7 @@ pub fn registry() -> Vec<PoolClaim> {
                     "The resulting set of $\\{q_i^*\\}$ satisfies constraint C_2 of Eq. (15) and, \
                     therefore, produces a distribution that coincides with the maximum entropy \
                     distribution $\\mathcal{P}^*(\\mathcal{S})$.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny,
             paper: PaperScale::Family(PAPER_SCALE, family_paper),
@@ -135,10 +130,7 @@ pub fn registry() -> Vec<PoolClaim> {
                 quote: "Among all probability distributions over k -sized expert subsets that are \
                     consistent with the observed individual expert selection counts, the \
                     distribution produced by the DP procedure achieves maximum entropy.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_tiny,
             paper: PaperScale::Without(
@@ -165,10 +157,7 @@ pub fn registry() -> Vec<PoolClaim> {
                 quote: "The planning algorithm then enumerates feasible cache partition \
                     configurations via grid search. [...] The configuration that minimizes the \
                     expected makespan is selected for runtime cache partitioning.",
-                kind: ClaimKind::Stated,
-                quantifier: Quantifier::Universal,
-                repairs: None,
-                search_limit: None,
+                ..ClaimInfo::DEFAULTS
             },
             family: family_small,
             paper: PaperScale::Family(PAPER_SCALE, family_paper),
