@@ -4,7 +4,6 @@
 use formulations::cache::model::{ranking, softmax, Phase, Routing, Token, Trace};
 use formulations::milp::SolveOptions;
 use formulations::smoe::{Costs, Instance};
-use formulations::ProblemKind;
 use moe_opt::cache::generate::{generate, GeneratorConfig, Locality};
 use moe_opt::cache::policy::Lru;
 use moe_opt::claims::{CheckOptions, Outcome};
@@ -13,6 +12,7 @@ use moe_opt::smoe::commands::{self, RoutingMethod, SplitMethod};
 use moe_opt::smoe::generate::{try_generate, Preset};
 use moe_opt::smoe::pipeline::{simulate, PipelineConfig, PipelineCosts, Predictor, SplitChoice};
 use moe_opt::smoe::router::RouterConfig;
+use std::path::Path;
 
 fn routing(z: &[f32], k: usize) -> Routing {
     let order = ranking(z);
@@ -163,23 +163,14 @@ fn pipeline_refuses_traces_without_logits_and_small_caches() {
     assert!(e.to_string().contains("no logits"), "{e}");
 }
 
-/// Scores 0: .30, 1: .20, 2: .105, 3: .10, 4: .09, ... (formulations::smoe's test layer),
-/// k = 4, alpha = 0.5, G = {1, 5, 6}: the router runs {0, 1, 5, 6}; only 0 is missed.
+/// `instances/smoe-fig1.json` (formulations::smoe's test layer): scores 0: .30, 1: .20, 2: .105,
+/// 3: .10, 4: .09, ..., k = 4, alpha = 0.5, G = {1, 5, 6}: the router runs {0, 1, 5, 6}; only 0
+/// is missed.
 fn one_miss_layer() -> Instance {
-    Instance {
-        problem: ProblemKind::Smoe,
-        name: "one-miss".into(),
-        experts: 8,
-        top_k: 4,
-        alpha: 0.5,
-        scores: vec![vec![0.30, 0.20, 0.105, 0.10, 0.09, 0.08, 0.07, 0.055]],
-        gpu_cache: vec![1, 5, 6],
-        costs: Costs::Uniform {
-            load_s: 3.0,
-            cpu_s: 1.0,
-            gpu_s: 0.1,
-        },
-    }
+    formulations::smoe::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/smoe-fig1.json"),
+    )
+    .unwrap()
 }
 
 #[test]

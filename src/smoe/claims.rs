@@ -279,9 +279,12 @@ mod tests {
             let i = family_tiny(seed);
             for c in registry() {
                 let check = (c.check)(&i, &o);
-                if let Some(m) = check.margin {
-                    assert_eq!(m < 0.0, check.outcome == Outcome::Fail, "{}", c.info.id);
-                }
+                assert_eq!(
+                    check.inconsistencies(),
+                    Vec::<String>::new(),
+                    "{}",
+                    c.info.id
+                );
                 if c.info.id == "smoe/eq1-router-optimal" {
                     assert_eq!(check.outcome, Outcome::Pass, "seed {seed}: {}", check.note);
                 }

@@ -703,24 +703,40 @@ impl<'a> Search<'a> {
 mod reference;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::report::canonical_sha256;
     use crate::zipmoe::generate::{generate, Between, GeneratorConfig, Preset};
     use formulations::zipmoe::{CompressionState, SelectedExpert};
     use formulations::ProblemKind;
 
-    /// A synthetic family wider than the presets: up to 12 experts of 2 tensors, K in 1..=5,
-    /// L in 1..=9 (so L < K and L > K both occur) and decompression from much faster to much
-    /// slower than the I/O, so that blocks close compute-dominant as well as out of candidates.
-    fn varied() -> GeneratorConfig {
+    /// A synthetic family wider than the presets: `experts` experts of 2 tensors, top-`top_k`,
+    /// batches of 1..=`tokens` tokens, K in 1..=`shards` and L in 1..=`threads` (so L < K and
+    /// L > K both occur), and decompression from much faster to much slower than the I/O, so
+    /// that blocks close compute-dominant as well as out of candidates.
+    pub(crate) fn varied(
+        experts: u32,
+        top_k: u32,
+        tokens: u32,
+        shards: u32,
+        threads: u32,
+    ) -> GeneratorConfig {
         let mut c = GeneratorConfig::preset(Preset::Small);
-        c.layer_experts = 12;
-        c.top_k = 3;
-        c.batch_tokens = Between { min: 1, max: 6 };
+        c.layer_experts = experts;
+        c.top_k = top_k;
+        c.batch_tokens = Between {
+            min: 1,
+            max: tokens,
+        };
         c.tensors_per_expert = 2;
-        c.shards = Between { min: 1, max: 5 };
-        c.threads = Between { min: 1, max: 9 };
+        c.shards = Between {
+            min: 1,
+            max: shards,
+        };
+        c.threads = Between {
+            min: 1,
+            max: threads,
+        };
         c.decompress_per_shard_read = Between { min: 0.3, max: 6.0 };
         c
     }
@@ -738,7 +754,7 @@ mod tests {
         vec![
             ("tiny", GeneratorConfig::preset(Preset::Tiny), 0..40),
             ("small", GeneratorConfig::preset(Preset::Small), 0..40),
-            ("varied", varied(), 0..60),
+            ("varied", varied(12, 3, 6, 5, 9), 0..60),
             ("qwen-orin", GeneratorConfig::preset(Preset::QwenOrin), 0..3),
             (
                 "deepseek-orin",
@@ -866,7 +882,7 @@ mod tests {
         let mut families = vec![
             (GeneratorConfig::preset(Preset::Tiny), 0..300),
             (GeneratorConfig::preset(Preset::Small), 0..300),
-            (varied(), 0..400),
+            (varied(12, 3, 6, 5, 9), 0..400),
         ];
         for p in [Preset::QwenOrin, Preset::DeepseekOrin, Preset::SwitchOrin] {
             families.push((GeneratorConfig::preset(p), 10..13));

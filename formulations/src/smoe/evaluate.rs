@@ -399,27 +399,13 @@ pub fn split_exhaustive(costs: &Costs, experts: &[u32]) -> Result<Split, Error> 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::problem::ProblemKind;
 
     /// Fig. 1-like layer: E = 8, k = 4, alpha = 0.5. Scores (id: score): 0: .30, 1: .20,
     /// 2: .105, 3: .10, 4: .09, 5: .08, 6: .07, 7: .055. S_5 = 0.09 (expert 4), T = 0.135,
     /// R = 0.045. Top-score {0, 1}; low-score {2, 3}; candidates 4, 5, 6, 7 (all >= 0.045).
-    /// G = {1, 5, 6}.
+    /// G = {1, 5, 6}. Committed as `instances/smoe-fig1.json`.
     pub(crate) fn fig1() -> Instance {
-        Instance {
-            problem: ProblemKind::Smoe,
-            name: "fig1".into(),
-            experts: 8,
-            top_k: 4,
-            alpha: 0.5,
-            scores: vec![vec![0.30, 0.20, 0.105, 0.10, 0.09, 0.08, 0.07, 0.055]],
-            gpu_cache: vec![1, 5, 6],
-            costs: Costs::Uniform {
-                load_s: 3.0,
-                cpu_s: 1.0,
-                gpu_s: 0.1,
-            },
-        }
+        serde_json::from_str(include_str!("../../../instances/smoe-fig1.json")).unwrap()
     }
 
     #[test]

@@ -657,33 +657,17 @@ mod tests {
         let i = tiny();
         // M = 4; F gets 2/4 of 400 B = 200 B = 1 expert of 200 B; E gets 2/4 = 200 B = 4
         // experts of 50 B, cut to the 3 ranks left; no miss pool.
-        let s = pool_sizes(
-            &i,
-            &Split {
-                steps: [2, 0, 0, 2],
-            },
-        );
-        assert_eq!(
-            s,
-            PoolSizes {
-                experts: [1, 0, 0, 3],
-                miss: 0
-            }
-        );
-        // E gets 1/4 = 100 B = 2 experts; F 3/4 = 300 B = 1 expert; 1 rank missed.
-        let s = pool_sizes(
-            &i,
-            &Split {
-                steps: [3, 0, 0, 1],
-            },
-        );
-        assert_eq!(
-            s,
-            PoolSizes {
-                experts: [1, 0, 0, 2],
-                miss: 1
-            }
-        );
+        // Or: E gets 1/4 = 100 B = 2 experts; F 3/4 = 300 B = 1 expert; 1 rank missed.
+        for (steps, experts, miss) in [
+            ([2, 0, 0, 2], [1, 0, 0, 3], 0),
+            ([3, 0, 0, 1], [1, 0, 0, 2], 1),
+        ] {
+            assert_eq!(
+                pool_sizes(&i, &Split { steps }),
+                PoolSizes { experts, miss },
+                "{steps:?}"
+            );
+        }
     }
 
     #[test]

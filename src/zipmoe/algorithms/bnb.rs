@@ -484,6 +484,7 @@ impl<'a> Search<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::zipmoe::algorithms::tests::varied;
     use crate::zipmoe::algorithms::{exhaustive, exhaustive_pairs};
     use crate::zipmoe::generate::{generate, Between, GeneratorConfig, Preset};
 
@@ -491,18 +492,10 @@ mod tests {
     /// and a family with N = 2 tensors, K in 1..=3, L in 1..=3 (L < K, L = K, L > K) and
     /// decompression from much faster to much slower than the I/O.
     fn families() -> Vec<(GeneratorConfig, std::ops::Range<u64>)> {
-        let mut varied = GeneratorConfig::preset(Preset::Small);
-        varied.layer_experts = 4;
-        varied.top_k = 2;
-        varied.batch_tokens = Between { min: 1, max: 3 };
-        varied.tensors_per_expert = 2;
-        varied.shards = Between { min: 1, max: 3 };
-        varied.threads = Between { min: 1, max: 3 };
-        varied.decompress_per_shard_read = Between { min: 0.3, max: 6.0 };
         vec![
             (GeneratorConfig::preset(Preset::Tiny), 0..1500),
             (GeneratorConfig::preset(Preset::Small), 0..1500),
-            (varied, 0..1500),
+            (varied(4, 2, 3, 3, 3), 0..1500),
         ]
     }
 
