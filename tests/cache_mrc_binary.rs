@@ -1,7 +1,8 @@
-//! `mrc` on a binary trace walks its id column as mapped (src/cache/commands.rs `mrc_file`)
-//! rather than building the JSON model's tokens, so it must print what it prints for the same
-//! trace as JSON, byte for byte (text, `--json`, `--csv`), but for the hash: that of the
-//! file's bytes instead of the canonical JSON's.
+//! `mrc` and `export` on a binary trace walk its id column as mapped (src/cache/commands.rs
+//! `mrc_file`, `export_records`) rather than building the JSON model's tokens, so they must
+//! write what they write for the same trace as JSON, byte for byte: `mrc` its text, `--json`
+//! and `--csv` but for the hash (that of the file's bytes instead of the canonical JSON's),
+//! `export` its libCacheSim files.
 
 mod common;
 
@@ -53,21 +54,32 @@ fn mrc(dir: &Path, file: &Path, args: &[&str]) -> [String; 3] {
     [text, json, std::fs::read_to_string(&csv).unwrap()]
 }
 
+/// Three traces as JSON and as binary: one-byte ids (E = 8 over 32 layers, E = 8 with K = 1)
+/// and two-byte ids (E = 300).
+fn json_and_binary(dir: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let jsons = [
+        trace(dir, "mixtral-8x7b"),
+        trace(dir, "switch"),
+        wide_trace(dir),
+    ];
+    jsons
+        .into_iter()
+        .map(|json| {
+            let bin = json.with_extension("bin");
+            ok(moe_opt()
+                .args(["import", "cache-trace", "--trace"])
+                .arg(&json)
+                .args(["--format", "bin", "-o"])
+                .arg(&bin));
+            (json, bin)
+        })
+        .collect()
+}
+
 #[test]
 fn mrc_of_a_binary_trace_prints_what_its_json_prints() {
     let dir = scratch("mrc-binary");
-    // One-byte ids (E = 8 over 32 layers, E = 8 with K = 1) and two-byte ids (E = 300).
-    for json in [
-        trace(&dir, "mixtral-8x7b"),
-        trace(&dir, "switch"),
-        wide_trace(&dir),
-    ] {
-        let bin = json.with_extension("bin");
-        ok(moe_opt()
-            .args(["import", "cache-trace", "--trace"])
-            .arg(&json)
-            .args(["--format", "bin", "-o"])
-            .arg(&bin));
+    for (json, bin) in json_and_binary(&dir) {
         let sha: String = Sha256::digest(std::fs::read(&bin).unwrap())
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -89,6 +101,35 @@ fn mrc_of_a_binary_trace_prints_what_its_json_prints() {
                         "{json:?} {args:?}"
                     );
                 }
+            }
+        }
+    }
+}
+
+#[test]
+fn export_of_a_binary_trace_writes_what_its_json_writes() {
+    let dir = scratch("export-binary");
+    for (json, bin) in json_and_binary(&dir) {
+        for format in ["oracle-general", "csv"] {
+            // The pooled stream and one layer's, experts counted and weighed.
+            for (layer, size) in [(None, "1"), (Some("1"), "4096")] {
+                let export = |file: &Path, out: &str| {
+                    let out = dir.join(out);
+                    let mut command = moe_opt();
+                    command.arg("export").arg(file).args(["--format", format]);
+                    if let Some(layer) = layer {
+                        command.args(["--layer", layer]);
+                    }
+                    ok(command.args(["--object-size", size, "-o"]).arg(&out));
+                    std::fs::read(&out).unwrap()
+                };
+                let from_json = export(&json, "from-json");
+                assert!(!from_json.is_empty());
+                assert_eq!(
+                    export(&bin, "from-bin"),
+                    from_json,
+                    "{json:?} {format} {layer:?}"
+                );
             }
         }
     }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::fast::replay_packed;
 use super::generate::{generate as generate_trace, GeneratorConfig, Locality, Preset};
 use super::import::{self, FrequencyWarmStart, ImportOptions, TraceFile, TraceFormat};
-use super::libcachesim::Shape;
+use super::libcachesim::{self, Shape};
 use super::mrc::{mrc, Mrc};
 use super::policies::{PolicySpec, Scope, TraceReplay};
 use super::policy::CacheStats;
@@ -281,7 +281,7 @@ pub fn import_token_log(path: &Path, options: &ImportOptions) -> Result<Imported
 
 /// Imports a libCacheSim trace (oracleGeneral or csv).
 pub fn import_libcachesim(path: &Path, shape: Shape) -> Result<Imported, Error> {
-    imported(path, super::libcachesim::import(path, shape)?)
+    imported(path, libcachesim::import(path, shape)?)
 }
 
 /// Reads a cache-trace file, JSON or binary, to be written again (`import cache-trace
@@ -657,6 +657,23 @@ fn on_columns<T: Send>(
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         Ok((out, sha256))
     })
+}
+
+/// The libCacheSim records of the trace in `path` (`moe-opt export`): a binary trace's id
+/// column as mapped (no tokens built), any other trace through the JSON model.
+pub fn export_records(
+    path: &Path,
+    options: &ImportOptions,
+    layer: Option<usize>,
+    object_size: u32,
+) -> Result<Vec<libcachesim::Record>, Error> {
+    if let Some(bytes) = read_binary(path)? {
+        let mut packed = Packed::decode_shared(path, &Arc::new(bytes))?;
+        packed.forget_scores();
+        return libcachesim::records(&packed, layer, object_size);
+    }
+    let (trace, _) = import::read_trace(path, options)?.into_trace();
+    libcachesim::records(&trace, layer, object_size)
 }
 
 /// The report of `mrc`.

@@ -71,7 +71,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use formulations::cache::model::{Phase, Requests, Routing, Token, Trace};
+use formulations::cache::model::{Phase, Requests, Routing, Streams, Token, Trace};
 use formulations::cache::validate::{MAX_EXPERTS, MAX_LAYERS};
 use formulations::Error;
 
@@ -136,15 +136,15 @@ pub fn next_access(ids: &[u64]) -> Vec<i64> {
 
 /// The records of `trace`'s pooled stream, or of one layer's stream with `layer`.
 pub fn records(
-    trace: &Trace,
+    trace: &impl Streams,
     layer: Option<usize>,
     object_size: u32,
 ) -> Result<Vec<Record>, Error> {
     let requests: Requests = match layer {
-        Some(l) if l >= trace.layers => {
+        Some(l) if l >= trace.shape().2 => {
             return Err(Error::command_line(
                 "--layer",
-                format!("the trace has layers 0..{}, got {l}", trace.layers),
+                format!("the trace has layers 0..{}, got {l}", trace.shape().2),
             ))
         }
         Some(l) => trace.layer_requests(l),

@@ -29,8 +29,7 @@
 //! The streams come from a [`Streams`]: the JSON model's tokens, or a binary trace's id
 //! column as it lies in the file (mapped, never built into tokens), through the same pass.
 
-use formulations::cache::binary::Packed;
-use formulations::cache::model::{Requests, Trace};
+use formulations::cache::model::{Requests, Streams};
 use formulations::Error;
 use serde::Serialize;
 
@@ -301,41 +300,6 @@ fn pass(
         for &d in &depths {
             out[layer_of(t)].record(d);
         }
-    }
-}
-
-/// A trace as the pass reads it: its shape and one request stream per cache, built from
-/// the JSON model's tokens or straight from a binary trace's id column (no tokens).
-pub trait Streams {
-    /// (E, K, L).
-    fn shape(&self) -> (usize, usize, usize);
-    /// The request stream of one layer's cache.
-    fn layer_requests(&self, layer: usize) -> Requests;
-    /// The request stream of one pool of every layer.
-    fn pooled_requests(&self) -> Requests;
-}
-
-impl Streams for Trace {
-    fn shape(&self) -> (usize, usize, usize) {
-        (self.experts, self.top_k, self.layers)
-    }
-    fn layer_requests(&self, layer: usize) -> Requests {
-        Trace::layer_requests(self, layer)
-    }
-    fn pooled_requests(&self) -> Requests {
-        Trace::pooled_requests(self)
-    }
-}
-
-impl Streams for Packed {
-    fn shape(&self) -> (usize, usize, usize) {
-        (self.experts, self.top_k, self.layers)
-    }
-    fn layer_requests(&self, layer: usize) -> Requests {
-        Packed::layer_requests(self, layer)
-    }
-    fn pooled_requests(&self) -> Requests {
-        Packed::pooled_requests(self)
     }
 }
 

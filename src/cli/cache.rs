@@ -526,8 +526,12 @@ pub(super) struct ExportArgs {
 
 impl ExportArgs {
     pub(super) fn run(self) -> Result<(), CliError> {
-        let (trace, _) = self.trace.load()?;
-        let records = libcachesim::records(&trace, self.layer, self.object_size)?;
+        let records = cc::export_records(
+            &self.trace.trace,
+            &self.trace.options(),
+            self.layer,
+            self.object_size,
+        )?;
         super::write_file(&self.output, &libcachesim::encode(&records, self.format))?;
         note!(
             "wrote {} ({} requests)",

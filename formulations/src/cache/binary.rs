@@ -46,7 +46,7 @@ use std::ops::{Deref, Range};
 use std::path::Path;
 use std::sync::Arc;
 
-use super::model::{Phase, Requests, Routing, Token, Trace};
+use super::model::{Phase, Requests, Routing, Streams, Token, Trace};
 use super::validate::{routing_rules, Scores, Shape, MAX_EXPERTS, MAX_LAYERS};
 use crate::error::Error;
 
@@ -360,6 +360,13 @@ impl Packed {
         self.tokens * self.layers
     }
 
+    /// Frees the weights and logits, checked when the trace was decoded, for a reader of its
+    /// ids alone (`export`): 4 E bytes a routing. The trace then says it has neither.
+    pub fn forget_scores(&mut self) {
+        self.weights = None;
+        self.logits = None;
+    }
+
     /// Whether every routing has logits.
     pub fn has_logits(&self) -> bool {
         self.logits.as_ref().is_some_and(|s| s.present.is_none())
@@ -630,6 +637,18 @@ impl Packed {
                 .map_err(|e| e.at(r / self.layers, r % self.layers).in_file(path))?;
         }
         Ok(())
+    }
+}
+
+impl Streams for Packed {
+    fn shape(&self) -> (usize, usize, usize) {
+        (self.experts, self.top_k, self.layers)
+    }
+    fn layer_requests(&self, layer: usize) -> Requests {
+        Packed::layer_requests(self, layer)
+    }
+    fn pooled_requests(&self) -> Requests {
+        Packed::pooled_requests(self)
     }
 }
 

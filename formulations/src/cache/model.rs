@@ -152,6 +152,30 @@ impl Trace {
     }
 }
 
+/// A trace as its request streams: its shape and one stream per cache, built from the JSON
+/// model's tokens ([`Trace`]) or straight from a binary trace's id column
+/// ([`super::binary::Packed`], no tokens). `mrc` and `export` read traces through it.
+pub trait Streams {
+    /// (E, K, L).
+    fn shape(&self) -> (usize, usize, usize);
+    /// The request stream of one layer's cache.
+    fn layer_requests(&self, layer: usize) -> Requests;
+    /// The request stream of one pool of every layer.
+    fn pooled_requests(&self) -> Requests;
+}
+
+impl Streams for Trace {
+    fn shape(&self) -> (usize, usize, usize) {
+        (self.experts, self.top_k, self.layers)
+    }
+    fn layer_requests(&self, layer: usize) -> Requests {
+        Trace::layer_requests(self, layer)
+    }
+    fn pooled_requests(&self) -> Requests {
+        Trace::pooled_requests(self)
+    }
+}
+
 /// A flattened request stream: steps of expert ids over a universe `0..universe`, the experts
 /// of a step requested together (they must all be resident at once).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
