@@ -3,6 +3,7 @@ errors; EPLB against the reference's published example. Run by `./dev test` (pyt
 notebooks' venv); the binary is the shared build's target/debug/moe-opt."""
 
 import json
+import os
 import re
 import subprocess
 import threading
@@ -285,3 +286,56 @@ def test_eplb_with_torch():
     weight = torch.tensor(WEIGHT, dtype=torch.float64)
     phy2log, log2phy, logcnt = moe_opt.eplb(weight, 16, 4, 2, 8)
     assert isinstance(phy2log, torch.Tensor) and phy2log.tolist() == PHY2LOG
+
+
+def test_notebook_spec_reads_back_as_written(tmp_path):
+    import tomllib
+
+    from moe_opt.notebook import write_spec
+
+    spec = {
+        "problem": "zipmoe",
+        "seeds": 2,
+        "record_runtime": False,
+        "methods": ["milp", "cache-affinity"],
+        "time_limit_s": 2.5,
+        "axes": [{"path": "threads", "values": [1, 2]}, {"path": "name", "values": ["a \"b\""]}],
+    }
+    write_spec(spec, tmp_path / "spec.toml")
+    assert tomllib.loads((tmp_path / "spec.toml").read_text()) == spec
+
+
+def test_notebook_folders_run_and_save(monkeypatch, tmp_path, capsys):
+    from moe_opt import notebook
+
+    # A repository of its own: a Cargo.toml beside a notebooks folder.
+    (tmp_path / "Cargo.toml").write_text("")
+    (tmp_path / "notebooks" / "sub").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "notebooks" / "sub")
+    nb = notebook.Notebook("nb", small=True)
+    # Found from a subfolder, and made the working folder.
+    assert (nb.root, Path.cwd()) == (tmp_path, tmp_path)
+    assert nb.out == tmp_path / "notebooks" / "out" / "nb" / "small" and nb.out.is_dir()
+    assert nb.figures == tmp_path / "notebooks" / "out" / "figures"
+    assert notebook.Notebook("nb", small=False).out == tmp_path / "notebooks" / "out" / "nb" / "full"
+    (nb.out / "stale").write_text("x")
+    assert not (notebook.Notebook("nb", small=True, clean=True).out / "stale").exists()
+    # The command line printed with paths relative to the root; its output, parsed.
+    instance = INSTANCES / "zipmoe-tiny-1.json"
+    report = nb.run_json(nb.out / "solve.json", "solve", instance, "--method", "fifo")
+    relative = os.path.relpath(instance, tmp_path)
+    assert f"$ moe-opt solve {relative} --method fifo --json" in capsys.readouterr().out
+    expected = json.loads(cli("solve", instance, "--method", "fifo", "--json"))
+    for r in (report, expected):
+        r["result"].pop("runtime_s")  # the one field that differs run to run
+    assert report == expected
+
+    class Figure:
+        def savefig(self, path, **options):
+            self.saved = (path, options["metadata"])
+
+    fig = Figure()
+    assert nb.save(fig, "x.png") == nb.figures / "x.png"
+    assert fig.saved == (nb.figures / "x.png", {"Software": None})
+    with pytest.raises(moe_opt.MoeOptError):
+        nb.run("solve", "no-such-file.json")
