@@ -210,7 +210,7 @@ impl MethodReport {
         "mass kept",
         "misses",
         "loaded / cpu",
-        "(4) s",
+        "(4) ms",
         "/optimum of (4)",
     ];
 
@@ -226,7 +226,7 @@ impl MethodReport {
             format!("{:.3}", self.routing.mass_kept),
             self.routing.misses.len().to_string(),
             format!("{} / {}", self.split.load.len(), self.split.cpu.len()),
-            format!("{:.4e}", self.split.objective_s),
+            crate::render::ms(Some(self.split.objective_s)),
             r(self.split_ratio),
         ]
     }
@@ -408,7 +408,7 @@ impl TpotReport {
         );
         title
             + &crate::render::pairs(&[
-                ("TPOT s", format!("{:.4e}", s.tpot_s)),
+                ("TPOT ms", crate::render::ms(Some(s.tpot_s))),
                 ("decode tokens", s.decode_tokens.to_string()),
                 ("GPU hit rate", format!("{:.3}", s.gpu_hit_rate)),
                 ("loads", s.loads.to_string()),
@@ -467,13 +467,13 @@ impl AlphaReport {
             .map(|p| {
                 vec![
                     format!("{:.3}", p.alpha),
-                    format!("{:.4e}", p.tpot_s),
+                    crate::render::ms(Some(p.tpot_s)),
                     format!("{:.3}", p.gpu_hit_rate),
                     format!("{:.3}", p.mass_kept),
                 ]
             })
             .collect();
-        s += &crate::render::table(&["alpha", "TPOT s", "hit rate", "mass kept"], &rows, 0);
+        s += &crate::render::table(&["alpha", "TPOT ms", "hit rate", "mass kept"], &rows, 0);
         let sel = &self.selection;
         let _ = writeln!(
             s,
