@@ -668,8 +668,7 @@ pub fn export_records(
     object_size: u32,
 ) -> Result<Vec<libcachesim::Record>, Error> {
     if let Some(bytes) = read_binary(path)? {
-        let mut packed = Packed::decode_shared(path, &Arc::new(bytes))?;
-        packed.forget_scores();
+        let packed = Packed::decode_shared(path, &Arc::new(bytes))?;
         return libcachesim::records(&packed, layer, object_size);
     }
     let (trace, _) = import::read_trace(path, options)?.into_trace();

@@ -149,6 +149,7 @@ impl Cache<'_> {
         };
         let logits = self.policy.needs_scores().then(|| p.all_logits()).flatten();
         let (mut ids, mut scores) = (Vec::with_capacity(k), Vec::with_capacity(e));
+        let mut z = Vec::with_capacity(e);
         for i in 0..count {
             let r = first + i * stride;
             let layer = r % l;
@@ -162,8 +163,10 @@ impl Cache<'_> {
             if base > 0 {
                 ids.iter_mut().for_each(|x| *x += base);
             }
-            let has =
-                logits.is_some_and(|z| fill_scores(&mut scores, Some(&z[r * e..(r + 1) * e])));
+            let has = logits.is_some_and(|section| {
+                section.read(r * e, e, &mut z);
+                fill_scores(&mut scores, Some(&z))
+            });
             let step_scores = has.then_some(Scores {
                 first: base,
                 values: &scores,

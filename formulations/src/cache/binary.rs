@@ -108,7 +108,7 @@ impl Deref for Bytes {
 }
 
 /// Bytes of a column: a vector of its own, or a range of the bytes of the file it was
-/// decoded from ([`Packed::decode_shared`]), so that the file's ids are not copied.
+/// decoded from ([`Packed::decode_shared`]), so that the file's ids and scores are not copied.
 #[derive(Clone)]
 pub struct Column {
     buf: Arc<Bytes>,
@@ -197,19 +197,33 @@ impl Ids {
     }
 }
 
-/// Per-routing floats (weights or logits), `width` per routing that has them.
+/// Per-routing floats (weights or logits), `width` per routing that has them. They stay the
+/// file's little-endian bytes (a range of a mapped file: [`Packed::decode_shared`]) and are
+/// decoded where read, so that a trace's logits, E floats a routing, take no memory of their
+/// own.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Section {
     /// Which routings have them (token-major); `None`: every routing.
     pub present: Option<Vec<bool>>,
-    /// Their values, routing after routing.
-    pub values: Vec<f32>,
+    /// Their values, routing after routing, 4 little-endian bytes each.
+    bytes: Column,
 }
 
 impl Section {
     /// Whether routing `r` has them.
     fn has(&self, r: usize) -> bool {
         self.present.as_ref().is_none_or(|p| p[r])
+    }
+
+    /// Floats `first..first + count` (counted over the routings that have them), decoded into
+    /// `out` (cleared first).
+    pub fn read(&self, first: usize, count: usize, out: &mut Vec<f32>) {
+        out.clear();
+        out.extend(
+            self.bytes[4 * first..4 * (first + count)]
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
     }
 
     /// The section of `routings` whose floats `of(r)` gives (`None` where absent), or `None`
@@ -219,11 +233,15 @@ impl Section {
         if !present.contains(&true) {
             return None;
         }
-        let values = (0..routings).filter_map(&of).flatten().copied().collect();
+        let bytes: Vec<u8> = (0..routings)
+            .filter_map(&of)
+            .flatten()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
         let every = !present.contains(&false);
         Some(Section {
             present: (!every).then_some(present),
-            values,
+            bytes: Column::from(bytes),
         })
     }
 
@@ -360,13 +378,6 @@ impl Packed {
         self.tokens * self.layers
     }
 
-    /// Frees the weights and logits, checked when the trace was decoded, for a reader of its
-    /// ids alone (`export`): 4 E bytes a routing. The trace then says it has neither.
-    pub fn forget_scores(&mut self) {
-        self.weights = None;
-        self.logits = None;
-    }
-
     /// Whether every routing has logits.
     pub fn has_logits(&self) -> bool {
         self.logits.as_ref().is_some_and(|s| s.present.is_none())
@@ -378,12 +389,10 @@ impl Packed {
         (0..self.routings()).all(|r| has(&self.weights, r) || has(&self.logits, r))
     }
 
-    /// The logits of every routing (E each, token-major), when every routing has them.
-    pub fn all_logits(&self) -> Option<&[f32]> {
-        self.logits
-            .as_ref()
-            .filter(|s| s.present.is_none())
-            .map(|s| &s.values[..])
+    /// The logits of every routing (E each, token-major: routing `r`'s are floats `r E..(r +
+    /// 1) E`), when every routing has them.
+    pub fn all_logits(&self) -> Option<&Section> {
+        self.logits.as_ref().filter(|s| s.present.is_none())
     }
 
     /// The request stream of one layer, one step per token (as [`Trace::layer_requests`]).
@@ -459,10 +468,7 @@ impl Packed {
             if let Some(p) = &section.present {
                 out.extend(p.iter().map(|&b| u8::from(b)));
             }
-            section
-                .values
-                .iter()
-                .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+            out.extend_from_slice(&section.bytes);
         }
         out
     }
@@ -473,15 +479,20 @@ impl Packed {
         Packed::decode_in(path, bytes, None)
     }
 
-    /// [`Packed::decode`] of a buffer the columns may share: byte-wide ids (E <= 256) stay
-    /// where they are in `bytes` rather than being copied out.
+    /// [`Packed::decode`] of a buffer the columns may share: byte-wide ids (E <= 256), weights
+    /// and logits stay where they are in `bytes` rather than being copied out.
     pub fn decode_shared(path: &Path, bytes: &Arc<Bytes>) -> Result<Packed, Error> {
         Packed::decode_in(path, bytes, Some(bytes))
     }
 
     /// [`Packed::decode`] of `bytes`, which are those of `shared` when given.
     fn decode_in(path: &Path, bytes: &[u8], shared: Option<&Arc<Bytes>>) -> Result<Packed, Error> {
-        let mut r = Reader { path, bytes, at: 0 };
+        let mut r = Reader {
+            path,
+            bytes,
+            shared,
+            at: 0,
+        };
         let magic = r.take(MAGIC.len(), "magic")?;
         if magic != MAGIC {
             return Err(r.invalid(
@@ -553,15 +564,12 @@ impl Packed {
         let tokens = tokens as usize;
         let routings = tokens * layers;
         let width = if experts <= 256 { 1 } else { 2 };
-        let id_bytes = r.take(r.size(&[tokens, layers, top_k, width], "ids")?, "ids")?;
+        let id_bytes = r.size(&[tokens, layers, top_k, width], "ids")?;
         let ids = if width == 1 {
-            Ids::U8(match shared {
-                Some(buf) => Column::shared(buf, r.at - id_bytes.len()..r.at),
-                None => Column::from(id_bytes.to_vec()),
-            })
+            Ids::U8(r.column(id_bytes, "ids")?)
         } else {
             Ids::U16(
-                id_bytes
+                r.take(id_bytes, "ids")?
                     .chunks_exact(2)
                     .map(|c| u16::from_le_bytes([c[0], c[1]]))
                     .collect(),
@@ -686,11 +694,12 @@ fn distinct_eights(ids: &[u8]) -> bool {
     zero == 0
 }
 
-/// A section's floats routing by routing, in order.
+/// A section's floats routing by routing, in order, each decoded into one buffer.
 struct Walk<'a> {
     section: Option<&'a Section>,
     width: usize,
     at: usize,
+    floats: Vec<f32>,
 }
 
 impl<'a> Walk<'a> {
@@ -699,14 +708,16 @@ impl<'a> Walk<'a> {
             section: section.as_ref(),
             width,
             at: 0,
+            floats: Vec::with_capacity(width),
         }
     }
 
     /// The floats of routing `r` (routings are visited in order), if it has them.
-    fn next(&mut self, r: usize) -> Option<&'a [f32]> {
+    fn next(&mut self, r: usize) -> Option<&[f32]> {
         let s = self.section.filter(|s| s.has(r))?;
+        s.read(self.at, self.width, &mut self.floats);
         self.at += self.width;
-        Some(&s.values[self.at - self.width..self.at])
+        Some(&self.floats)
     }
 }
 
@@ -722,6 +733,8 @@ fn phase_byte(phase: Phase) -> u8 {
 struct Reader<'a> {
     path: &'a Path,
     bytes: &'a [u8],
+    /// The buffer `bytes` are of, when columns may share it.
+    shared: Option<&'a Arc<Bytes>>,
     at: usize,
 }
 
@@ -749,6 +762,15 @@ impl<'a> Reader<'a> {
         let out = &self.bytes[self.at..self.at + n];
         self.at += n;
         Ok(out)
+    }
+
+    /// The next `n` bytes as a column: a range of the shared buffer, or a copy.
+    fn column(&mut self, n: usize, field: &str) -> Result<Column, Error> {
+        let bytes = self.take(n, field)?;
+        Ok(match self.shared {
+            Some(buf) => Column::shared(buf, self.at - n..self.at),
+            None => Column::from(bytes.to_vec()),
+        })
     }
 
     fn array<const N: usize>(&mut self, field: &str) -> Result<[u8; N], Error> {
@@ -894,12 +916,8 @@ impl<'a> Reader<'a> {
         let with = present
             .as_ref()
             .map_or(routings, |p| p.iter().filter(|&&b| b).count());
-        let bytes = self.take(self.size(&[with, width, 4], field)?, field)?;
-        let values = bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        Ok(Some(Section { present, values }))
+        let bytes = self.column(self.size(&[with, width, 4], field)?, field)?;
+        Ok(Some(Section { present, bytes }))
     }
 }
 
