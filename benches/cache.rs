@@ -90,10 +90,10 @@ fn miss_ratio_curves(c: &mut Criterion) {
     group.finish();
 }
 
-/// The README's 10 M-request trace: two generated OLMoE-shaped sequences of 625,000 tokens
+/// The 10 M-request trace of docs/benchmarks.md: two generated OLMoE-shaped sequences of 625,000 tokens
 /// (seeds 1 and 2, the generator's limit is 2^20 tokens a trace) of one layer, E = 64, K = 8,
 /// without weights or logits and with ranks lost, as `import cache-trace --libcachesim`
-/// makes it from their exports: the ids of the README's `big.bin`, in the same order.
+/// makes it from their exports: the ids of docs/benchmarks.md's `big.bin`, in the same order.
 fn ten_million() -> Trace {
     let config = GeneratorConfig {
         layers: 1,

@@ -269,7 +269,7 @@ enum Command {
     /// exactly what HiGHS reads. Both carry the objective's constant (the LP as the variable
     /// `obj_constant` fixed to 1, the MPS as the objective row's RHS), so a solver's optimum
     /// of either file is the `exact.objective` of `solve --method milp --json`, in the unit its
-    /// LP name states (`_ms`: milliseconds; README, section Exact models in other solvers).
+    /// LP name states (`_ms`: milliseconds; docs/formats.md, Exact models in other solvers).
     WriteLp {
         /// Instance file (JSON).
         file: PathBuf,
@@ -598,7 +598,7 @@ impl Output {
 struct SolveArgs {
     /// MILP time limit, seconds, per MILP method, counted from its start (warm start and model
     /// building included); other methods are not limited. A stopped solve reports status
-    /// time_limit, its incumbent and, when HiGHS has one, its bound (README: Time limits).
+    /// time_limit, its incumbent and, when HiGHS has one, its bound (docs/command-line.md: Time limits).
     #[arg(long, value_parser = flags::positive)]
     time_limit: Option<f64>,
     /// MILP relative gap at which to stop (0 = prove optimality).

@@ -106,7 +106,7 @@ pub struct SweepSpec {
 /// Most seeds of a sweep (`seeds = n` or a list): each seed is a cell of every grid point.
 pub const MAX_SEEDS: u64 = 100_000;
 
-/// The columns of `results.csv` after `cell, seed` and the axes' paths (README: Sweeps).
+/// The columns of `results.csv` after `cell, seed` and the axes' paths (docs/sweeps-and-reports.md).
 pub const RESULT_COLUMNS: [&str; 13] = [
     "instance_sha256",
     "method",

@@ -49,7 +49,7 @@ fn real_log(rel: &str) -> Option<Trace> {
     data(rel).map(|path| import::import_token_log(&path, &ImportOptions::default()).unwrap())
 }
 
-/// The real logs' statistics as measured by `trace_stats` (the README's figures), in the
+/// The real logs' statistics as measured by `trace_stats` (the figures of docs/problems/caches.md), in the
 /// order of `LOGS`: (next-token overlap, per-layer LRU miss rate at C = E/2).
 const MEASURED: [(f64, f64); 3] = [(0.4352, 0.2058), (0.3356, 0.1335), (0.1756, 0.4775)];
 
@@ -242,7 +242,7 @@ fn calibration_finds_a_generated_target_exactly() {
 }
 
 #[test]
-#[ignore = "prints the calibration figures for the README; minutes in a debug build"]
+#[ignore = "prints the calibration figures for docs/problems/caches.md; minutes in a debug build"]
 fn print_calibration() {
     for (rel, preset) in LOGS {
         let Some(t) = real_log(rel) else { return };

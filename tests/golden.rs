@@ -1,11 +1,11 @@
 //! Golden snapshots of the command line's machine-readable outputs: the JSON of every `--json`,
 //! the CSV of every `--csv`, the LP of `write-lp` and the files written by `-o` / `--out`, for
-//! every command of the README's "Command line" list, on the committed instances (and on small
+//! every command of docs/command-line.md's list, on the committed instances (and on small
 //! instances and traces generated here from fixed presets and seeds) of every problem.
 //!
 //! They pin the current behaviour before a large refactor of the command line: after it, these
 //! snapshots must be unchanged byte for byte, except for fields renamed on purpose and listed in
-//! the README's changelog (whoever renames a field updates the snapshots in the same commit).
+//! CHANGELOG.md (whoever renames a field updates the snapshots in the same commit).
 //! A snapshot that changes for any other reason is a regression of the refactor.
 //!
 //! Covered: `generate` (every preset's `--print-config`, written instances), `solve` (every
@@ -551,7 +551,7 @@ fn prism() {
     );
 }
 
-/// `eplb` on DeepSeek's published example, with the README's flags.
+/// `eplb` on DeepSeek's published example, with the flags of EPLB's README.
 #[test]
 fn eplb() {
     let dir = scratch("golden-eplb");

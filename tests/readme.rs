@@ -1,6 +1,8 @@
-//! The README's command reference and docs/cli.md are the command line's own help: this test
-//! regenerates both from `moe-opt --help` and every subcommand's help and fails when they
-//! differ from the files. `MOE_OPT_UPDATE_DOCS=1 cargo test --test readme` rewrites them.
+//! The documentation's command list (docs/command-line.md) and docs/cli.md are the command
+//! line's own help: this test regenerates both from `moe-opt --help` and every subcommand's help
+//! and fails when they differ from the files (`MOE_OPT_UPDATE_DOCS=1 cargo test --test readme`
+//! rewrites them). Every relative link of README.md and docs/ resolves, to a file and, where
+//! it names one, to a heading of that file; the README stays a front door (at most 250 lines).
 
 use std::path::Path;
 
@@ -27,8 +29,8 @@ fn subcommands() -> Vec<String> {
         .collect()
 }
 
-/// The README block: one usage line per subcommand, with its one-line purpose.
-fn readme_block() -> String {
+/// The command list: one usage line per subcommand, with its one-line purpose.
+fn command_list() -> String {
     let mut block = String::from(BEGIN);
     block.push_str("```text\n");
     for name in subcommands() {
@@ -64,31 +66,155 @@ fn cli_doc() -> String {
 #[test]
 fn the_command_reference_is_the_help() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme_path = root.join("README.md");
-    let readme = std::fs::read_to_string(&readme_path).unwrap();
+    let list_path = root.join("docs/command-line.md");
+    let list = std::fs::read_to_string(&list_path).unwrap();
     let (a, b) = (
-        readme
-            .find(BEGIN)
-            .expect("README has the reference's start marker"),
-        readme
-            .find(END)
-            .expect("README has the reference's end marker")
+        list.find(BEGIN)
+            .expect("docs/command-line.md has the reference's start marker"),
+        list.find(END)
+            .expect("docs/command-line.md has the reference's end marker")
             + END.len(),
     );
-    let regenerated = format!("{}{}{}", &readme[..a], readme_block(), &readme[b..]);
+    let regenerated = format!("{}{}{}", &list[..a], command_list(), &list[b..]);
     let doc_path = root.join("docs/cli.md");
     let doc = cli_doc();
     if std::env::var_os("MOE_OPT_UPDATE_DOCS").is_some() {
-        std::fs::write(&readme_path, &regenerated).unwrap();
+        std::fs::write(&list_path, &regenerated).unwrap();
         std::fs::write(&doc_path, &doc).unwrap();
         return;
     }
     assert!(
-        readme == regenerated,
-        "README's command reference differs from the help: rerun with MOE_OPT_UPDATE_DOCS=1"
+        list == regenerated,
+        "docs/command-line.md's command list differs from the help: rerun with MOE_OPT_UPDATE_DOCS=1"
     );
     assert!(
         std::fs::read_to_string(&doc_path).unwrap_or_default() == doc,
         "docs/cli.md differs from the help: rerun with MOE_OPT_UPDATE_DOCS=1"
     );
+}
+
+/// The Markdown files a reader follows links between: README.md, CHANGELOG.md and docs/.
+fn markdown_files(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = vec![root.join("README.md"), root.join("CHANGELOG.md")];
+    let mut dirs = vec![root.join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A heading's anchor as GitHub makes it: lower case, spaces to hyphens, every character but
+/// letters, digits, `-` and `_` dropped; a repeated anchor gets `-1`, `-2`, ...
+fn anchors(markdown: &str) -> Vec<String> {
+    use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+    let mut anchors: Vec<String> = Vec::new();
+    let mut heading: Option<String> = None;
+    for event in Parser::new(markdown) {
+        match event {
+            Event::Start(Tag::Heading { .. }) => heading = Some(String::new()),
+            Event::Text(t) | Event::Code(t) => {
+                if let Some(h) = heading.as_mut() {
+                    h.push_str(&t);
+                }
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                let text = heading.take().unwrap_or_default();
+                let slug: String = text
+                    .to_lowercase()
+                    .chars()
+                    .filter_map(|c| match c {
+                        ' ' => Some('-'),
+                        c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                        _ => None,
+                    })
+                    .collect();
+                let repeats = anchors
+                    .iter()
+                    .filter(|a| a.as_str() == slug || a.starts_with(&format!("{slug}-")))
+                    .count();
+                anchors.push(if repeats == 0 {
+                    slug
+                } else {
+                    format!("{slug}-{repeats}")
+                });
+            }
+            _ => {}
+        }
+    }
+    anchors
+}
+
+#[test]
+fn every_relative_link_of_the_docs_resolves() {
+    use pulldown_cmark::{Event, Parser, Tag};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in markdown_files(root) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for event in Parser::new(&text) {
+            let target = match event {
+                Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) => {
+                    dest_url.to_string()
+                }
+                _ => continue,
+            };
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let linked = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
+            let shown = file.strip_prefix(root).unwrap().display().to_string();
+            if !linked.exists() {
+                broken.push(format!("{shown}: {target}: no such file"));
+            } else if !anchor.is_empty() {
+                let doc = std::fs::read_to_string(&linked).unwrap_or_default();
+                if !anchors(&doc).iter().any(|a| a == anchor) {
+                    broken.push(format!("{shown}: {target}: no such heading"));
+                }
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} links found");
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_readme_is_a_front_door() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 250,
+        "README.md has {lines} lines; the rest belongs in docs/"
+    );
+    // .ci/run and fresh-clone checks read the two commands from here.
+    let quick_start = readme
+        .split("## Quick start")
+        .nth(1)
+        .expect("README has a Quick start heading");
+    let block = quick_start
+        .split("```")
+        .nth(1)
+        .expect("Quick start has a code block");
+    assert!(block.contains("./dev demo") && block.contains("./dev test"));
+}
+
+#[test]
+fn anchors_follow_github() {
+    let doc = "# A (`b --c`)\n## Don't stop\n## Don't stop\n";
+    assert_eq!(anchors(doc), ["a-b---c", "dont-stop", "dont-stop-1"]);
 }

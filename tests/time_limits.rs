@@ -3,7 +3,7 @@
 //! whose root LP alone takes HiGHS several seconds, so a limit of a second cannot prove it.
 //! The incumbent is re-checked by the evaluator (feasible, same objective) and the bound must
 //! be on the right side (SlimCaching maximises: bound >= incumbent). No wall-clock time is
-//! asserted (the margin over the limit is measured in the README).
+//! asserted (the margin over the limit is measured in docs/command-line.md).
 
 use formulations::milp::MilpStatus;
 use formulations::slimcaching::LatencyModel;

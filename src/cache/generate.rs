@@ -42,7 +42,7 @@
 //! `olmoe` (64, 8; 16 layers, 1 sequence of 299 decode tokens), `kimi` (256, 8; 26 MoE layers,
 //! 1 sequence of 300), `switch` (8, 1; 6 encoder MoE layers, 10 sequences of about 21 tokens).
 //! The locality knobs of the three calibration presets are the results of
-//! [`super::stats::calibrate`] against the real logs (values and figures in the README); the
+//! [`super::stats::calibrate`] against the real logs (values and figures in docs/problems/caches.md); the
 //! Table 1 presets take those of the calibrated preset with the nearest granularity
 //! (fine-grained DeepSeek and Qwen: olmoe's; coarse Mixtral and Phi: switch's), a reading the
 //! issue leaves open since no token log of those models is available here.

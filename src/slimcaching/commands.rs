@@ -1,5 +1,5 @@
 //! SlimCaching's commands: its [`Entry`](crate::registry::Entry) in the registry and the reports of `solve` and
-//! `compare` (JSON field names documented in the README; units in the names).
+//! `compare` (JSON field names documented in docs/formats.md; units in the names).
 
 use formulations::slimcaching::{Evaluation, ExpertRef, Instance, LatencyModel};
 use formulations::Error;
