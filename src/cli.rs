@@ -41,7 +41,8 @@ use formulations::milp::SolveOptions;
 
 use crate::claims::{CheckOptions, ClaimInfo, ClaimKind, Scale, Verdict};
 use crate::family::Family;
-use crate::registry::{Entry, ImportArgs, LpFormat, LpModel, Made, Registry, Rendered};
+use crate::generate::Made;
+use crate::registry::{Entry, ImportArgs, LpFormat, LpModel, Registry, Rendered};
 use crate::render::table;
 use crate::report::{RunOptions, VERSION};
 use crate::verify::{ClaimGroup, ClaimRow, VerifyOptions};
@@ -709,7 +710,7 @@ impl From<formulations::Error> for CliError {
 
 /// Runs a parsed command line on moe-opt's problems, printing to stdout.
 pub fn run(cli: Cli) -> Result<(), CliError> {
-    run_with(&Registry::builtin(), cli)
+    run_with(&crate::problems::builtin(), cli)
 }
 
 /// Runs a parsed command line on the problems of `registry` (moe-opt's, or with a user's own).

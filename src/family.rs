@@ -9,7 +9,8 @@ use formulations::Error;
 use serde::Serialize;
 
 use crate::claims::Check;
-use crate::registry::Made;
+use crate::generate::Made;
+use crate::verify::ClaimGroup;
 
 /// One family (module doc).
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -104,13 +105,14 @@ pub fn integer_param(family: &str, x: f64, least: u64, most: u64) -> Result<u64,
     }
 }
 
-/// The family's claim checked on its instance at `x` as `verify --claim ID --instance FILE`
-/// checks it (the instance written to `dir`), with the instance's tier: what its test and the
-/// notebook compare with the closed form.
+/// The family's claim, found among `claims` (its problem's), checked on its instance at `x` as
+/// `verify --claim ID --instance FILE` checks it (the instance written to `dir`), with the
+/// instance's tier: what its test and the notebook compare with the closed form.
 pub fn check_at(
     family: &Family,
     x: f64,
     dir: &std::path::Path,
+    claims: &[Box<dyn ClaimGroup>],
 ) -> Result<(Check, crate::tier::Classified), Error> {
     let made = family.make(x)?;
     let path = dir.join(format!("{}-{x}.json", family.name));
@@ -118,8 +120,7 @@ pub fn check_at(
         path: path.clone(),
         source,
     })?;
-    let group = crate::registry::Registry::builtin()
-        .claim_groups()
+    let group = claims
         .iter()
         .find_map(|g| g.select(&|i| i.id == family.claim))
         .ok_or_else(|| bad_param(family.name, format!("no claim {}", family.claim)))?;
@@ -131,7 +132,10 @@ pub fn check_at(
 /// (relative 1e-9), nearer the limit than the X before: what every family's test asserts
 /// before its own numbers.
 #[cfg(test)]
-pub(crate) fn checked_as_proved(family: &Family) -> Vec<(f64, Check, crate::tier::Classified)> {
+pub(crate) fn checked_as_proved(
+    family: &Family,
+    claims: &[Box<dyn ClaimGroup>],
+) -> Vec<(f64, Check, crate::tier::Classified)> {
     let dir = std::env::temp_dir().join(format!(
         "moe-opt-family-{}-{}",
         family.name,
@@ -141,7 +145,7 @@ pub(crate) fn checked_as_proved(family: &Family) -> Vec<(f64, Check, crate::tier
     let mut last = f64::INFINITY;
     let mut checks = Vec::new();
     for &x in family.params {
-        let (check, classified) = check_at(family, x, &dir).unwrap();
+        let (check, classified) = check_at(family, x, &dir, claims).unwrap();
         assert_eq!(
             check.outcome,
             crate::claims::Outcome::Fail,

@@ -6,7 +6,10 @@ use formulations::Error;
 use rand::distr::uniform::SampleUniform;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+
+use crate::named::Named;
 
 /// An inclusive range `min..=max` a value is drawn from uniformly (equal bounds fix it).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -114,4 +117,85 @@ pub fn open01(rng: &mut impl RngCore) -> f64 {
 pub fn normal(rng: &mut impl RngCore) -> f64 {
     let (a, b) = (open01(rng), open01(rng));
     (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+}
+
+/// An instance made by `generate` or `import`, and one line on what it holds.
+pub struct Made {
+    /// The instance file's content: pretty JSON, serialised from the instance's own types so
+    /// that an `f32` keeps its shortest form, or a binary trace's bytes.
+    pub instance: Vec<u8>,
+    /// One line for stderr (sizes), or empty.
+    pub summary: String,
+}
+
+impl Made {
+    /// An instance with a summary line.
+    pub fn new<I: Serialize>(instance: &I, summary: String) -> Self {
+        let json = serde_json::to_string_pretty(instance).expect("instances serialise") + "\n";
+        Made::bytes(json.into_bytes(), summary)
+    }
+
+    /// A file's bytes as they are (a binary trace) with a summary line.
+    pub fn bytes(instance: Vec<u8>, summary: String) -> Self {
+        Made { instance, summary }
+    }
+}
+
+/// A seeded generator with named presets (of a problem's instances, or of traces): `generate`,
+/// `--print-config`, `--list-presets` and sweeps use it.
+pub trait Generator {
+    /// The generator configuration (what `--print-config` prints and `--config` reads).
+    type Config: Serialize + DeserializeOwned;
+    /// The presets.
+    type Preset: Named;
+    /// The preset used when none is named.
+    const DEFAULT_PRESET: Self::Preset;
+    /// A preset's configuration.
+    fn preset_config(preset: Self::Preset) -> Self::Config;
+    /// Checks a configuration's values.
+    fn check(config: &Self::Config) -> Result<(), Error>;
+    /// What it makes (an instance file's content).
+    type Generated: Serialize;
+    /// The instance at a seed (validated).
+    fn generate_instance(config: &Self::Config, seed: u64) -> Result<Self::Generated, Error>;
+    /// One line on a generated instance, for stderr (none by default).
+    fn summary(_instance: &Self::Generated) -> String {
+        String::new()
+    }
+}
+
+/// Implements [`Generator`] for `$problem` from a configuration type with the inherent
+/// `preset(Preset) -> Self` and `check(&self)` every generator here has, its default preset, what
+/// it generates and the function that generates it (and, optionally, the one-line summary):
+/// `generator!(ZipMoe, GeneratorConfig, Preset::Small, Instance, generate::try_generate);`.
+#[macro_export]
+macro_rules! generator {
+    ($problem:ty, $config:ty, $preset:ident :: $default:ident, $generated:ty, $generate:expr
+        $(, summary = $summary:expr)?) => {
+        impl $crate::generate::Generator for $problem {
+            type Config = $config;
+            type Preset = $preset;
+            const DEFAULT_PRESET: $preset = $preset::$default;
+            type Generated = $generated;
+
+            fn preset_config(preset: $preset) -> $config {
+                <$config>::preset(preset)
+            }
+
+            fn check(config: &$config) -> Result<(), formulations::Error> {
+                config.check()
+            }
+
+            fn generate_instance(
+                config: &$config,
+                seed: u64,
+            ) -> Result<$generated, formulations::Error> {
+                $generate(config, seed)
+            }
+
+            $(fn summary(instance: &$generated) -> String {
+                $summary(instance)
+            })?
+        }
+    };
 }

@@ -86,11 +86,6 @@ pub trait Problem: Sized + Sync + 'static {
             format!("{} has no MILP to write", Self::TAG),
         ))
     }
-    /// The problem's claims, for `claims` and `verify` through the standard entry
-    /// ([`crate::registry::ProblemEntry`]).
-    fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
-        Vec::new()
-    }
 }
 
 /// What a method found, before evaluation.

@@ -1,6 +1,6 @@
 //! The registry: every problem the command line, sweeps and `verify` know, found by the tag of
-//! its instance files. A problem is one [`Entry`] and one line in [`Registry::builtin`];
-//! nothing above the problems names a problem. A [`Problem`] gets its entry from
+//! its instance files. A problem is one [`Entry`] and one line in [`crate::problems::builtin`],
+//! the one place, above the problems, that names them all; nothing here names a problem. A [`Problem`] gets its entry from
 //! [`ProblemEntry`] once it implements [`Commands`] (the standard reports by default; its own
 //! reports, generator, importer and sweep where it has them); a problem without methods to
 //! compare (a token stream, the cache-pool plan) implements [`Entry`] itself. docs/
@@ -21,11 +21,12 @@ use serde_json::Value;
 
 use crate::export::Table;
 use crate::family::Family;
+use crate::generate::{Generator, Made};
 use crate::named::Named;
 use crate::problem::{self, ExactReport, MethodRun, Problem, Reference, Runs, Sense};
 use crate::render::table;
 use crate::report::RunOptions;
-use crate::sweep::SweepProblem;
+use crate::sweepable::SweepProblem;
 use crate::verify::ClaimGroup;
 
 /// A report as the command line shows it.
@@ -64,28 +65,6 @@ impl Rendered {
     /// A `compare` report with the standard `--csv` table, a row per method.
     pub fn compare<R: Serialize>(report: &R, text: String) -> Self {
         Rendered::new(report, text).with_table(compare_table(report))
-    }
-}
-
-/// An instance made by `generate` or `import`, and one line on what it holds.
-pub struct Made {
-    /// The instance file's content: pretty JSON, serialised from the instance's own types so
-    /// that an `f32` keeps its shortest form, or a binary trace's bytes.
-    pub instance: Vec<u8>,
-    /// One line for stderr (sizes), or empty.
-    pub summary: String,
-}
-
-impl Made {
-    /// An instance with a summary line.
-    pub fn new<I: Serialize>(instance: &I, summary: String) -> Self {
-        let json = serde_json::to_string_pretty(instance).expect("instances serialise") + "\n";
-        Made::bytes(json.into_bytes(), summary)
-    }
-
-    /// A file's bytes as they are (a binary trace) with a summary line.
-    pub fn bytes(instance: Vec<u8>, summary: String) -> Self {
-        Made { instance, summary }
     }
 }
 
@@ -373,20 +352,9 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// moe-opt's problems.
-    pub fn builtin() -> Self {
-        use crate::{prism::methods::Prism, slimcaching::methods::SlimCaching};
-        Registry {
-            entries: vec![
-                Box::new(ProblemEntry::<SlimCaching>::new()),
-                Box::new(ProblemEntry::<Prism>::new()),
-                Box::new(crate::cache::entry::CacheTraceEntry),
-                Box::new(crate::cache::entry::CacheOfflineEntry),
-                Box::new(ProblemEntry::<crate::zipmoe::methods::ZipMoe>::new()),
-                Box::new(crate::zipmoe::planning::commands::PoolEntry),
-                Box::new(crate::smoe::commands::SmoeEntry),
-            ],
-        }
+    /// A registry of these entries, in this order ([`crate::problems::builtin`] lists moe-opt's).
+    pub fn new(entries: Vec<Box<dyn Entry>>) -> Self {
+        Registry { entries }
     }
 
     /// These problems and one more (a problem of a user's own crate, or a test's).
@@ -647,6 +615,11 @@ pub trait Commands: Problem {
     fn families() -> Vec<Family> {
         Vec::new()
     }
+    /// The paper's claims, for `claims` and `verify` (here, beside the command line's glue,
+    /// so that the problem's methods need nothing of its checks, which run them).
+    fn claims() -> Vec<Box<dyn ClaimGroup>> {
+        Vec::new()
+    }
 }
 
 fn refused<P: Problem>(command: &str) -> Error {
@@ -783,65 +756,6 @@ pub fn standard_compare<P: Problem>(instance: &P::Instance, runs: &Runs<P>) -> R
     Rendered::new(&report, text).with_table(table)
 }
 
-/// A seeded generator with named presets (of a problem's instances, or of traces): `generate`,
-/// `--print-config`, `--list-presets` and sweeps use it.
-pub trait Generator {
-    /// The generator configuration (what `--print-config` prints and `--config` reads).
-    type Config: Serialize + DeserializeOwned;
-    /// The presets.
-    type Preset: Named;
-    /// The preset used when none is named.
-    const DEFAULT_PRESET: Self::Preset;
-    /// A preset's configuration.
-    fn preset_config(preset: Self::Preset) -> Self::Config;
-    /// Checks a configuration's values.
-    fn check(config: &Self::Config) -> Result<(), Error>;
-    /// What it makes (an instance file's content).
-    type Generated: Serialize;
-    /// The instance at a seed (validated).
-    fn generate_instance(config: &Self::Config, seed: u64) -> Result<Self::Generated, Error>;
-    /// One line on a generated instance, for stderr (none by default).
-    fn summary(_instance: &Self::Generated) -> String {
-        String::new()
-    }
-}
-
-/// Implements [`Generator`] for `$problem` from a configuration type with the inherent
-/// `preset(Preset) -> Self` and `check(&self)` every generator here has, its default preset, what
-/// it generates and the function that generates it (and, optionally, the one-line summary):
-/// `generator!(ZipMoe, GeneratorConfig, Preset::Small, Instance, generate::try_generate);`.
-#[macro_export]
-macro_rules! generator {
-    ($problem:ty, $config:ty, $preset:ident :: $default:ident, $generated:ty, $generate:expr
-        $(, summary = $summary:expr)?) => {
-        impl $crate::registry::Generator for $problem {
-            type Config = $config;
-            type Preset = $preset;
-            const DEFAULT_PRESET: $preset = $preset::$default;
-            type Generated = $generated;
-
-            fn preset_config(preset: $preset) -> $config {
-                <$config>::preset(preset)
-            }
-
-            fn check(config: &$config) -> Result<(), formulations::Error> {
-                config.check()
-            }
-
-            fn generate_instance(
-                config: &$config,
-                seed: u64,
-            ) -> Result<$generated, formulations::Error> {
-                $generate(config, seed)
-            }
-
-            $(fn summary(instance: &$generated) -> String {
-                $summary(instance)
-            })?
-        }
-    };
-}
-
 /// A [`Generator`] with its types erased, for the command line.
 pub trait GeneratorEntry {
     /// The presets.
@@ -943,13 +857,11 @@ crate::named! {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     /// Descriptions come from the variants' doc comments ([`crate::named!`]): a variant without
     /// one would show an empty line in `--help` and `problems`.
     #[test]
     fn every_method_and_preset_has_a_name_and_a_description() {
-        for entry in Registry::builtin().entries() {
+        for entry in crate::problems::builtin().entries() {
             let mut infos = entry.methods();
             infos.extend(entry.presets());
             for (name, description) in infos {

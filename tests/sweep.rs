@@ -216,9 +216,8 @@ fn every_shipped_spec_loads_with_every_cell_valid() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
             // load_spec generates nothing but checks every cell's configuration and method.
-            let (spec, _) =
-                moe_opt::sweep::load_spec(&path, &moe_opt::registry::Registry::builtin())
-                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let (spec, _) = moe_opt::sweep::load_spec(&path, &moe_opt::problems::builtin())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             assert!(!moe_opt::sweep::cells(&spec).is_empty());
             seen += 1;
         }

@@ -208,18 +208,6 @@ impl Problem for KnapsackProblem {
         m.row("capacity", terms, f64::NEG_INFINITY, k.capacity as f64);
         Ok(m)
     }
-
-    fn claims() -> Vec<Box<dyn ClaimGroup>> {
-        vec![Box::new(vec![
-            ratio_claim("knapsack/greedy-half", Method::Greedy),
-            ratio_claim("knapsack/greedy-plus-half", Method::GreedyPlus),
-            existence_claim("knapsack/greedy-below-half-somewhere", Method::Greedy),
-            existence_claim(
-                "knapsack/greedy-plus-below-half-somewhere",
-                Method::GreedyPlus,
-            ),
-        ])]
-    }
 }
 
 // 4. Claims: a family, a check, and the moves of the worst-case search.
@@ -407,12 +395,24 @@ impl Searchable for Knapsack {
 
 // 5. The command line: the standard reports (no generator, importer or sweep).
 
-impl Commands for KnapsackProblem {}
+impl Commands for KnapsackProblem {
+    fn claims() -> Vec<Box<dyn ClaimGroup>> {
+        vec![Box::new(vec![
+            ratio_claim("knapsack/greedy-half", Method::Greedy),
+            ratio_claim("knapsack/greedy-plus-half", Method::GreedyPlus),
+            existence_claim("knapsack/greedy-below-half-somewhere", Method::Greedy),
+            existence_claim(
+                "knapsack/greedy-plus-below-half-somewhere",
+                Method::GreedyPlus,
+            ),
+        ])]
+    }
+}
 
 // 6. The registry line.
 
 fn registry() -> Registry {
-    Registry::builtin().with(Box::new(ProblemEntry::<KnapsackProblem>::new()))
+    moe_opt::problems::builtin().with(Box::new(ProblemEntry::<KnapsackProblem>::new()))
 }
 
 fn cli(args: &[&str]) {

@@ -55,6 +55,11 @@ struct Tagged {
     problem: Option<serde_json::Value>,
 }
 
+/// The first bytes of a binary token trace (the format of [`crate::cache::binary`]): a file that
+/// starts with them is a `cache-trace`. Defined here, where files are told apart, and re-exported
+/// by the format's module as its `MAGIC`.
+pub const BINARY_TRACE_MAGIC: &[u8; 8] = b"MOETRACE";
+
 /// The `problem` tag of an instance file, `None` when it has none (a SlimCaching file). The
 /// tag is read as text, so a problem outside [`ProblemKind`] (one registered by a user) has
 /// its files recognised too. A binary trace ([`crate::cache::binary`]) is a `cache-trace`.
@@ -64,7 +69,7 @@ pub fn detect_tag(path: &Path) -> Result<Option<String>, Error> {
         path: path.to_path_buf(),
         source,
     })?;
-    if crate::cache::binary::is_binary(&bytes) {
+    if bytes.starts_with(BINARY_TRACE_MAGIC) {
         return Ok(Some(ProblemKind::CacheTrace.name().into()));
     }
     let text = crate::error::utf8(path, bytes)?;

@@ -20,7 +20,7 @@ pyo3::create_exception!(
 #[pyfunction]
 fn cli(py: Python<'_>, args: Vec<String>) -> PyResult<(String, String)> {
     let result = py.detach(|| {
-        let registry = moe_opt::registry::Registry::builtin();
+        let registry = moe_opt::problems::builtin();
         moe_opt::cli::run_captured(&registry, args)
     });
     result

@@ -16,9 +16,8 @@ use super::generate::{GeneratorConfig, Preset};
 use super::import::ImportOptions;
 use super::libcachesim::Shape;
 use crate::export::Table;
-use crate::registry::{
-    self, Entry, GeneratorEntry, ImportArgs, LpModel, Made, MethodInfo, Rendered,
-};
+use crate::generate::Made;
+use crate::registry::{self, Entry, GeneratorEntry, ImportArgs, LpModel, MethodInfo, Rendered};
 use crate::report::RunOptions;
 use crate::verify::ClaimGroup;
 

@@ -73,7 +73,7 @@ use formulations::Error;
 
 use super::bounds::instance_from_trace;
 use crate::family::{integer_param, Family};
-use crate::registry::Made;
+use crate::generate::Made;
 
 /// Paper 002's families, in claim order.
 pub fn families() -> Vec<Family> {
@@ -166,7 +166,10 @@ mod tests {
 
     #[test]
     fn belady_lru_cycle_breaks_the_bound_as_proved() {
-        for (x, check, classified) in checked_as_proved(&BELADY_LRU_CYCLE) {
+        for (x, check, classified) in checked_as_proved(
+            &BELADY_LRU_CYCLE,
+            &[Box::new(crate::cache::claims::registry())],
+        ) {
             // Both loads as counted by hand, LRU's a baseline.
             assert_eq!(check.value, Some(x + 4.0), "X = {x}");
             assert_eq!(check.reference, Some(3.0 * x + 2.0), "X = {x}");

@@ -112,8 +112,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::algorithms::{self, entropy_bits, RepairOrder};
-use super::commands::{latency_of, sampled_batch};
 use super::generate::{try_generate, GeneratorConfig, Preset};
+use super::latency::{latency_of, sampled_batch};
 use super::methods::{self, Method, RunOptions};
 use super::paper::{family_paper, family_paper_testbed, FAMILY_PAPER, FAMILY_PAPER_TESTBED};
 use crate::claims::{

@@ -10,8 +10,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use formulations::prism::simulate::workload_requests;
-use formulations::prism::{latency, load, simulate, Instance, Placement, RemoteChoice, Request};
+use formulations::prism::{load, Instance, Placement, Request};
 use formulations::Error;
 use serde::Serialize;
 
@@ -21,11 +20,13 @@ use serde_json::json;
 use super::algorithms::{self, MigrationConfig, MigrationRun, MigrationStats};
 use super::generate::{try_generate, GeneratorConfig, Preset};
 use super::import::{from_activation_counts, ImportConfig};
+use super::latency::{latency_of, sampled_batch, LatencyReport};
 use super::methods::{self, ExactReport, Method, MethodRun, Prism, Reference, RunOptions};
+use crate::generate::Made;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Made, Rendered};
+use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
 use crate::report::{canonical_sha256, VERSION};
-use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
+use crate::sweepable::{SweepAdapter, SweepProblem, Sweepable};
 
 pub use super::eplb::{eplb_command, EplbReport};
 
@@ -69,63 +70,6 @@ impl InstanceInfo {
             self.name, self.servers, self.gpus, self.layers, self.experts_per_layer, self.top_k
         )
     }
-}
-
-/// Latency of one placement on the sampled batch and in simulation.
-#[derive(Debug, Clone, Serialize)]
-pub struct LatencyReport {
-    /// Objective (1) on the sampled batch: sum over requests and layers of T(x, l, P), seconds.
-    pub eq1_total_s: f64,
-    /// Invocations of the batch served by another server.
-    pub remote_invocations: u64,
-    /// All invocations of the batch.
-    pub invocations: u64,
-    /// Simulated mean latency per server, seconds (null without a network).
-    pub sim_mean_latency_s: Option<Vec<f64>>,
-    /// Simulated p95 latency per server, seconds.
-    pub sim_p95_latency_s: Option<Vec<f64>>,
-    /// Simulated mean over all requests, seconds.
-    pub sim_overall_mean_s: Option<f64>,
-}
-
-/// The requests of eq. (1)'s batch: the simulator's sampled workload, without arrival times.
-pub fn sampled_batch(instance: &Instance, seed: u64) -> Option<Vec<Request>> {
-    let requests = workload_requests(instance, seed).ok()?;
-    Some(
-        requests
-            .into_iter()
-            .map(|r| Request {
-                server: r.server,
-                tokens: r.tokens,
-                experts: r.experts,
-            })
-            .collect(),
-    )
-}
-
-/// Eq. (1) and the simulation of a placement; `None` without a workload and network.
-pub fn latency_of(
-    instance: &Instance,
-    placement: &Placement,
-    batch: Option<&[Request]>,
-    seed: u64,
-) -> Option<LatencyReport> {
-    let batch = batch?;
-    instance.network.as_ref()?;
-    let eq1 = latency(instance, placement, batch, RemoteChoice::Fastest).ok()?;
-    let sim = simulate(instance, placement, seed, RemoteChoice::Fastest).ok();
-    Some(LatencyReport {
-        eq1_total_s: eq1.total_latency_s,
-        remote_invocations: eq1.invocations - eq1.local_invocations,
-        invocations: eq1.invocations,
-        sim_mean_latency_s: sim
-            .as_ref()
-            .map(|s| s.servers.iter().map(|x| x.mean_latency_s).collect()),
-        sim_p95_latency_s: sim
-            .as_ref()
-            .map(|s| s.servers.iter().map(|x| x.p95_latency_s).collect()),
-        sim_overall_mean_s: sim.as_ref().map(|s| s.mean_latency_s),
-    })
 }
 
 /// One method's line of a report.
@@ -605,6 +549,10 @@ crate::generator!(
 
 /// Prism's commands (`eplb` and `migrate` are its own).
 impl Commands for Prism {
+    fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
+        vec![Box::new(super::claims::registry())]
+    }
+
     fn generator() -> Option<Box<dyn GeneratorEntry>> {
         registry::generator::<Self>()
     }

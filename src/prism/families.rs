@@ -96,7 +96,7 @@ use formulations::Error;
 
 use super::claims::small_shape;
 use crate::family::{integer_param, Family};
-use crate::registry::Made;
+use crate::generate::Made;
 
 /// Prism's families, in claim order.
 pub fn families() -> Vec<Family> {
@@ -210,7 +210,10 @@ mod tests {
 
     #[test]
     fn thm1_entropy_starved_breaks_the_bound_as_proved() {
-        for (x, check, _) in checked_as_proved(&THM1_ENTROPY_STARVED) {
+        for (x, check, _) in checked_as_proved(
+            &THM1_ENTROPY_STARVED,
+            &[Box::new(crate::prism::claims::registry())],
+        ) {
             assert_eq!(check.certificate, Some(Certificate::Optimum), "X = {x}");
         }
     }
@@ -218,7 +221,10 @@ mod tests {
     #[test]
     fn lemma1_half_mass_breaks_the_bound_as_proved() {
         // The check decides over every delta exactly; it compares with no optimum.
-        for (x, check, _) in checked_as_proved(&LEMMA1_HALF_MASS) {
+        for (x, check, _) in checked_as_proved(
+            &LEMMA1_HALF_MASS,
+            &[Box::new(crate::prism::claims::registry())],
+        ) {
             assert_eq!(check.certificate, None, "X = {x}");
         }
     }

@@ -272,10 +272,6 @@ impl Problem for Prism {
     fn milp(instance: &Instance) -> Result<Milp, Error> {
         Ok(formulations::prism::PrismMilp::build(instance).milp)
     }
-
-    fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
-    }
 }
 
 /// Runs one method and evaluates its placement.

@@ -16,6 +16,7 @@ pub mod eplb;
 pub mod families;
 pub mod generate;
 pub mod import;
+pub mod latency;
 pub mod methods;
 pub mod mutate;
 pub mod paper;

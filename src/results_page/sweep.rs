@@ -11,7 +11,8 @@ use formulations::Error;
 use super::figure::{self, drawable, Chart, Key, Mark, Shape};
 use super::table::Table;
 use super::{escape, number, Page};
-use crate::sweep::{summarize, Row, SweepHeader, SUMMARY_HEADERS};
+use crate::sweep::{summarize, SweepHeader, SUMMARY_HEADERS};
+use crate::sweepable::Row;
 
 /// The y axis of the ratios' figures.
 const RATIO: &str = "ratio (objective / reference)";

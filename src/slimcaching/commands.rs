@@ -10,11 +10,12 @@ use super::generate::{try_generate, GeneratorConfig, Preset};
 use super::import::{from_activation_counts, ImportConfig};
 use super::methods::{ExactReport, Method, MethodRun, Reference, RunOptions, SlimCaching};
 use crate::export::Table;
+use crate::generate::Made;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Made, Rendered};
+use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
 use crate::render::{ms, table};
 use crate::report::{canonical_sha256, VERSION};
-use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
+use crate::sweepable::{SweepAdapter, SweepProblem, Sweepable};
 
 /// Identity and size of the instance a report is about.
 #[derive(Debug, Clone, Serialize)]
@@ -338,6 +339,10 @@ crate::generator!(
 );
 
 impl Commands for SlimCaching {
+    fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
+        vec![Box::new(super::claims::registry())]
+    }
+
     fn generator() -> Option<Box<dyn GeneratorEntry>> {
         registry::generator::<Self>()
     }

@@ -55,7 +55,7 @@ use formulations::Error;
 use super::architectures::MIB;
 use super::network::{rate_bps, ComputeConfig, WirelessConfig};
 use crate::family::{integer_param, Family};
-use crate::registry::Made;
+use crate::generate::Made;
 
 /// SlimCaching's families, in claim order.
 pub fn families() -> Vec<Family> {
@@ -171,7 +171,10 @@ mod tests {
 
     #[test]
     fn prop3_size_ratio_breaks_the_bound_as_proved() {
-        for (x, check, _) in checked_as_proved(&PROP3_SIZE_RATIO) {
+        for (x, check, _) in checked_as_proved(
+            &PROP3_SIZE_RATIO,
+            &[Box::new(crate::slimcaching::claims::registry())],
+        ) {
             assert_eq!(check.certificate, Some(Certificate::Optimum), "X = {x}");
         }
     }

@@ -157,10 +157,6 @@ impl Problem for SlimCaching {
     fn milp(model: &LatencyModel) -> Result<Milp, Error> {
         Ok(SlimCachingMilp::checked_p1(model, formulations::milp::MAX_MILP_VARIABLES)?.milp)
     }
-
-    fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
-    }
 }
 
 /// Runs one method and evaluates its placement.

@@ -31,9 +31,8 @@ use super::split::{alg2, Alg2Rule};
 use crate::cache::commands::TraceInfo;
 use crate::cache::policy::Lru;
 use crate::export::Table;
-use crate::registry::{
-    self, Entry, Generator, GeneratorEntry, LpModel, Made, MethodInfo, Rendered,
-};
+use crate::generate::{Generator, Made};
+use crate::registry::{self, Entry, GeneratorEntry, LpModel, MethodInfo, Rendered};
 use crate::report::{canonical_sha256, RunOptions, VERSION};
 use crate::verify::ClaimGroup;
 use std::path::Path;

@@ -10,10 +10,11 @@ use serde::Serialize;
 
 use super::generate::{self, GeneratorConfig, ImportConfig, Preset};
 use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions, ZipMoe};
+use crate::generate::Made;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Made, Rendered};
+use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
 use crate::report::{canonical_sha256, VERSION};
-use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
+use crate::sweepable::{SweepAdapter, SweepProblem, Sweepable};
 
 /// Identity and size of a layer.
 #[derive(Debug, Clone, Serialize)]
@@ -275,6 +276,10 @@ crate::generator!(
 /// ZipMoE's layer schedule (the cache-pool plan is
 /// [`crate::zipmoe::planning::commands::PoolEntry`]).
 impl Commands for ZipMoe {
+    fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
+        vec![Box::new(super::claims::registry())]
+    }
+
     fn generator() -> Option<Box<dyn GeneratorEntry>> {
         registry::generator::<Self>()
     }

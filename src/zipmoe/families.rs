@@ -49,7 +49,7 @@ use formulations::{Error, ProblemKind};
 
 use super::generate::orin_device;
 use crate::family::{integer_param, Family};
-use crate::registry::Made;
+use crate::generate::Made;
 
 /// ZipMoE's families, in claim order.
 pub fn families() -> Vec<Family> {
@@ -112,7 +112,10 @@ mod tests {
 
     #[test]
     fn lemmab3_shards_breaks_the_bound_as_proved() {
-        for (x, check, classified) in checked_as_proved(&LEMMAB3_SHARDS) {
+        for (x, check, classified) in checked_as_proved(
+            &LEMMAB3_SHARDS,
+            &[Box::new(crate::zipmoe::claims::registry())],
+        ) {
             assert_eq!(check.certificate, Some(Certificate::Optimum), "X = {x}");
             assert_eq!(
                 check.solver_status.as_deref(),

@@ -144,10 +144,6 @@ impl Problem for ZipMoe {
         milp.set_objective_name("makespan_ms");
         Ok(milp)
     }
-
-    fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
-    }
 }
 
 /// Runs one method and evaluates its schedule.

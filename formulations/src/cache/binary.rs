@@ -50,8 +50,8 @@ use super::model::{Phase, Requests, Routing, Streams, Token, Trace};
 use super::validate::{routing_rules, Scores, Shape, MAX_EXPERTS, MAX_LAYERS};
 use crate::error::Error;
 
-/// The first 8 bytes of a binary trace.
-pub const MAGIC: &[u8; 8] = b"MOETRACE";
+/// The first 8 bytes of a binary trace (defined where files are told apart).
+pub use crate::problem::BINARY_TRACE_MAGIC as MAGIC;
 /// The version this crate writes and reads.
 pub const VERSION: u16 = 1;
 /// Bytes before `name`.

@@ -356,7 +356,7 @@ pub fn latency(
                 let idx = instance.expert_index(expert);
                 let inv = replicas
                     .route(instance, network, choice, r.server, idx, r.tokens)
-                    .ok_or_else(|| super::simulate::missing(instance, &replicas, idx))?;
+                    .ok_or_else(|| missing(instance, &replicas, idx))?;
                 out.invocations += 1;
                 if inv.server == r.server {
                     out.local_invocations += 1;
@@ -369,6 +369,23 @@ pub fn latency(
         out.request_latency_s.push(sum);
     }
     Ok(out)
+}
+
+/// Why an expert cannot be routed: no GPU holds it, or its replicas are remote and no network
+/// is given.
+pub(crate) fn missing(instance: &Instance, replicas: &Replicas, idx: usize) -> ValidationError {
+    let expert = instance.expert_ref(idx);
+    if replicas.of(idx).is_empty() {
+        ValidationError::new(
+            "placement",
+            format!("expert {expert} is held by no GPU (coverage)"),
+        )
+    } else {
+        ValidationError::new(
+            "network",
+            format!("needed for the remote invocation of {expert}"),
+        )
+    }
 }
 
 #[cfg(test)]

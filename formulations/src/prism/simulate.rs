@@ -40,7 +40,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::evaluate::{RemoteChoice, Replicas};
+use super::evaluate::{missing, RemoteChoice, Replicas};
 use super::model::{Instance, Placement, ServerId};
 use super::validate::validate_placement;
 use crate::error::ValidationError;
@@ -346,23 +346,6 @@ pub fn simulate_requests(
         }
     }
     Ok(report(instance, requests, &state))
-}
-
-/// Why an expert cannot be routed: no GPU holds it, or its replicas are remote and no network
-/// is given.
-pub(crate) fn missing(instance: &Instance, replicas: &Replicas, idx: usize) -> ValidationError {
-    let expert = instance.expert_ref(idx);
-    if replicas.of(idx).is_empty() {
-        ValidationError::new(
-            "placement",
-            format!("expert {expert} is held by no GPU (coverage)"),
-        )
-    } else {
-        ValidationError::new(
-            "network",
-            format!("needed for the remote invocation of {expert}"),
-        )
-    }
 }
 
 fn check_request(instance: &Instance, i: usize, r: &SimRequest) -> Result<(), ValidationError> {
