@@ -7,6 +7,7 @@ pub mod cache;
 pub mod claims;
 pub mod cli;
 pub mod counts;
+pub mod eplb;
 pub mod export;
 pub mod family;
 pub mod generate;
