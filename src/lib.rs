@@ -3,6 +3,7 @@
 //! MILPs live in the `formulations` crate; generic checks of set functions in `verification`.
 #![deny(missing_docs)]
 
+pub mod balance;
 pub mod cache;
 pub mod claims;
 pub mod cli;

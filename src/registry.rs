@@ -385,6 +385,7 @@ impl Registry {
                 Box::new(ProblemEntry::<crate::zipmoe::methods::ZipMoe>::new()),
                 Box::new(crate::zipmoe::planning::commands::PoolEntry),
                 Box::new(crate::smoe::commands::SmoeEntry),
+                Box::new(ProblemEntry::<crate::balance::methods::Balance>::new()),
             ],
         }
     }
