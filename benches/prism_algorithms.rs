@@ -5,9 +5,9 @@
 //! 10 ms on one core. Run: `cargo bench --bench prism_algorithms`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use moe_opt::eplb::rebalance_experts;
 use moe_opt::prism::algorithms::{self, PrismOptions, RepairOrder};
 use moe_opt::prism::baselines;
-use moe_opt::prism::eplb::rebalance_experts;
 use moe_opt::prism::generate::{try_generate, GeneratorConfig, Preset};
 
 fn deepseek(c: &mut Criterion) {

@@ -873,8 +873,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             gpus,
             output,
         } => {
-            let report =
-                crate::prism::commands::eplb_command(&weights, replicas, groups, nodes, gpus)?;
+            let report = crate::eplb::eplb_command(&weights, replicas, groups, nodes, gpus)?;
             let table = problems::eplb_table(&report);
             output.emit(Rendered::new(&report, report.text()).with_table(table))
         }

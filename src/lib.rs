@@ -3,10 +3,12 @@
 //! MILPs live in the `formulations` crate; generic checks of set functions in `verification`.
 #![deny(missing_docs)]
 
+pub mod balance;
 pub mod cache;
 pub mod claims;
 pub mod cli;
 pub mod counts;
+pub mod eplb;
 pub mod export;
 pub mod family;
 pub mod generate;

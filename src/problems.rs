@@ -14,5 +14,6 @@ pub fn builtin() -> Registry {
         Box::new(ProblemEntry::<crate::zipmoe::methods::ZipMoe>::new()),
         Box::new(crate::zipmoe::planning::commands::PoolEntry),
         Box::new(crate::smoe::commands::SmoeEntry),
+        Box::new(ProblemEntry::<crate::balance::methods::Balance>::new()),
     ])
 }

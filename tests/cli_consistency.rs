@@ -33,7 +33,8 @@ fn problems_list_every_problem_with_its_methods_presets_and_claims() {
             "cache-offline",
             "zipmoe",
             "zipmoe-pool",
-            "smoe"
+            "smoe",
+            "balance"
         ]
     );
     let slim = &list[0];

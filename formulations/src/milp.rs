@@ -232,6 +232,11 @@ impl Milp {
         self.push_var(name.into(), 0.0, 1.0, true)
     }
 
+    /// Adds an integer variable in [lower, upper].
+    pub fn integer(&mut self, name: impl Into<String>, lower: f64, upper: f64) -> VarId {
+        self.push_var(name.into(), lower, upper, true)
+    }
+
     fn push_var(&mut self, name: String, lower: f64, upper: f64, integer: bool) -> VarId {
         self.vars.push(VarDef {
             name,

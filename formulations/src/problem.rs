@@ -31,6 +31,8 @@ pub enum ProblemKind {
     CacheOffline,
     /// SMoE's per-layer decisions: expert-cache routing and the CPU-vs-PCIe split (paper 004).
     Smoe,
+    /// EPLB's expert load balancing solved exactly (replication and placement on GPUs).
+    Balance,
 }
 
 impl ProblemKind {
@@ -44,6 +46,7 @@ impl ProblemKind {
             ProblemKind::CacheTrace => "cache-trace",
             ProblemKind::CacheOffline => "cache-offline",
             ProblemKind::Smoe => "smoe",
+            ProblemKind::Balance => "balance",
         }
     }
 }

@@ -56,13 +56,7 @@ fn eplb<'py>(
     let rows: Vec<Vec<f64>> = weight.rows().into_iter().map(|r| r.to_vec()).collect();
     let plan = py
         .detach(|| {
-            moe_opt::prism::eplb::rebalance_experts(
-                &rows,
-                num_replicas,
-                num_groups,
-                num_nodes,
-                num_gpus,
-            )
+            moe_opt::eplb::rebalance_experts(&rows, num_replicas, num_groups, num_nodes, num_gpus)
         })
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let as_i64 = |v: &Vec<usize>| v.iter().map(|&x| x as i64).collect::<Vec<_>>();

@@ -99,7 +99,7 @@ pub(super) fn plan_table(report: &zipmoe::planning::commands::PlanReport) -> Tab
 /// (`phyrank`), `expert_replicas` (`logcnt` of that expert), `expert_load` (its weight from
 /// the file) and `slot_load` = expert_load / expert_replicas (the even split behind
 /// `gpu_load` and `balancedness`). Loads are in the weight file's unit (e.g. tokens).
-pub(super) fn eplb_table(report: &prism::commands::EplbReport) -> Table {
+pub(super) fn eplb_table(report: &crate::eplb::EplbReport) -> Table {
     let w = &report.weights;
     let plan = &report.plan;
     let mut rows = Vec::new();

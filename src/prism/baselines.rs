@@ -19,7 +19,7 @@
 //!   with a free slot (ties: lower GPU index), i.e. load-balanced but locality-unaware. (The
 //!   SmartMoE paper, Zhai et al., USENIX ATC 2023, searches placements offline and adjusts them
 //!   online; only the balancing goal is described by Prism.)
-//! * [`eplb_heterogeneous`]: EPLB ([`super::eplb`]) adapted to servers with different GPU
+//! * [`eplb_heterogeneous`]: EPLB ([`crate::eplb`]) adapted to servers with different GPU
 //!   counts or memories ("we re-implement the algorithm ... to accommodate heterogeneous system
 //!   configurations"). Our adaptation: the global policy over all G GPUs, with loads
 //!   w_l(e) = sum_n f_n^l(e). GPU g gets c_g = floor(mem_g / sum_l m_l) slots in every layer
@@ -37,7 +37,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::eplb::{rebalance_experts, replicate_experts};
+use crate::eplb::{rebalance_experts, replicate_experts};
 
 /// The global GPU list: (server, gpu) server-major.
 pub fn gpu_list(instance: &Instance) -> Vec<(ServerId, usize)> {

@@ -1,5 +1,5 @@
-//! The Prism commands the command line calls: [`compare`], [`migrate`] and [`eplb_command`]
-//! (`solve` and `write-lp` go through the registry). Each returns a `Serialize` report
+//! The Prism commands the command line calls: [`compare`] and [`migrate`] (`solve` and
+//! `write-lp` go through the registry; `eplb` is [`crate::eplb::eplb_command`]). Each returns a `Serialize` report
 //! (moe-opt version, the instance's canonical SHA-256) with a `text()` rendering.
 //!
 //! Latency: besides the proxy (2), [`compare`] evaluates eq. (1) on a sampled batch of
@@ -27,8 +27,6 @@ use crate::problem::{Problem, Runs};
 use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweepable::{SweepAdapter, SweepProblem, Sweepable};
-
-pub use super::eplb::{eplb_command, EplbReport};
 
 /// Identity and size of the instance a report is about.
 #[derive(Debug, Clone, Serialize)]
@@ -547,7 +545,7 @@ crate::generator!(
     try_generate
 );
 
-/// Prism's commands (`eplb` and `migrate` are its own).
+/// Prism's commands (`migrate` is its own).
 impl Commands for Prism {
     fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
         vec![Box::new(super::claims::registry())]

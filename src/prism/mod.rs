@@ -1,7 +1,9 @@
 //! Prism (paper 001): activation-aware expert placement on heterogeneous edge servers. The
 //! formulation (instance, evaluators, simulator, MILP) is `formulations::prism`; here are the
 //! instance generators, the importer of real activation counts, the paper's algorithms, the
-//! baselines it compares with, DeepSeek's EPLB, the methods, commands and claims, and the claims' instances at the paper's scale.
+//! baselines it compares with (DeepSeek's EPLB itself is [`crate::eplb`], shared with the
+//! balance problem), the methods, commands and claims, and the claims' instances at the paper's
+//! scale.
 //!
 //! ## References
 //! ../shared/papers/001_612395f5f9077ee7.txt: T. Wu, L. Wang, Z. Wen, X. Zhang, J. Duan,
@@ -12,7 +14,6 @@ pub mod algorithms;
 pub mod baselines;
 pub mod claims;
 pub mod commands;
-pub mod eplb;
 pub mod families;
 pub mod generate;
 pub mod import;

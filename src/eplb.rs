@@ -1,8 +1,10 @@
 //! DeepSeek's Expert Parallelism Load Balancer (EPLB), re-implemented from the public reference
-//! `eplb.py` of <https://github.com/deepseek-ai/EPLB> (commit d52c72d) and its README. Prism
-//! (paper 001, Section IV-A) compares against it as a baseline; [`rebalance_experts`] is the
-//! reference algorithm for homogeneous clusters, unchanged. The heterogeneous adaptation the
-//! paper mentions lives in `baselines.rs`.
+//! `eplb.py` of <https://github.com/deepseek-ai/EPLB> (commit d52c72d) and its README. Two
+//! problems use it, so it lives above both: Prism (paper 001, Section IV-A) compares against it
+//! as a baseline (its heterogeneous adaptation is `crate::prism::baselines`), and the balance
+//! problem (`crate::balance`) solves EPLB's own problem exactly and places EPLB's plans beside
+//! the optimum. [`rebalance_experts`] is the reference algorithm for homogeneous clusters,
+//! unchanged.
 //!
 //! ## The algorithm
 //!
@@ -203,7 +205,7 @@ pub enum EplbError {
     /// More physical slots than [`MAX_REPLICAS_PER_EXPERT`] per logical expert.
     #[error(
         "replicas: {replicas} replicas exceeds the limit of {limit} ({MAX_REPLICAS_PER_EXPERT} \
-         per logical expert x {experts} experts, moe_opt::prism::eplb::MAX_REPLICAS_PER_EXPERT)"
+         per logical expert x {experts} experts, moe_opt::eplb::MAX_REPLICAS_PER_EXPERT)"
     )]
     TooManyReplicas {
         /// `num_replicas`.

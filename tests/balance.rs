@@ -1,0 +1,184 @@
+//! The balance problem: the exact method and its MILP against exhaustive search, the bounds
+//! below the exhaustive optimum, every method's plan through the one evaluator, and the
+//! FlashLB example's optimum.
+//!
+//! The FlashLB example (issue 31: loads 600, 560, 120, 120, 20, 10, 10, 10; 16 slots on 8 GPUs,
+//! one group, one node): its optimum 590 / 3 (busiest GPU) and balancedness 181.25 / (590 / 3)
+//! = 435 / 472 = 0.921610... were derived by a separate Python script, run once, that tries
+//! every count vector (sum 16, each >= 1) and every pairing of the 16 replicas into 8 GPUs in
+//! exact rational arithmetic (the same optimum with at most one replica of an expert per GPU;
+//! counts 4, 3, 1, 3, 1, 1, 1, 2). EPLB's plan of it carries 232 on its busiest GPU
+//! (balancedness 0.781, as the issue reports).
+
+use formulations::balance::milp::{LayerModel, LayerOptions};
+use formulations::balance::{bounds, evaluate, Instance, Plan};
+use formulations::milp::{MilpStatus, SolveOptions};
+use formulations::ProblemKind;
+use moe_opt::balance::algorithms::exhaustive;
+use moe_opt::balance::methods::{Balance, Method};
+use moe_opt::problem::{self, RunOptions};
+use proptest::prelude::*;
+
+fn instance(loads: Vec<Vec<f64>>, slots: usize, gpus: usize) -> Instance {
+    Instance {
+        problem: ProblemKind::Balance,
+        name: "t".into(),
+        loads,
+        num_replicas: slots,
+        num_gpus: gpus,
+        num_nodes: 1,
+        num_groups: 1,
+        one_replica_per_gpu: false,
+        hierarchical: false,
+        current: None,
+    }
+}
+
+fn flashlb() -> Instance {
+    instance(
+        vec![vec![600.0, 560.0, 120.0, 120.0, 20.0, 10.0, 10.0, 10.0]],
+        16,
+        8,
+    )
+}
+
+fn run(i: &Instance, m: Method) -> problem::MethodRun<Balance> {
+    problem::run::<Balance>(i, m, &RunOptions::default()).unwrap()
+}
+
+#[test]
+fn flashlb_example_is_proved_at_the_independent_optimum() {
+    for one_per_gpu in [false, true] {
+        let i = Instance {
+            one_replica_per_gpu: one_per_gpu,
+            ..flashlb()
+        };
+        let r = run(&i, Method::Milp);
+        let e = r.evaluation.as_ref().unwrap();
+        assert_eq!(r.exact.as_ref().unwrap().status, MilpStatus::Optimal);
+        assert!(
+            (e.sum_max_load - 590.0 / 3.0).abs() < 1e-9,
+            "{}",
+            e.sum_max_load
+        );
+        assert!((e.balancedness - 435.0 / 472.0).abs() < 1e-12);
+    }
+    // EPLB: 232 on its busiest GPU; under one replica per GPU its plan is refused, with why.
+    let eplb = run(&flashlb(), Method::Eplb);
+    assert_eq!(eplb.objective(), Some(232.0));
+    let one = Instance {
+        one_replica_per_gpu: true,
+        ..flashlb()
+    };
+    let refused = run(&one, Method::Eplb);
+    assert!(refused.solution.is_none());
+    assert!(refused.note.unwrap().contains("two replicas of expert 1"));
+}
+
+#[test]
+fn evaluator_by_hand_and_its_refusals() {
+    // 3 experts (6, 3, 2), 4 slots on 2 GPUs: expert 0 twice (3 each). GPU 0 = {0, 1} = 3 + 3,
+    // GPU 1 = {0, 2} = 3 + 2: max 6, mean 11 / 2, balancedness 11 / 12.
+    let i = instance(vec![vec![6.0, 3.0, 2.0]], 4, 2);
+    let e = evaluate(
+        &i,
+        &Plan {
+            phy2log: vec![vec![0, 1, 0, 2]],
+        },
+    )
+    .unwrap();
+    assert_eq!(e.layers[0].gpu_loads, vec![6.0, 5.0]);
+    assert_eq!(e.sum_max_load, 6.0);
+    assert!((e.balancedness - 11.0 / 12.0).abs() < 1e-15);
+    assert_eq!(e.layers[0].replica_counts, vec![2, 1, 1]);
+    // Expert 2 without a replica; one replica per GPU broken.
+    let err = evaluate(
+        &i,
+        &Plan {
+            phy2log: vec![vec![0, 1, 0, 1]],
+        },
+    )
+    .unwrap_err();
+    assert_eq!(err.field, "plan[0]");
+    assert!(
+        err.reason.contains("expert 2 has no replica"),
+        "{}",
+        err.reason
+    );
+    let one = Instance {
+        one_replica_per_gpu: true,
+        ..i.clone()
+    };
+    let err = evaluate(
+        &one,
+        &Plan {
+            phy2log: vec![vec![0, 0, 1, 2]],
+        },
+    )
+    .unwrap_err();
+    assert!(err.reason.contains("GPU 0 holds two replicas of expert 0"));
+    // Moves: current {0, 1 | 0, 2}; plan {0, 2 | 0, 1}: GPU 0 gains 2, GPU 1 gains 1.
+    let moving = Instance {
+        current: Some(vec![vec![0, 1, 0, 2]]),
+        ..i
+    };
+    let e = evaluate(
+        &moving,
+        &Plan {
+            phy2log: vec![vec![0, 2, 1, 0]],
+        },
+    )
+    .unwrap();
+    assert_eq!(e.moved, Some(2));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    #[test]
+    fn exact_method_and_milp_equal_exhaustive_search(
+        gpus_per_node in 1usize..=2,
+        m in 1usize..=3,
+        experts in 2usize..=4,
+        one in any::<bool>(),
+        hier in any::<bool>(),
+        raw in prop::collection::vec(0u32..40, 4),
+    ) {
+        let nodes = if hier { 2 } else { 1 };
+        let gpus = gpus_per_node * nodes;
+        let experts = if hier { 4 } else { experts };
+        let slots = gpus * m;
+        prop_assume!(slots >= experts);
+        let mut i = instance(vec![raw[..experts].iter().map(|&x| f64::from(x)).collect()], slots, gpus);
+        i.one_replica_per_gpu = one;
+        i.hierarchical = hier;
+        i.num_nodes = nodes;
+        i.num_groups = if hier { 2 } else { 1 };
+        prop_assume!(formulations::balance::validate::validate(&i).is_ok());
+        let shape = i.shape();
+        let w = &i.loads[0];
+        let best = exhaustive(&shape, w).unwrap();
+        let opt = formulations::balance::evaluate::max_load(&shape, w, &best);
+        // The bounds are below the optimum.
+        prop_assert!(bounds::lower_bound(&shape, w) <= opt * (1.0 + 1e-12), "bound above {opt}");
+        // The MILP alone (no bound, full count ranges) finds the optimum.
+        let model = LayerModel::build(&shape, w, &LayerOptions::default(), "t".into(), "").unwrap();
+        let solved = model.milp.solve(&SolveOptions::default(), None).unwrap();
+        prop_assert_eq!(solved.status, MilpStatus::Optimal);
+        let plan = model.decode(solved.values.as_ref().unwrap());
+        let milp = formulations::balance::evaluate::max_load(&shape, w, &plan);
+        prop_assert!((milp - opt).abs() <= 1e-9 * opt.max(1.0), "milp {milp} vs {opt}");
+        // The exact method (heuristics, bounds, then the MILP) too; every method's plan passes
+        // the evaluator (problem::run evaluates it) and none beats the optimum.
+        for method in Method::ALL {
+            let r = run(&i, *method);
+            if let Some(v) = r.objective() {
+                prop_assert!(v >= opt * (1.0 - 1e-12), "{} {v} below {opt}", method.name());
+            }
+            if *method == Method::Milp {
+                prop_assert!((r.objective().unwrap() - opt).abs() <= 1e-9 * opt.max(1.0));
+                prop_assert_eq!(r.exact.as_ref().unwrap().status, MilpStatus::Optimal);
+            }
+        }
+    }
+}
