@@ -337,3 +337,30 @@ impl Commands for Balance {
         Ok(Rendered::compare(&report, report.text()))
     }
 }
+
+/// `moe-opt eplb --method exact`: the weights file read as `eplb` reads it, EPLB's arguments
+/// checked as EPLB checks them (errors name the file and the argument), then
+/// [`super::exact::exact_eplb`].
+pub fn exact_eplb_command(
+    weights_path: &std::path::Path,
+    arguments: [usize; 4],
+    time_limit_s: Option<f64>,
+) -> Result<crate::eplb::EplbReport, Error> {
+    let weights = crate::eplb::EplbWeights::read(weights_path)?;
+    let options = formulations::milp::SolveOptions {
+        time_limit_s,
+        ..Default::default()
+    };
+    let (plan, exact) =
+        super::exact::exact_eplb(&weights.weight, arguments, &options).map_err(|e| match e {
+            super::exact::ExactEplbError::Eplb(e) => e.in_file(weights_path),
+            super::exact::ExactEplbError::Other(e) => e.with_file(weights_path),
+        })?;
+    Ok(crate::eplb::eplb_report(
+        weights_path,
+        weights,
+        plan,
+        arguments,
+        Some(exact),
+    ))
+}

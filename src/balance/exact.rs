@@ -28,7 +28,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::algorithms::{greedy, local_search};
-use crate::eplb::rebalance_experts;
+use crate::eplb::{rebalance_experts, EplbError, EplbExact, EplbPlan, EplbPolicy};
+use crate::problem::ExactReport;
 
 /// One layer's exact solve.
 #[derive(Debug, Clone, Serialize)]
@@ -382,4 +383,86 @@ pub fn solve_all(instance: &Instance, options: &SolveOptions) -> Result<Vec<Laye
         .into_par_iter()
         .map(|l| solve_layer(instance, l, options))
         .collect()
+}
+
+/// `moe-opt eplb --method exact` and `moe_opt.eplb(..., method="exact")`: EPLB's arguments
+/// checked as EPLB checks them, then every layer solved exactly under the locality EPLB's own
+/// policy keeps (hierarchical when `num_groups % num_nodes == 0`: whole groups per node; global
+/// otherwise, groups and nodes ignored). Returns the plan in EPLB's form and the account.
+pub fn exact_eplb(
+    weight: &[Vec<f64>],
+    arguments: [usize; 4],
+    options: &SolveOptions,
+) -> Result<(EplbPlan, EplbExact), ExactEplbError> {
+    let [replicas, groups, nodes, gpus] = arguments;
+    let policy = rebalance_experts(weight, replicas, groups, nodes, gpus)?.policy;
+    let (groups, nodes) = match policy {
+        EplbPolicy::Hierarchical => (groups, nodes),
+        EplbPolicy::Global => (1, 1),
+    };
+    let instance = Instance {
+        problem: formulations::ProblemKind::Balance,
+        name: "eplb".into(),
+        loads: weight.to_vec(),
+        num_replicas: replicas,
+        num_gpus: gpus,
+        num_nodes: nodes,
+        num_groups: groups,
+        one_replica_per_gpu: false,
+        hierarchical: policy == EplbPolicy::Hierarchical,
+        current: None,
+    };
+    formulations::balance::validate::validate(&instance).map_err(|e| {
+        ExactEplbError::Other(Error::Invalid {
+            path: "<eplb arguments>".into(),
+            field: e.field,
+            reason: e.reason,
+        })
+    })?;
+    let began = std::time::Instant::now();
+    let layers = solve_all(&instance, options).map_err(ExactEplbError::Other)?;
+    let reports: Vec<ExactReport> = layers.iter().map(LayerSolve::report).collect();
+    let total = crate::balance::methods::total_report(&layers, began.elapsed().as_secs_f64());
+    let plan = EplbPlan::from_phy2log(
+        policy,
+        replicas / gpus,
+        layers.into_iter().map(|l| l.plan).collect(),
+        weight[0].len(),
+    );
+    Ok((
+        plan,
+        EplbExact {
+            total,
+            layers: reports,
+        },
+    ))
+}
+
+/// Why `exact_eplb` failed: EPLB's own refusal of the arguments, or the solver's.
+#[derive(Debug)]
+pub enum ExactEplbError {
+    /// EPLB refuses the arguments (the same error as EPLB's own method).
+    Eplb(EplbError),
+    /// Anything else.
+    Other(Error),
+}
+
+impl From<EplbError> for ExactEplbError {
+    fn from(e: EplbError) -> Self {
+        ExactEplbError::Eplb(e)
+    }
+}
+
+impl LayerSolve {
+    /// The layer's account in the shared form.
+    pub fn report(&self) -> ExactReport {
+        ExactReport {
+            status: self.status,
+            objective: Some(self.objective),
+            best_bound: Some(self.bound),
+            gap: Some(self.gap),
+            solve_time_s: self.time_s,
+            note: self.note.clone(),
+        }
+    }
 }

@@ -11,3 +11,4 @@ pub mod algorithms;
 pub mod commands;
 pub mod exact;
 pub mod methods;
+pub mod redundancy;
