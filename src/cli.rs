@@ -385,6 +385,38 @@ enum Command {
         /// GPUs.
         #[arg(long, value_parser = flags::at_least_one::<usize>)]
         gpus: usize,
+        /// eplb: EPLB's own algorithm (the default); exact: the balance problem's exact method
+        /// under the locality EPLB's policy keeps (the best plan found, with its status, bound
+        /// and gap).
+        #[arg(long, default_value = "eplb", value_parser = ["eplb", "exact"])]
+        method: String,
+        /// --method exact: time limit per layer, seconds (a stopped layer keeps its best plan
+        /// and reports its bound and gap).
+        #[arg(long, value_parser = flags::positive)]
+        time_limit: Option<f64>,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Balance: how many redundant slots a deployment needs. For slot counts from the least
+    /// multiple of the GPUs at least the experts up to --extra-per-gpu more per GPU, every
+    /// layer solved exactly beside EPLB's plan: the optimum's balancedness with its proved
+    /// upper bound, EPLB's, per layer and over layers, and "balancedness >= X needs N
+    /// redundant slots; EPLB needs M".
+    ///
+    /// `--csv`: a row per slot count and layer.
+    Redundancy {
+        /// Balance instance file (JSON); its loads, GPUs, nodes, groups and options are used,
+        /// its num_replicas replaced by each slot count.
+        file: PathBuf,
+        /// The most redundant slots per GPU beyond the least slot count.
+        #[arg(long, default_value_t = 2)]
+        extra_per_gpu: usize,
+        /// The balancedness the sentence asks for.
+        #[arg(long, default_value_t = 0.95, value_parser = flags::positive)]
+        target: f64,
+        /// Time limit per layer and slot count, seconds.
+        #[arg(long, value_parser = flags::positive)]
+        time_limit: Option<f64>,
         #[command(flatten)]
         output: Output,
     },
@@ -871,10 +903,48 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             groups,
             nodes,
             gpus,
+            method,
+            time_limit,
             output,
         } => {
-            let report = crate::eplb::eplb_command(&weights, replicas, groups, nodes, gpus)?;
+            if method == "eplb" && time_limit.is_some() {
+                return Err(CliError::flag(
+                    "--time-limit",
+                    "only --method exact takes a time limit (EPLB's algorithm is not limited)",
+                ));
+            }
+            let report = if method == "exact" {
+                crate::balance::commands::exact_eplb_command(
+                    &weights,
+                    [replicas, groups, nodes, gpus],
+                    time_limit,
+                )?
+            } else {
+                crate::eplb::eplb_command(&weights, replicas, groups, nodes, gpus)?
+            };
             let table = problems::eplb_table(&report);
+            output.emit(Rendered::new(&report, report.text()).with_table(table))
+        }
+        Command::Redundancy {
+            file,
+            extra_per_gpu,
+            target,
+            time_limit,
+            output,
+        } => {
+            let instance = formulations::balance::load(&file)?;
+            let options = SolveOptions {
+                time_limit_s: time_limit,
+                ..SolveOptions::default()
+            };
+            let report =
+                crate::balance::redundancy::redundancy(&instance, extra_per_gpu, target, &options)
+                    .map_err(|e| e.with_file(&file))?;
+            let rows = report.rows.iter().map(crate::registry::to_value).collect();
+            let table = crate::export::Table::new(
+                crate::registry::report_context(&crate::registry::to_value(&report)),
+                rows,
+            );
             output.emit(Rendered::new(&report, report.text()).with_table(table))
         }
         Command::Migrate {

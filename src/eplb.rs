@@ -158,6 +158,50 @@ impl EplbPlan {
     }
 }
 
+impl EplbPlan {
+    /// The plan of a `phy2log` per layer (from another method): ranks by slot order, the
+    /// slots and counts of each expert.
+    pub fn from_phy2log(
+        policy: EplbPolicy,
+        slots_per_gpu: usize,
+        phy2log: Vec<Vec<usize>>,
+        experts: usize,
+    ) -> Self {
+        let mut plan = EplbPlan {
+            policy,
+            slots_per_gpu,
+            physical_to_logical: Vec::with_capacity(phy2log.len()),
+            physical_rank: Vec::with_capacity(phy2log.len()),
+            logical_to_physical: Vec::with_capacity(phy2log.len()),
+            replica_count: Vec::with_capacity(phy2log.len()),
+        };
+        for row in phy2log {
+            let mut log2phy: Vec<Vec<usize>> = vec![Vec::new(); experts];
+            let mut rank = Vec::with_capacity(row.len());
+            for (p, &e) in row.iter().enumerate() {
+                rank.push(log2phy[e].len());
+                log2phy[e].push(p);
+            }
+            plan.replica_count
+                .push(log2phy.iter().map(Vec::len).collect());
+            plan.physical_rank.push(rank);
+            plan.logical_to_physical.push(log2phy);
+            plan.physical_to_logical.push(row);
+        }
+        plan
+    }
+}
+
+/// The exact method's account of a plan `moe-opt eplb --method exact` returns (the balance
+/// problem's exact method, `crate::balance::exact`): the sums over layers and each layer's.
+#[derive(Debug, Clone, Serialize)]
+pub struct EplbExact {
+    /// Status, incumbent (sum of the layers' busiest GPU loads), bound and gap over layers.
+    pub total: crate::problem::ExactReport,
+    /// Each layer's.
+    pub layers: Vec<crate::problem::ExactReport>,
+}
+
 /// Arguments or weights EPLB cannot work with; each names the argument (or weight entry).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EplbError {
@@ -637,6 +681,9 @@ pub struct EplbReport {
     pub gpu_load: Vec<Vec<f64>>,
     /// `[layer]`: mean GPU load / max GPU load (1 = perfectly balanced; 1 for an all-zero layer).
     pub balancedness: Vec<f64>,
+    /// `--method exact`: the exact method's status, bound and gap (absent for EPLB's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact: Option<EplbExact>,
     /// The weights as read (for `--csv`; not in the JSON, whose `weights_sha256` names them).
     #[serde(skip)]
     pub weights: EplbWeights,
@@ -648,9 +695,19 @@ impl EplbReport {
         use std::fmt::Write;
         let p = &self.plan;
         let mut out = String::new();
+        let who = match &self.exact {
+            None => "EPLB".to_string(),
+            Some(x) => format!(
+                "exact method, {}: sum of busiest GPU loads {:.6}, bound {:.6}, gap {:.4}%; EPLB's locality",
+                crate::render::status(&x.total),
+                x.total.objective.unwrap_or(f64::NAN),
+                x.total.best_bound.unwrap_or(f64::NAN),
+                x.total.gap.unwrap_or(f64::NAN) * 100.0
+            ),
+        };
         let _ = writeln!(
             out,
-            "EPLB ({} policy): {} layers x {} experts -> {} replicas on {} GPUs ({} per GPU), {} groups, {} nodes",
+            "{who} ({} policy): {} layers x {} experts -> {} replicas on {} GPUs ({} per GPU), {} groups, {} nodes",
             crate::render::name(&p.policy),
             self.layers,
             self.logical_experts,
@@ -721,6 +778,25 @@ pub fn eplb_command(
     let weights = EplbWeights::read(weights_path)?;
     let plan = rebalance_experts(&weights.weight, replicas, groups, nodes, gpus)
         .map_err(|e| e.in_file(weights_path))?;
+    Ok(eplb_report(
+        weights_path,
+        weights,
+        plan,
+        [replicas, groups, nodes, gpus],
+        None,
+    ))
+}
+
+/// The report of a plan of the weights read from `weights_path`; `arguments` are the
+/// replicas, groups, nodes and GPUs as given.
+pub fn eplb_report(
+    weights_path: &Path,
+    weights: EplbWeights,
+    plan: EplbPlan,
+    arguments: [usize; 4],
+    exact: Option<EplbExact>,
+) -> EplbReport {
+    let [replicas, groups, nodes, gpus] = arguments;
     let gpu_load = plan.gpu_loads(&weights.weight);
     let balancedness = gpu_load
         .iter()
@@ -733,7 +809,7 @@ pub fn eplb_command(
             }
         })
         .collect();
-    Ok(EplbReport {
+    EplbReport {
         moe_opt_version: VERSION,
         weights_file: weights_path.display().to_string(),
         weights_sha256: canonical_sha256(&weights),
@@ -746,8 +822,9 @@ pub fn eplb_command(
         plan,
         gpu_load,
         balancedness,
+        exact,
         weights,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! counts 4, 3, 1, 3, 1, 1, 1, 2). EPLB's plan of it carries 232 on its busiest GPU
 //! (balancedness 0.781, as the issue reports).
 
-use formulations::balance::milp::{LayerModel, LayerOptions};
+use formulations::balance::milp::{count_ranges, LayerModel, LayerOptions};
 use formulations::balance::{bounds, evaluate, Instance, Plan};
 use formulations::milp::{MilpStatus, SolveOptions};
 use formulations::ProblemKind;
@@ -160,7 +160,14 @@ proptest! {
         let best = exhaustive(&shape, w).unwrap();
         let opt = formulations::balance::evaluate::max_load(&shape, w, &best);
         // The bounds are below the optimum.
-        prop_assert!(bounds::lower_bound(&shape, w) <= opt * (1.0 + 1e-12), "bound above {opt}");
+        let ranges = count_ranges(&shape, w, None);
+        prop_assert!(bounds::lower_bound(&shape, w, &ranges) <= opt * (1.0 + 1e-12), "bound above {opt}");
+        // And over the plans at least as good as the greedy's, with its count ranges.
+        if let Some(g) = moe_opt::balance::algorithms::greedy(&shape, w) {
+            let u = formulations::balance::evaluate::max_load(&shape, w, &g);
+            let ranges = count_ranges(&shape, w, Some(u));
+            prop_assert!(bounds::lower_bound(&shape, w, &ranges).min(u) <= opt * (1.0 + 1e-12));
+        }
         // The MILP alone (no bound, full count ranges) finds the optimum.
         let model = LayerModel::build(&shape, w, &LayerOptions::default(), "t".into(), "").unwrap();
         let solved = model.milp.solve(&SolveOptions::default(), None).unwrap();

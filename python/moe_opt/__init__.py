@@ -461,24 +461,37 @@ def plan(file: Optional[Union[Instance, dict, PathLike]] = None, **flags: Any) -
 # --- EPLB ----------------------------------------------------------------------------------------
 
 
-def eplb(weight: Any, num_replicas: int, num_groups: int, num_nodes: int, num_gpus: int):
+def eplb(weight: Any, num_replicas: int, num_groups: int, num_nodes: int, num_gpus: int,
+         method: str = "eplb", time_limit: Optional[float] = None):
     """DeepSeek EPLB's ``rebalance_experts(weight, num_replicas, num_groups, num_nodes,
     num_gpus)``: ``weight`` is ``[layers, logical experts]`` (a numpy array, anything numpy reads,
     or a torch tensor); returns ``(phy2log, log2phy, logcnt)`` of int64 with the reference's
     shapes ``[layers, num_replicas]``, ``[layers, experts, max replicas]`` (padded with -1) and
     ``[layers, experts]``: torch tensors when ``weight`` is one, numpy arrays otherwise. A torch
     tensor on the CPU reaches numpy without a copy (``Tensor.numpy``); float64 input is not
-    copied either."""
+    copied either.
+
+    ``method="exact"``: the best plan the balance problem's exact method finds under the
+    locality EPLB's policy keeps (``time_limit`` seconds per layer, none by default), as the
+    same three tensors plus a fourth value, a dict: ``status`` (``optimal`` only when every
+    layer is proved), ``objective`` (sum over layers of the busiest GPU's load), ``best_bound``,
+    ``gap``, ``solve_time_s`` and ``layers`` (each layer's status, objective, bound and gap)."""
     is_torch = type(weight).__module__.split(".")[0] == "torch"
     array = weight.detach().cpu().numpy() if is_torch else weight
     array = np.ascontiguousarray(array, dtype=np.float64)
     if array.ndim != 2:
         raise ValueError(
             f"eplb: weight must be 2-D [layers, logical experts], got shape {array.shape}")
-    outputs = _native.eplb(array, int(num_replicas), int(num_groups), int(num_nodes),
-                           int(num_gpus))
+    limit = None if time_limit is None else float(time_limit)
+    outputs, account = _native.eplb(array, int(num_replicas), int(num_groups), int(num_nodes),
+                                    int(num_gpus), str(method), limit)
     if is_torch:
         import torch
 
-        return tuple(torch.from_numpy(a) for a in outputs)
-    return outputs
+        outputs = tuple(torch.from_numpy(a) for a in outputs)
+    if account is None:
+        return outputs
+    info = _json.loads(account)
+    total = info.pop("total")
+    total["layers"] = info["layers"]
+    return (*outputs, total)

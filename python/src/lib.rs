@@ -42,8 +42,13 @@ type EplbArrays<'py> = (
 );
 
 /// EPLB's `rebalance_experts` on `weight[layer][logical expert]` (float64): `(phy2log,
-/// log2phy, logcnt)` with the reference's shapes and its -1 padding of `log2phy`.
+/// log2phy, logcnt)` with the reference's shapes and its -1 padding of `log2phy`, and `None`;
+/// with `method="exact"`, the balance problem's exact method's plan under EPLB's locality
+/// (`time_limit` seconds per layer) and its account (status, sum of the layers' busiest GPU
+/// loads, bound, gap, each layer's) as JSON.
 #[pyfunction]
+#[pyo3(signature = (weight, num_replicas, num_groups, num_nodes, num_gpus, method="eplb", time_limit=None))]
+#[allow(clippy::too_many_arguments)]
 fn eplb<'py>(
     py: Python<'py>,
     weight: PyReadonlyArray2<'py, f64>,
@@ -51,22 +56,73 @@ fn eplb<'py>(
     num_groups: usize,
     num_nodes: usize,
     num_gpus: usize,
-) -> PyResult<EplbArrays<'py>> {
+    method: &str,
+    time_limit: Option<f64>,
+) -> PyResult<(EplbArrays<'py>, Option<String>)> {
     let weight = weight.as_array();
     let rows: Vec<Vec<f64>> = weight.rows().into_iter().map(|r| r.to_vec()).collect();
-    let plan = py
-        .detach(|| {
-            moe_opt::eplb::rebalance_experts(&rows, num_replicas, num_groups, num_nodes, num_gpus)
-        })
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let arguments = [num_replicas, num_groups, num_nodes, num_gpus];
+    let (plan, exact) = match method {
+        "eplb" => {
+            if time_limit.is_some() {
+                return Err(PyValueError::new_err(
+                    "eplb: only method=\"exact\" takes a time_limit",
+                ));
+            }
+            let plan = py
+                .detach(|| {
+                    moe_opt::eplb::rebalance_experts(
+                        &rows,
+                        num_replicas,
+                        num_groups,
+                        num_nodes,
+                        num_gpus,
+                    )
+                })
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            (plan, None)
+        }
+        "exact" => {
+            if time_limit.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
+                return Err(PyValueError::new_err(
+                    "eplb: time_limit must be a positive number of seconds",
+                ));
+            }
+            let options = formulations::milp::SolveOptions {
+                time_limit_s: time_limit,
+                ..Default::default()
+            };
+            let (plan, account) = py
+                .detach(|| moe_opt::balance::exact::exact_eplb(&rows, arguments, &options))
+                .map_err(|e| match e {
+                    moe_opt::balance::exact::ExactEplbError::Eplb(e) => {
+                        PyValueError::new_err(e.to_string())
+                    }
+                    moe_opt::balance::exact::ExactEplbError::Other(e) => {
+                        MoeOptError::new_err((e.to_string(), 1))
+                    }
+                })?;
+            let json = serde_json::to_string(&account)
+                .map_err(|e| MoeOptError::new_err((e.to_string(), 1)))?;
+            (plan, Some(json))
+        }
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "eplb: method must be \"eplb\" or \"exact\", got {other:?}"
+            )))
+        }
+    };
     let as_i64 = |v: &Vec<usize>| v.iter().map(|&x| x as i64).collect::<Vec<_>>();
     let phy2log: Vec<Vec<i64>> = plan.physical_to_logical.iter().map(as_i64).collect();
     let logcnt: Vec<Vec<i64>> = plan.replica_count.iter().map(as_i64).collect();
     let log2phy = plan.logical_to_physical_padded();
     Ok((
-        matrix(py, &phy2log)?,
-        cube(py, &log2phy)?,
-        matrix(py, &logcnt)?,
+        (
+            matrix(py, &phy2log)?,
+            cube(py, &log2phy)?,
+            matrix(py, &logcnt)?,
+        ),
+        exact,
     ))
 }
 

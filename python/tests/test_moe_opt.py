@@ -339,3 +339,39 @@ def test_notebook_folders_run_and_save(monkeypatch, tmp_path, capsys):
     assert fig.saved == (nb.figures / "x.png", {"Software": None})
     with pytest.raises(moe_opt.MoeOptError):
         nb.run("solve", "no-such-file.json")
+
+
+# The FlashLB example of issue 31 (loads 600, 560, 120, 120, 20, 10, 10, 10; 16 slots on 8 GPUs):
+# its optimum, 590 / 3 on the busiest GPU, was derived by an independent exhaustive search in
+# exact rational arithmetic (every count vector, every pairing of the replicas onto GPUs); EPLB's
+# plan carries 232.
+FLASHLB = [[600, 560, 120, 120, 20, 10, 10, 10]]
+
+
+def _busiest(phy2log, logcnt, weight, gpus):
+    loads = [0.0] * gpus
+    per = len(phy2log) // gpus
+    for slot, e in enumerate(phy2log):
+        loads[slot // per] += weight[e] / logcnt[e]
+    return max(loads)
+
+
+def test_eplb_exact_returns_tensors_whose_loads_give_the_optimum():
+    phy2log, log2phy, logcnt, info = moe_opt.eplb(FLASHLB, 16, 1, 1, 8, method="exact",
+                                                  time_limit=60)
+    assert info["status"] == "optimal" and info["layers"][0]["status"] == "optimal"
+    busiest = _busiest(phy2log[0].tolist(), logcnt[0].tolist(), FLASHLB[0], 8)
+    assert abs(busiest - 590 / 3) < 1e-9 and abs(info["objective"] - 590 / 3) < 1e-9
+    assert abs(info["best_bound"] - 590 / 3) < 1e-9
+    # The three tensors agree with each other, as EPLB's do.
+    assert logcnt[0].tolist() == [phy2log[0].tolist().count(e) for e in range(8)]
+    for e in range(8):
+        slots = [int(p) for p in log2phy[0, e] if p != -1]
+        assert sorted(slots) == [p for p in range(16) if phy2log[0, p] == e]
+    # EPLB's own (the default, three outputs, unchanged): 232.
+    p, _, c = moe_opt.eplb(FLASHLB, 16, 1, 1, 8)
+    assert _busiest(p[0].tolist(), c[0].tolist(), FLASHLB[0], 8) == 232
+    with pytest.raises(ValueError, match="method"):
+        moe_opt.eplb(FLASHLB, 16, 1, 1, 8, method="best")
+    with pytest.raises(ValueError, match="time_limit"):
+        moe_opt.eplb(FLASHLB, 16, 1, 1, 8, time_limit=5)

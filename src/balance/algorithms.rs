@@ -9,8 +9,9 @@
 //!   asked (`balanced_packing`'s rule). Hierarchical: EPLB's three steps, groups onto nodes by
 //!   the same packing rule first.
 //! * [`local_search`]: from a plan, moves that lower the busiest GPU while no other GPU rises to
-//!   its load: a swap of two replicas between the busiest GPU and another, or a slot handed from
-//!   one expert to another (a count change that moves the load of both experts' replicas).
+//!   its load: a swap of two replicas between the busiest GPU and another, a slot handed from
+//!   one expert to another (a count change that moves the load of both experts' replicas), or
+//!   an exchange of two replicas of the busiest GPU with two of another.
 //!   Under the options, a move that breaks one is not tried (the node of a slot is kept when
 //!   hierarchical). It stops at a plan no move improves.
 //! * [`exhaustive`]: every choice of a multiset of m experts for every GPU (at most
@@ -21,6 +22,10 @@ use formulations::balance::evaluate::{check_layer, gpu_loads, max_load};
 use formulations::balance::model::replica_counts;
 use formulations::balance::Shape;
 use formulations::Error;
+
+/// The least relative drop of the busiest GPU a local-search move must make (rounding of the
+/// loads must not let moves cycle).
+const IMPROVEMENT: f64 = 1e-12;
 
 /// Most GPU-content combinations exhaustive search visits per layer.
 pub const MAX_EXHAUSTIVE: f64 = 2e6;
@@ -227,7 +232,7 @@ impl<'a> State<'a> {
                         continue;
                     }
                     let new_max = (top - d).max(self.loads[h] + d);
-                    if new_max < top
+                    if new_max < top * (1.0 - IMPROVEMENT)
                         && best.is_none_or(|(v, ..)| new_max < v)
                         && self.allowed(a, h, b)
                         && self.allowed(b, g, a)
@@ -253,6 +258,80 @@ impl<'a> State<'a> {
         true
     }
 
+    /// The best exchange of two replicas on the busiest GPU g with two on another GPU that
+    /// leaves both below g's load; applied if found.
+    fn swap_pairs(&mut self) -> bool {
+        let (g, top) = self.busiest();
+        let node = self.shape.node_of(g);
+        let m = self.gpus[g].len();
+        let mut best: Option<(f64, [usize; 2], usize, [usize; 2])> = None;
+        for h in 0..self.shape.gpus {
+            if h == g || (self.shape.hierarchical && self.shape.node_of(h) != node) {
+                continue;
+            }
+            for i1 in 0..m {
+                for i2 in i1 + 1..m {
+                    let (a1, a2) = (self.gpus[g][i1], self.gpus[g][i2]);
+                    let pa = self.load(a1) + self.load(a2);
+                    for j1 in 0..m {
+                        for j2 in j1 + 1..m {
+                            let (b1, b2) = (self.gpus[h][j1], self.gpus[h][j2]);
+                            let d = pa - self.load(b1) - self.load(b2);
+                            if d <= 0.0 {
+                                continue;
+                            }
+                            let new_max = (top - d).max(self.loads[h] + d);
+                            if new_max < top * (1.0 - IMPROVEMENT)
+                                && best.is_none_or(|(v, ..)| new_max < v)
+                                && self.pair_allowed(g, [a1, a2], h, [b1, b2])
+                            {
+                                best = Some((new_max, [i1, i2], h, [j1, j2]));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let Some((_, [i1, i2], h, [j1, j2])) = best else {
+            return false;
+        };
+        for (i, j) in [(i1, j1), (i2, j2)] {
+            let (a, b) = (self.gpus[g][i], self.gpus[h][j]);
+            let d = self.load(a) - self.load(b);
+            self.gpus[g][i] = b;
+            self.gpus[h][j] = a;
+            self.on[a][g] -= 1;
+            self.on[a][h] += 1;
+            self.on[b][h] -= 1;
+            self.on[b][g] += 1;
+            self.loads[g] -= d;
+            self.loads[h] += d;
+        }
+        true
+    }
+
+    /// One replica per GPU after two replicas of g and two of h trade GPUs.
+    fn pair_allowed(&self, g: usize, a: [usize; 2], h: usize, b: [usize; 2]) -> bool {
+        if !self.shape.one_per_gpu {
+            return true;
+        }
+        let mut on_g = self.gpus[g].clone();
+        let mut on_h = self.gpus[h].clone();
+        for (x, y) in a.iter().zip(b) {
+            let i = on_g.iter().position(|e| e == x).expect("on g");
+            on_g[i] = y;
+            let j = on_h.iter().position(|e| *e == y).expect("on h");
+            on_h[j] = *x;
+        }
+        let distinct = |v: &mut Vec<usize>| {
+            let n = v.len();
+            v.sort_unstable();
+            v.dedup();
+            v.len() == n
+        };
+        distinct(&mut on_g) && distinct(&mut on_h)
+    }
+
     /// The loads after a replica of `from` on GPU h becomes one of `to`.
     fn loads_after(&self, from: usize, to: usize, h: usize) -> Vec<f64> {
         let (wf, wt) = (self.w[from], self.w[to]);
@@ -271,7 +350,12 @@ impl<'a> State<'a> {
     /// that lowers the busiest load, or the number of GPUs at it; applied if found.
     fn recount(&mut self) -> bool {
         let (g, top) = self.busiest();
-        let at_top = |loads: &[f64], t: f64| loads.iter().filter(|&&l| l >= t).count();
+        let at_top = |loads: &[f64], t: f64| {
+            loads
+                .iter()
+                .filter(|&&l| l >= t * (1.0 - IMPROVEMENT))
+                .count()
+        };
         let now = at_top(&self.loads, top);
         let cap = self.shape.cap();
         let mut best: Option<(f64, usize, usize, usize, usize)> = None;
@@ -295,7 +379,8 @@ impl<'a> State<'a> {
                     }
                     let loads = self.loads_after(from, to, h);
                     let new_top = loads.iter().copied().fold(0.0, f64::max);
-                    let better = new_top < top || (new_top <= top && at_top(&loads, top) < now);
+                    let better = new_top < top * (1.0 - IMPROVEMENT)
+                        || (new_top <= top && at_top(&loads, top) < now);
                     if better && best.is_none_or(|(v, ..)| new_top < v) {
                         best = Some((new_top, from, to, h, 0));
                     }
@@ -329,14 +414,22 @@ impl<'a> State<'a> {
     fn plan(&self) -> Vec<usize> {
         self.gpus.concat()
     }
+
+    /// Recomputes the loads from the replicas (no drift from incremental updates).
+    fn refresh(&mut self) {
+        self.loads = gpu_loads(self.shape, self.w, &self.plan());
+    }
 }
 
 /// Local search from a feasible plan (module doc); the result is never worse.
 pub fn local_search(shape: &Shape, w: &[f64], phy2log: &[usize]) -> Vec<usize> {
     let mut state = State::new(shape, w, phy2log);
     // Each accepted move lowers (busiest load, GPUs at it) lexicographically (a swap takes the
-    // busiest GPU below it and keeps the other below it): no state repeats, the loop ends.
-    while state.swap() || state.recount() {}
+    // busiest GPU below it, by a relative IMPROVEMENT at least, and keeps the other below it),
+    // on loads recomputed after every move: no state repeats, the loop ends.
+    while state.swap() || state.recount() || state.swap_pairs() {
+        state.refresh();
+    }
     let out = state.plan();
     debug_assert!(check_layer(shape, &out).is_ok());
     if max_load(shape, w, &out) <= max_load(shape, w, phy2log) {

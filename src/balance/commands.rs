@@ -8,10 +8,12 @@ use formulations::Error;
 use serde::Serialize;
 
 use super::exact::LayerSolve;
+use super::generate::{self, GeneratorConfig, Preset};
 use super::methods::{Balance, ExactReport, Method, MethodRun, Reference, RunOptions};
-use crate::problem::Runs;
-use crate::registry::{Commands, Rendered};
+use crate::problem::{Problem, Runs};
+use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Made, Rendered};
 use crate::report::{canonical_sha256, VERSION};
+use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
 
 /// Identity and shape of an instance.
 #[derive(Debug, Clone, Serialize)]
@@ -296,8 +298,35 @@ impl CompareReport {
     }
 }
 
-/// Balance's commands: the reports above.
+crate::generator!(
+    Balance,
+    GeneratorConfig,
+    Preset::Tiny,
+    Instance,
+    generate::generate
+);
+
+/// Balance's commands: the reports above, the generator, the importer of activation counts and
+/// sweeps.
 impl Commands for Balance {
+    fn generator() -> Option<Box<dyn GeneratorEntry>> {
+        registry::generator::<Self>()
+    }
+
+    fn import(args: &ImportArgs) -> Result<Made, Error> {
+        let (counts, header) = args.counts(Self::TAG)?;
+        args.no_overrides()?;
+        let config: generate::ImportConfig = args.config()?;
+        Ok(Made::new(
+            &generate::import(counts, &header, &config).map_err(|e| args.name_source(e))?,
+            String::new(),
+        ))
+    }
+
+    fn sweep() -> Option<Box<dyn SweepProblem>> {
+        Some(Box::new(SweepAdapter::<Self>::new()))
+    }
+
     /// `--csv`: a row per layer.
     fn solve_report(
         instance: &Instance,
@@ -335,5 +364,47 @@ impl Commands for Balance {
     ) -> Result<Rendered, Error> {
         let report = CompareReport::new(instance, runs);
         Ok(Rendered::compare(&report, report.text()))
+    }
+}
+
+/// `moe-opt eplb --method exact`: the weights file read as `eplb` reads it, EPLB's arguments
+/// checked as EPLB checks them (errors name the file and the argument), then
+/// [`super::exact::exact_eplb`].
+pub fn exact_eplb_command(
+    weights_path: &std::path::Path,
+    arguments: [usize; 4],
+    time_limit_s: Option<f64>,
+) -> Result<crate::eplb::EplbReport, Error> {
+    let weights = crate::eplb::EplbWeights::read(weights_path)?;
+    let options = formulations::milp::SolveOptions {
+        time_limit_s,
+        ..Default::default()
+    };
+    let (plan, exact) =
+        super::exact::exact_eplb(&weights.weight, arguments, &options).map_err(|e| match e {
+            super::exact::ExactEplbError::Eplb(e) => e.in_file(weights_path),
+            super::exact::ExactEplbError::Other(e) => e.with_file(weights_path),
+        })?;
+    Ok(crate::eplb::eplb_report(
+        weights_path,
+        weights,
+        plan,
+        arguments,
+        Some(exact),
+    ))
+}
+
+/// Sweeps: the sum of the layers' busiest GPU loads (minimised), and the step balancedness
+/// (sum of means / sum of maxima) beside it.
+impl Sweepable for Balance {
+    const SECONDARY: &'static str = "balancedness";
+
+    /// The evaluator refuses infeasible plans, so every evaluated plan is feasible.
+    fn feasible(_: &Evaluation) -> bool {
+        true
+    }
+
+    fn secondary(_: &Instance, run: &MethodRun, _: u64) -> Option<f64> {
+        run.evaluation.as_ref().map(|e| e.balancedness)
     }
 }

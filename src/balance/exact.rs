@@ -7,12 +7,20 @@
 //! from the plan, with T >= L and the count ranges U implies, under the time limit. The status
 //! is HiGHS's; a layer proved by the bound alone is `optimal` with the bound as its best bound.
 //!
+//! Hierarchical layers decompose exactly: a hierarchical plan is a partition of the groups
+//! onto the nodes (K / N each) and, on every node, a plan of its experts alone on its S / N
+//! slots and G / N GPUs, whose busiest GPU is the node's; so the optimum is the least over the
+//! partitions of the largest node optimum. The partitions (nodes are identical, so unordered)
+//! are visited by their lower bound (the largest node bound); each node's experts are solved as
+//! a plain layer once (memoised by group set); a partition whose bound reaches the best plan
+//! found is not solved, and the layer's bound is the least partition bound.
+//!
 //! Layers share nothing: an instance's layers are solved in parallel (rayon, one HiGHS thread
 //! each); each layer's time limit counts from the start of its own solve. The instance's
 //! incumbent and bound are the sums of the layers'; it is optimal only when every layer is.
 
 use formulations::balance::evaluate::{check_layer, max_load};
-use formulations::balance::milp::{LayerModel, LayerOptions};
+use formulations::balance::milp::{count_ranges, LayerModel, LayerOptions};
 use formulations::balance::{bounds, Instance, Shape};
 use formulations::milp::{MilpStatus, SolveOptions, PROVED_GAP};
 use formulations::Error;
@@ -20,7 +28,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::algorithms::{greedy, local_search};
-use crate::eplb::rebalance_experts;
+use crate::eplb::{rebalance_experts, EplbError, EplbExact, EplbPlan, EplbPolicy};
+use crate::problem::ExactReport;
 
 /// One layer's exact solve.
 #[derive(Debug, Clone, Serialize)]
@@ -81,56 +90,78 @@ pub fn best_heuristic(shape: &Shape, w: &[f64], groups: usize, nodes: usize) -> 
         .min_by(|a, b| max_load(shape, w, a).total_cmp(&max_load(shape, w, b)))
 }
 
-/// The exact solve of layer `l` (module doc).
+/// The exact solve of layer `l` (module doc); its time limit counts from now.
 pub fn solve_layer(
     instance: &Instance,
     l: usize,
     options: &SolveOptions,
 ) -> Result<LayerSolve, Error> {
     let options = options.started_now();
-    let began = options.started.expect("started");
     let shape = instance.shape();
     let w = &instance.loads[l];
-    let plan =
-        best_heuristic(&shape, w, instance.num_groups, instance.num_nodes).ok_or_else(|| {
-            Error::Solver(format!(
-                "balance layer {l}: no heuristic found a feasible plan to start from"
-            ))
-        })?;
-    let upper = max_load(&shape, w, &plan);
-    let lower = bounds::lower_bound(&shape, w).min(upper);
-    let done = |status, objective: f64, bound: f64, plan: Vec<usize>, milp, note| {
-        let gap = if objective > 0.0 {
-            ((objective - bound) / objective).max(0.0)
-        } else {
-            0.0
-        };
-        LayerSolve {
-            layer: l,
-            status,
-            objective,
-            bound,
-            gap,
-            heuristic: upper,
-            combinatorial_bound: lower,
-            milp,
-            time_s: began.elapsed().as_secs_f64(),
-            note,
-            plan,
-        }
+    let mut solved = if shape.hierarchical {
+        solve_hierarchical(&shape, w, &options)?
+    } else {
+        solve_plain(
+            &shape,
+            w,
+            (instance.num_groups, instance.num_nodes),
+            &options,
+        )?
+    };
+    solved.layer = l;
+    solved.time_s = options.started.expect("started").elapsed().as_secs_f64();
+    Ok(solved)
+}
+
+/// The gap of an incumbent over a bound.
+fn gap(objective: f64, bound: f64) -> f64 {
+    if objective > 0.0 {
+        ((objective - bound) / objective).max(0.0)
+    } else {
+        0.0
+    }
+}
+
+/// A layer without the hierarchical option: heuristics, bounds, then the MILP (module doc).
+/// `eplb` is EPLB's (groups, nodes) for its own policy's start.
+pub fn solve_plain(
+    shape: &Shape,
+    w: &[f64],
+    eplb: (usize, usize),
+    options: &SolveOptions,
+) -> Result<LayerSolve, Error> {
+    let plan = best_heuristic(shape, w, eplb.0, eplb.1).ok_or_else(|| {
+        Error::Solver("balance: no heuristic found a feasible plan to start from".into())
+    })?;
+    let upper = max_load(shape, w, &plan);
+    let ranges = count_ranges(shape, w, Some(upper));
+    let lower = bounds::lower_bound(shape, w, &ranges).min(upper);
+    let done = |status, objective: f64, bound: f64, plan: Vec<usize>, milp, note| LayerSolve {
+        layer: 0,
+        status,
+        objective,
+        bound,
+        gap: gap(objective, bound),
+        heuristic: upper,
+        combinatorial_bound: lower,
+        milp,
+        time_s: 0.0,
+        note,
+        plan,
     };
     if upper <= lower * (1.0 + PROVED_GAP) {
         return Ok(done(MilpStatus::Optimal, upper, lower, plan, false, None));
     }
     let model = match LayerModel::build(
-        &shape,
+        shape,
         w,
         &LayerOptions {
             lower,
             upper: Some(upper),
             budget: None,
         },
-        format!("balance layer {l}"),
+        "balance layer".into(),
         "",
     ) {
         Ok(model) => model,
@@ -148,15 +179,15 @@ pub fn solve_layer(
         Err(e) => return Err(e),
     };
     let start = model.start(w, &plan);
-    let solved = model.milp.solve(&options, start.as_deref())?;
+    let solved = model.milp.solve(options, start.as_deref())?;
     let found = solved
         .values
         .as_deref()
         .map(|v| model.decode(v))
-        .filter(|p| check_layer(&shape, p).is_ok());
+        .filter(|p| check_layer(shape, p).is_ok());
     let (best, objective) = match found {
-        Some(p) if max_load(&shape, w, &p) < upper => {
-            let v = max_load(&shape, w, &p);
+        Some(p) if max_load(shape, w, &p) < upper => {
+            let v = max_load(shape, w, &p);
             (p, v)
         }
         _ => (plan, upper),
@@ -172,7 +203,7 @@ pub fn solve_layer(
         MilpStatus::Optimal => MilpStatus::GapLimit,
         MilpStatus::Infeasible | MilpStatus::Unbounded => {
             return Err(Error::Solver(format!(
-                "balance layer {l}: HiGHS reports the model {}, but the start plan is feasible",
+                "balance: HiGHS reports the model {}, but the start plan is feasible",
                 solved.status
             )))
         }
@@ -188,10 +219,250 @@ pub fn solve_layer(
     ))
 }
 
+/// The partitions of `groups` groups into blocks of `per` (unordered: each block listed from its
+/// smallest group, blocks by their smallest group).
+fn partitions(groups: usize, per: usize) -> Vec<Vec<Vec<usize>>> {
+    fn go(left: &[usize], per: usize, acc: &mut Vec<Vec<usize>>, out: &mut Vec<Vec<Vec<usize>>>) {
+        let Some((&first, rest)) = left.split_first() else {
+            out.push(acc.clone());
+            return;
+        };
+        // The block of `first`: per - 1 more from the rest, in increasing order.
+        let mut pick = vec![first];
+        fn choose(
+            rest: &[usize],
+            from: usize,
+            need: usize,
+            pick: &mut Vec<usize>,
+            per: usize,
+            acc: &mut Vec<Vec<usize>>,
+            out: &mut Vec<Vec<Vec<usize>>>,
+        ) {
+            if need == 0 {
+                let left: Vec<usize> = rest.iter().copied().filter(|g| !pick.contains(g)).collect();
+                acc.push(pick.clone());
+                go(&left, per, acc, out);
+                acc.pop();
+                return;
+            }
+            for i in from..rest.len() {
+                pick.push(rest[i]);
+                choose(rest, i + 1, need - 1, pick, per, acc, out);
+                pick.pop();
+            }
+        }
+        choose(rest, 0, per - 1, &mut pick, per, acc, out);
+    }
+    let all: Vec<usize> = (0..groups).collect();
+    let mut out = Vec::new();
+    go(&all, per, &mut Vec::new(), &mut out);
+    out
+}
+
+/// A hierarchical layer by its exact decomposition (module doc).
+fn solve_hierarchical(
+    shape: &Shape,
+    w: &[f64],
+    options: &SolveOptions,
+) -> Result<LayerSolve, Error> {
+    let node = Shape {
+        experts: shape.experts / shape.nodes,
+        slots: shape.slots / shape.nodes,
+        gpus: shape.gpus_per_node(),
+        nodes: 1,
+        groups: 1,
+        hierarchical: false,
+        ..*shape
+    };
+    let experts_of = |block: &[usize]| -> Vec<usize> {
+        block
+            .iter()
+            .flat_map(|&q| q * shape.group_size()..(q + 1) * shape.group_size())
+            .collect()
+    };
+    let loads_of =
+        |block: &[usize]| -> Vec<f64> { experts_of(block).iter().map(|&e| w[e]).collect() };
+    let parts = partitions(shape.groups, shape.groups_per_node());
+    // Cheap bounds of every block first.
+    let mut blocks: std::collections::BTreeMap<Vec<usize>, (f64, Option<LayerSolve>)> =
+        std::collections::BTreeMap::new();
+    for p in &parts {
+        for b in p {
+            blocks.entry(b.clone()).or_insert_with(|| {
+                let wb = loads_of(b);
+                let ranges = count_ranges(&node, &wb, None);
+                (bounds::lower_bound(&node, &wb, &ranges), None)
+            });
+        }
+    }
+    let part_bound =
+        |blocks: &std::collections::BTreeMap<Vec<usize>, (f64, Option<LayerSolve>)>,
+         p: &Vec<Vec<usize>>| {
+            p.iter()
+                .map(|b| {
+                    let (lb, s) = &blocks[b];
+                    s.as_ref().map_or(*lb, |s| s.bound.max(*lb))
+                })
+                .fold(0.0, f64::max)
+        };
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by(|&a, &b| {
+        part_bound(&blocks, &parts[a]).total_cmp(&part_bound(&blocks, &parts[b]))
+    });
+    let mut best: Option<(f64, usize)> = None;
+    let mut used_milp = false;
+    let mut heuristic = f64::INFINITY;
+    for &i in &order {
+        if best.is_some_and(|(v, _)| part_bound(&blocks, &parts[i]) >= v * (1.0 - PROVED_GAP)) {
+            continue;
+        }
+        let mut value: f64 = 0.0;
+        let mut h: f64 = 0.0;
+        for b in &parts[i] {
+            if blocks[b].1.is_none() {
+                let solved = solve_plain(&node, &loads_of(b), (1, 1), options)?;
+                blocks.get_mut(b).expect("listed").1 = Some(solved);
+            }
+            let s = blocks[b].1.as_ref().expect("solved");
+            used_milp |= s.milp;
+            value = value.max(s.objective);
+            h = h.max(s.heuristic);
+        }
+        heuristic = heuristic.min(h);
+        if best.is_none_or(|(v, _)| value < v) {
+            best = Some((value, i));
+        }
+    }
+    let (objective, i) = best.expect("at least one partition");
+    let bound = parts
+        .iter()
+        .map(|p| part_bound(&blocks, p))
+        .fold(f64::INFINITY, f64::min)
+        .min(objective);
+    // The plan: node n holds block n of the best partition.
+    let mut plan = Vec::with_capacity(shape.slots);
+    let mut notes = Vec::new();
+    for b in &parts[i] {
+        let s = blocks[b].1.as_ref().expect("solved");
+        let experts = experts_of(b);
+        plan.extend(s.plan.iter().map(|&e| experts[e]));
+        notes.extend(s.note.clone());
+    }
+    let limited = blocks
+        .values()
+        .filter_map(|(_, s)| s.as_ref())
+        .any(|s| s.status == MilpStatus::TimeLimit);
+    let status = if objective <= bound * (1.0 + PROVED_GAP) {
+        MilpStatus::Optimal
+    } else if limited {
+        MilpStatus::TimeLimit
+    } else {
+        MilpStatus::GapLimit
+    };
+    Ok(LayerSolve {
+        layer: 0,
+        status,
+        objective,
+        bound,
+        gap: gap(objective, bound),
+        heuristic,
+        combinatorial_bound: parts
+            .iter()
+            .map(|p| p.iter().map(|b| blocks[b].0).fold(0.0, f64::max))
+            .fold(f64::INFINITY, f64::min),
+        milp: used_milp,
+        time_s: 0.0,
+        note: notes.into_iter().next(),
+        plan,
+    })
+}
+
 /// Every layer's exact solve, in parallel, in layer order.
 pub fn solve_all(instance: &Instance, options: &SolveOptions) -> Result<Vec<LayerSolve>, Error> {
     (0..instance.loads.len())
         .into_par_iter()
         .map(|l| solve_layer(instance, l, options))
         .collect()
+}
+
+/// `moe-opt eplb --method exact` and `moe_opt.eplb(..., method="exact")`: EPLB's arguments
+/// checked as EPLB checks them, then every layer solved exactly under the locality EPLB's own
+/// policy keeps (hierarchical when `num_groups % num_nodes == 0`: whole groups per node; global
+/// otherwise, groups and nodes ignored). Returns the plan in EPLB's form and the account.
+pub fn exact_eplb(
+    weight: &[Vec<f64>],
+    arguments: [usize; 4],
+    options: &SolveOptions,
+) -> Result<(EplbPlan, EplbExact), ExactEplbError> {
+    let [replicas, groups, nodes, gpus] = arguments;
+    let policy = rebalance_experts(weight, replicas, groups, nodes, gpus)?.policy;
+    let (groups, nodes) = match policy {
+        EplbPolicy::Hierarchical => (groups, nodes),
+        EplbPolicy::Global => (1, 1),
+    };
+    let instance = Instance {
+        problem: formulations::ProblemKind::Balance,
+        name: "eplb".into(),
+        loads: weight.to_vec(),
+        num_replicas: replicas,
+        num_gpus: gpus,
+        num_nodes: nodes,
+        num_groups: groups,
+        one_replica_per_gpu: false,
+        hierarchical: policy == EplbPolicy::Hierarchical,
+        current: None,
+    };
+    formulations::balance::validate::validate(&instance).map_err(|e| {
+        ExactEplbError::Other(Error::Invalid {
+            path: "<eplb arguments>".into(),
+            field: e.field,
+            reason: e.reason,
+        })
+    })?;
+    let began = std::time::Instant::now();
+    let layers = solve_all(&instance, options).map_err(ExactEplbError::Other)?;
+    let reports: Vec<ExactReport> = layers.iter().map(LayerSolve::report).collect();
+    let total = crate::balance::methods::total_report(&layers, began.elapsed().as_secs_f64());
+    let plan = EplbPlan::from_phy2log(
+        policy,
+        replicas / gpus,
+        layers.into_iter().map(|l| l.plan).collect(),
+        weight[0].len(),
+    );
+    Ok((
+        plan,
+        EplbExact {
+            total,
+            layers: reports,
+        },
+    ))
+}
+
+/// Why `exact_eplb` failed: EPLB's own refusal of the arguments, or the solver's.
+#[derive(Debug)]
+pub enum ExactEplbError {
+    /// EPLB refuses the arguments (the same error as EPLB's own method).
+    Eplb(EplbError),
+    /// Anything else.
+    Other(Error),
+}
+
+impl From<EplbError> for ExactEplbError {
+    fn from(e: EplbError) -> Self {
+        ExactEplbError::Eplb(e)
+    }
+}
+
+impl LayerSolve {
+    /// The layer's account in the shared form.
+    pub fn report(&self) -> ExactReport {
+        ExactReport {
+            status: self.status,
+            objective: Some(self.objective),
+            best_bound: Some(self.bound),
+            gap: Some(self.gap),
+            solve_time_s: self.time_s,
+            note: self.note.clone(),
+        }
+    }
 }

@@ -10,4 +10,6 @@
 pub mod algorithms;
 pub mod commands;
 pub mod exact;
+pub mod generate;
 pub mod methods;
+pub mod redundancy;

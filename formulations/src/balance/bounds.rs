@@ -2,26 +2,44 @@
 //! proved here and tested against exhaustive optima.
 //!
 //! Notation: E experts with loads w_e >= 0, S slots on G GPUs, m = S / G slots per GPU, a plan
-//! gives expert e a count c_e in [1, cap] (sum S; cap = [`Shape::cap`]) and puts S replicas,
-//! c_e of load w_e / c_e each, m on every GPU. T is the plan's busiest GPU.
+//! gives expert e a count c_e (sum S) and puts S replicas, c_e of load w_e / c_e each, m on every
+//! GPU. T is the plan's busiest GPU. Every bound takes count ranges c_e in [lo_e, hi_e] that
+//! every plan of interest satisfies: [`super::milp::count_ranges`] derives them from a plan's
+//! value U (a plan with T <= U has w_e / c_e <= U, so c_e >= lo_e; the others need their lo,
+//! so c_e <= S - sum_{f != e} lo_f; and c_e <= cap, [`Shape::cap`]). A bound B proved over the
+//! plans with T <= U gives min(B, U) <= OPT, since an optimal plan is one of them.
 //!
 //! * **Mean** ([`mean`]): T >= W / G, W = sum w_e. The replicas' loads sum to W whatever the
 //!   counts, and the busiest of G GPUs carries at least their average.
-//! * **Low replica** q = min_e w_e / cap: every replica carries at least q, since c_e <= cap.
+//! * **Smallest replicas** ([`smallest`]): let M hold hi_e copies of w_e / hi_e for every e.
+//!   Any r replicas of a plan sum to at least the r smallest elements of M: expert e's c_e <=
+//!   hi_e replicas each carry w_e / c_e >= w_e / hi_e, so the plan's replicas map one-to-one
+//!   onto elements of M no larger than them.
 //! * **Threshold** ([`threshold`], for a load a and j in 0..m): let N_a(c) be the number of
-//!   replicas of load >= a under counts c. If N_a(c) > j G for every count vector c, then
-//!   T >= (j + 1) a + (m - j - 1) q. Proof: the plan's counts c have more than j G replicas of
-//!   load >= a on G GPUs, so some GPU holds j + 1 of them (pigeonhole); it holds m replicas in
-//!   all, and the other m - j - 1 carry at least q each. With j = 0 this is the replication
-//!   bound: the least a with N_a(c) >= 1 for all c is min_c max_e w_e / c_e, the value EPLB's
-//!   greedy replication reaches (its docstring: "such that the maximum load of all replicas is
-//!   minimized"), plus (m - 1) q.
+//!   replicas of load >= a under counts c. If N_a(c) > j G for every count vector c in the
+//!   ranges, then T >= (j + 1) a + s_{m-j-1}, s_r the sum of the r smallest elements of M.
+//!   Proof: the plan has more than j G replicas of load >= a on G GPUs, so some GPU holds
+//!   j + 1 of them (pigeonhole); its other m - j - 1 replicas sum to at least s_{m-j-1}. With
+//!   j = 0 this is the replication bound: the least a with N_a(c) >= 1 for all c is
+//!   min_c max_e w_e / c_e, the value EPLB's greedy replication reaches (its docstring: "such
+//!   that the maximum load of all replicas is minimized"). With S = E (every count 1) and
+//!   j = 0 it is the heaviest expert plus the m - 1 lightest.
+//!
+//! * **Pair** ([`pair`], for loads a >= b): weigh a replica psi(p) = [p >= a] + [p >= b]. A GPU
+//!   whose psi-sum is 3 or more holds a replica >= a and another >= b (load >= a + b +
+//!   s_{m-2}) or three replicas >= b (load >= 3 b + s_{m-3}; impossible when m = 2). So if
+//!   sum_e c_e psi(w_e / c_e) > 2 G for every count vector c, some GPU's psi-sum exceeds 2
+//!   and T >= min(a + b + s_{m-2}, 3 b + s_{m-3}). With m = 2 and fixed counts it is the
+//!   classical pairing bound p_i + p_{2G+1-i} (the i-th largest replica and the
+//!   (2G+1-i)-th).
 //!
 //! min_c N_a(c) is exact, not relaxed: N_a(c) = sum_e c_e [w_e / c_e >= a] is a sum over experts
-//! of a function of c_e alone, so its minimum over sum c_e = S, 1 <= c_e <= cap is a
-//! resource-allocation DP over experts and slots ([`min_heavy_replicas`]). Options only shrink
+//! of a function of c_e alone, so its minimum over sum c_e = S, c_e in its range, is a
+//! resource-allocation DP over experts and slots ([`min_weight`]; the same for the pair bound's
+//! weights). Options only shrink
 //! the set of plans, so a bound over all count vectors holds under them too (the hierarchical
-//! option's per-node sums are dropped: a relaxation).
+//! option's per-node sums are dropped: a relaxation; the exact method bounds each node's
+//! experts on its own, `moe_opt::balance::exact`).
 
 use super::model::Shape;
 
@@ -30,65 +48,66 @@ pub fn mean(shape: &Shape, w: &[f64]) -> f64 {
     w.iter().sum::<f64>() / shape.gpus as f64
 }
 
-/// The least load of any replica in any plan, min_e w_e / cap.
-pub fn low_replica(shape: &Shape, w: &[f64]) -> f64 {
-    let cap = shape.cap() as f64;
-    w.iter().map(|&x| x / cap).fold(f64::INFINITY, f64::min)
+/// The sums s_0, s_1, ..., s_m of the r smallest elements of M (module doc).
+pub fn smallest(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> Vec<f64> {
+    let m = shape.per_gpu();
+    let mut values: Vec<(f64, usize)> = w
+        .iter()
+        .zip(ranges)
+        .map(|(&x, &(_, hi))| (x / hi as f64, hi))
+        .collect();
+    values.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut sums = vec![0.0];
+    'fill: for (v, n) in values {
+        for _ in 0..n {
+            if sums.len() > m {
+                break 'fill;
+            }
+            sums.push(sums[sums.len() - 1] + v);
+        }
+    }
+    sums
 }
 
-/// True when the replica of an expert of load `w` at count `c` carries at least `a`.
-fn heavy(w: f64, c: usize, a: f64) -> bool {
-    w / c as f64 >= a
-}
-
-/// min over count vectors (sum S, each in 1..=cap) of the replicas of load >= `a` (module doc):
-/// a DP over experts, `best[s]` the fewest heavy replicas of the experts so far in `s` slots.
-/// An expert's cost is c for c <= k (its replicas stay >= a) and 0 above; O(E S cap).
-pub fn min_heavy_replicas(shape: &Shape, w: &[f64], a: f64) -> usize {
-    let (s_total, cap) = (shape.slots, shape.cap());
+/// min over count vectors (sum S, c_e in its range) of sum_e c_e psi(w_e / c_e), for a weight
+/// psi of a replica's load (module doc): a DP over experts, `best[s]` the least sum of the
+/// experts so far in `s` slots; O(S x range) an expert.
+pub fn min_weight(
+    shape: &Shape,
+    w: &[f64],
+    ranges: &[(usize, usize)],
+    psi: impl Fn(f64) -> usize,
+) -> usize {
+    let s_total = shape.slots;
     const NONE: usize = usize::MAX / 2;
     let mut best = vec![NONE; s_total + 1];
     best[0] = 0;
-    let mut used = 0;
-    for &x in w {
-        // k: the largest count whose replicas still carry >= a (0 if none).
-        let k = (1..=cap).take_while(|&c| heavy(x, c, a)).count();
-        let top = (used + cap).min(s_total);
+    for (&x, &(lo, hi)) in w.iter().zip(ranges) {
         let mut next = vec![NONE; s_total + 1];
-        for s in 1..=top {
-            let mut v = NONE;
-            for c in 1..=cap.min(s) {
-                let prev = best[s - c];
-                if prev >= NONE {
-                    continue;
-                }
-                let cost = if c <= k { c } else { 0 };
-                v = v.min(prev + cost);
+        for (s, &prev) in best.iter().enumerate() {
+            if prev >= NONE {
+                continue;
             }
-            next[s] = v;
+            for c in lo..=hi.min(s_total - s) {
+                let cost = c * psi(x / c as f64);
+                next[s + c] = next[s + c].min(prev + cost);
+            }
         }
         best = next;
-        used = top;
     }
     best[s_total]
 }
 
 /// The threshold bound (module doc) at its best over a in the replicas' possible loads
-/// {w_e / c} and j in 0..m: the largest (j + 1) a + (m - j - 1) q proved.
-pub fn threshold(shape: &Shape, w: &[f64]) -> f64 {
-    let (m, g, cap) = (shape.per_gpu(), shape.gpus, shape.cap());
-    let q = low_replica(shape, w);
-    let mut candidates: Vec<f64> = w
-        .iter()
-        .flat_map(|&x| (1..=cap).map(move |c| x / c as f64))
-        .filter(|&a| a > 0.0)
-        .collect();
-    candidates.sort_by(f64::total_cmp);
-    candidates.dedup();
+/// {w_e / c} and j in 0..m: the largest (j + 1) a + s_{m-j-1} proved.
+pub fn threshold(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> f64 {
+    let (m, g) = (shape.per_gpu(), shape.gpus);
+    let low = smallest(shape, w, ranges);
+    let candidates = candidates(w, ranges);
     let mut best: f64 = 0.0;
     for j in 0..m {
         // N_a is nonincreasing in a: the largest candidate with min N_a > j G, by bisection.
-        let holds = |a: f64| min_heavy_replicas(shape, w, a) > j * g;
+        let holds = |a: f64| min_weight(shape, w, ranges, |p| usize::from(p >= a)) > j * g;
         let (mut lo, mut hi) = (0usize, candidates.len());
         // Invariant: candidates[..lo] hold, candidates[hi..] do not.
         while lo < hi {
@@ -101,13 +120,72 @@ pub fn threshold(shape: &Shape, w: &[f64]) -> f64 {
         }
         if lo > 0 {
             let a = candidates[lo - 1];
-            best = best.max((j + 1) as f64 * a + (m - j - 1) as f64 * q);
+            let rest = low.get(m - j - 1).copied().unwrap_or(0.0);
+            best = best.max((j + 1) as f64 * a + rest);
         }
     }
     best
 }
 
-/// The best of the bounds (module doc).
-pub fn lower_bound(shape: &Shape, w: &[f64]) -> f64 {
-    mean(shape, w).max(threshold(shape, w))
+/// The pair bound (module doc) at its best over the [`PAIR_CANDIDATES`] largest loads a (and
+/// every b <= a, by bisection).
+pub fn pair(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> f64 {
+    let (m, g) = (shape.per_gpu(), shape.gpus);
+    if m < 2 {
+        return 0.0;
+    }
+    let low = smallest(shape, w, ranges);
+    let candidates = candidates(w, ranges);
+    let mut best: f64 = 0.0;
+    for ai in (0..candidates.len()).rev().take(PAIR_CANDIDATES) {
+        let a = candidates[ai];
+        let holds = |b: f64| {
+            min_weight(shape, w, ranges, |p| {
+                usize::from(p >= a) + usize::from(p >= b)
+            }) > 2 * g
+        };
+        let (mut lo, mut hi) = (0usize, ai + 1);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if holds(candidates[mid]) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo > 0 {
+            let b = candidates[lo - 1];
+            let two = a + b + low[m - 2];
+            let three = if m >= 3 {
+                3.0 * b + low[m - 3]
+            } else {
+                f64::INFINITY
+            };
+            best = best.max(two.min(three));
+        }
+    }
+    best
+}
+
+/// How many of the largest replica loads the pair bound tries as a.
+pub const PAIR_CANDIDATES: usize = 48;
+
+/// The replicas' possible loads w_e / c, c in the ranges, positive, ascending, distinct.
+fn candidates(w: &[f64], ranges: &[(usize, usize)]) -> Vec<f64> {
+    let mut candidates: Vec<f64> = w
+        .iter()
+        .zip(ranges)
+        .flat_map(|(&x, &(lo, hi))| (lo..=hi).map(move |c| x / c as f64))
+        .filter(|&a| a > 0.0)
+        .collect();
+    candidates.sort_by(f64::total_cmp);
+    candidates.dedup();
+    candidates
+}
+
+/// The best of the bounds (module doc) over the plans whose counts lie in `ranges`.
+pub fn lower_bound(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> f64 {
+    mean(shape, w)
+        .max(threshold(shape, w, ranges))
+        .max(pair(shape, w, ranges))
 }

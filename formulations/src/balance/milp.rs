@@ -422,7 +422,7 @@ pub fn instance_milp(instance: &Instance) -> Result<Milp, Error> {
     );
     for (l, w) in instance.loads.iter().enumerate() {
         let options = LayerOptions {
-            lower: bounds::lower_bound(&shape, w),
+            lower: bounds::lower_bound(&shape, w, &count_ranges(&shape, w, None)),
             ..LayerOptions::default()
         };
         let model = LayerModel::add(&mut milp, &shape, w, &options, 1.0, &format!("l{l}_"))?;
