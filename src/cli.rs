@@ -1503,21 +1503,7 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
             .iter()
             .filter(|r| kinds.contains(&r.kind))
             .map(|r| {
-                let verdict = r.verdict_text();
-                // At the papers' scale, what certified the decided instances.
-                let verdict = if r.scale == Scale::Paper && r.checked > 0 {
-                    format!(
-                        "{verdict} [optimum {}, bound {}, incumbent {}]",
-                        r.by_optimum, r.by_bound, r.by_incumbent
-                    )
-                } else {
-                    verdict
-                };
-                let verdict = match (&r.repairs, &r.repaired_by, r.repaired_verdict) {
-                    (Some(of), _, _) => format!("{verdict} (repairs {of})"),
-                    (_, Some(by), Some(v)) => format!("{verdict}; {by}: {}", v.as_str()),
-                    _ => verdict,
-                };
+                let verdict = r.verdict_cell();
                 let worst = r.worst_text();
                 let tiers = format!(
                     "{} / {} / {}",
@@ -1582,7 +1568,13 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
                 r.note,
                 crate::verify::recheck_command(&r.id, &out.join(path))
             ));
-        } else if matches!(r.verdict, Verdict::Inconclusive | Verdict::NotWitnessed) {
+        } else if matches!(
+            r.verdict,
+            Verdict::Inconclusive
+                | Verdict::NotWitnessed
+                | Verdict::Vacuous
+                | Verdict::NotApplicable
+        ) {
             text.push_str(&format!("{}: {}: {}\n", r.id, r.verdict.as_str(), r.note));
         }
     }

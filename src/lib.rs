@@ -24,5 +24,6 @@ pub mod slimcaching;
 pub mod smoe;
 pub mod sweep;
 pub mod tier;
+pub mod verdicts;
 pub mod verify;
 pub mod zipmoe;

@@ -364,6 +364,25 @@ impl ClaimRow {
         }
     }
 
+    /// The verdict cell of the tables: [`Self::verdict_text`]; at the papers' scale, what
+    /// certified the decided instances (`[optimum a, bound b, incumbent c]`); and the repair
+    /// beside it (on a stated claim: its repaired claim and that claim's verdict; on a repair:
+    /// the claim it repairs).
+    pub fn verdict_cell(&self) -> String {
+        let mut cell = self.verdict_text();
+        if self.scale == Scale::Paper && self.checked > 0 {
+            cell += &format!(
+                " [optimum {}, bound {}, incumbent {}]",
+                self.by_optimum, self.by_bound, self.by_incumbent
+            );
+        }
+        match (&self.repairs, &self.repaired_by, self.repaired_verdict) {
+            (Some(of), _, _) => format!("{cell} (repairs {of})"),
+            (_, Some(by), Some(v)) => format!("{cell}; {by}: {}", v.as_str()),
+            _ => cell,
+        }
+    }
+
     /// The worst ratio against its bound and the range of the ratios (an interval where OPT
     /// is only bracketed), or the range of the measured quantity; `-` when there is none.
     pub fn worst_text(&self) -> String {
