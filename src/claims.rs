@@ -12,7 +12,20 @@
 //! passes (equality is allowed), a strict one (an open interval's end point) met within it is
 //! a [`Outcome::Boundary`] case, neither pass nor fail. A universal claim with boundary cases
 //! and no fail is never `violated`: it `holds` where some instance passes, and is `boundary`
-//! where none does.
+//! where none does. The tolerance is only for values floating point cannot place: a quantity
+//! that equals an end point by structure (a marginal gain that is zero because no route
+//! changes, an integer count) is decided exactly by the claim's check, and an end point of an
+//! open interval it equals is a fail.
+//!
+//! Two outcomes are apart from the evidence. [`Outcome::Vacuous`]: the claimed bound is
+//! trivial on the instance (a ratio bound of 0, an optimum of 0: nothing to reach), so the
+//! instance holds but tests nothing; it is counted apart (`holds on 6 (14 vacuous)`) and a
+//! claim with no other instance is `vacuous`. [`Outcome::NotApplicable`]: the instance does not
+//! meet the claim's own premise (Prop. 1's "every model Top-1"); a claim whose every instance
+//! is so is `not applicable`, whatever its quantifier.
+//!
+//! Where OPT is only bracketed (a certificate other than a proved optimum) a ratio to OPT is
+//! an interval ([`Check::ratio_interval`]), and is reported as one.
 //!
 //! Only [`ClaimKind::Stated`] claims are the paper's: `verify` reports repaired claims (moe-opt's
 //! corrections of violated stated ones, each beside the claim it repairs), inferred claims,
@@ -54,7 +67,9 @@ pub struct ClaimInfo {
     pub kind: ClaimKind,
     /// Whether it is about every instance of its premise or about some instance.
     pub quantifier: Quantifier,
-    /// A [`ClaimKind::Repaired`] claim: the id of the stated claim it corrects.
+    /// A [`ClaimKind::Repaired`] claim: the id of the stated claim it corrects; a
+    /// [`ClaimKind::Measurement`] that stands in for a repair where the paper gives no number to
+    /// correct the statement with (its distribution is then reported beside the stated claim).
     pub repairs: Option<&'static str>,
     /// At most this many neighbours per worst-case search (below `verify --search`), and no
     /// shrinking of its counterexample, for a claim whose every check is costly (a family at
@@ -103,7 +118,9 @@ pub enum ClaimKind {
     /// True by construction of moe-opt's own reference (e.g. an exact optimum is at most what
     /// any method of its feasible set reaches): it checks moe-opt, not the paper.
     Sanity,
-    /// A quantity recorded against no bound: it has no verdict.
+    /// A quantity recorded against no bound: it has no verdict. One may stand in for the
+    /// repair of a violated empirical sentence whose paper prints no threshold to repair it
+    /// with (`repairs` names the sentence's claim).
     Measurement,
 }
 
@@ -165,11 +182,19 @@ pub enum Verdict {
     /// A measurement: recorded on some instance, no verdict.
     #[serde(rename = "measured")]
     Measured,
+    /// Universal: no instance fails, passes or is a boundary case; some hold only vacuously
+    /// ([`Outcome::Vacuous`]): the claim was never put to the test.
+    #[serde(rename = "vacuous")]
+    Vacuous,
+    /// No instance meets the claim's own premise ([`Outcome::NotApplicable`]): the run says
+    /// nothing about it.
+    #[serde(rename = "not applicable")]
+    NotApplicable,
 }
 
 impl Verdict {
     /// Every verdict, in the order tables list them.
-    pub const ALL: [Verdict; 7] = [
+    pub const ALL: [Verdict; 9] = [
         Verdict::Holds,
         Verdict::Violated,
         Verdict::Inconclusive,
@@ -177,6 +202,8 @@ impl Verdict {
         Verdict::Witnessed,
         Verdict::NotWitnessed,
         Verdict::Measured,
+        Verdict::Vacuous,
+        Verdict::NotApplicable,
     ];
 
     /// The verdict's name in claims.csv and the tables.
@@ -189,22 +216,29 @@ impl Verdict {
             Verdict::Witnessed => "witnessed",
             Verdict::NotWitnessed => "not witnessed",
             Verdict::Measured => "measured",
+            Verdict::Vacuous => "vacuous",
+            Verdict::NotApplicable => "not applicable",
         }
     }
 
     /// The verdict of `claim` from its instances' outcomes.
     pub fn of(claim: &ClaimInfo, outcomes: impl IntoIterator<Item = Outcome>) -> Verdict {
         let (mut pass, mut fail, mut measured, mut boundary) = (0usize, 0usize, 0usize, 0usize);
+        let (mut vacuous, mut applicable, mut any) = (0usize, 0usize, 0usize);
         for o in outcomes {
+            any += 1;
+            applicable += usize::from(o != Outcome::NotApplicable);
             match o {
                 Outcome::Pass => pass += 1,
                 Outcome::Fail => fail += 1,
                 Outcome::Measured => measured += 1,
                 Outcome::Boundary => boundary += 1,
-                Outcome::Inconclusive => {}
+                Outcome::Vacuous => vacuous += 1,
+                Outcome::Inconclusive | Outcome::NotApplicable => {}
             }
         }
         match (claim.kind, claim.quantifier) {
+            _ if any > 0 && applicable == 0 => Verdict::NotApplicable,
             (ClaimKind::Measurement, _) if measured > 0 => Verdict::Measured,
             (ClaimKind::Measurement, _) => Verdict::Inconclusive,
             (_, Quantifier::Existential) if pass > 0 => Verdict::Witnessed,
@@ -212,6 +246,7 @@ impl Verdict {
             _ if fail > 0 => Verdict::Violated,
             _ if pass > 0 => Verdict::Holds,
             _ if boundary > 0 => Verdict::Boundary,
+            _ if vacuous > 0 => Verdict::Vacuous,
             _ => Verdict::Inconclusive,
         }
     }
@@ -337,6 +372,13 @@ pub enum Outcome {
     /// A strict inequality met within its numeric tolerance: floating point cannot decide
     /// it, so it is neither a pass nor a fail ([`decide`]).
     Boundary,
+    /// The claim holds here only because its bound is trivial on the instance (a ratio bound
+    /// of 0, an optimum of 0): not evidence for it. An instance that misses even a trivial
+    /// bound is a fail, not vacuous.
+    Vacuous,
+    /// The instance does not meet the claim's own premise (e.g. Prop. 1's "every model
+    /// Top-1"): the claim says nothing about it.
+    NotApplicable,
 }
 
 /// The outcome of an inequality from its raw slack (the amount by which it holds, negative
@@ -425,6 +467,11 @@ pub struct Check {
     /// What decided the outcome of a ratio claim (none when inconclusive).
     #[serde(default)]
     pub certificate: Option<Certificate>,
+    /// Ratio claims whose OPT is only bracketed (a certificate other than a proved optimum):
+    /// the interval `[low, high]` the ratio to OPT lies in; `ratio` is then one of its ends
+    /// (against `reference`), not a measured ratio. `None` where OPT is proved.
+    #[serde(default)]
+    pub ratio_interval: Option<[f64; 2]>,
 }
 
 impl Outcome {
@@ -457,6 +504,7 @@ impl Check {
             lower: None,
             upper: None,
             certificate: None,
+            ratio_interval: None,
         }
     }
 
@@ -464,8 +512,9 @@ impl Check {
     /// `optimum` reference without a value or a solver status, or with bounds apart from it;
     /// a ratio that is not value / reference; a margin whose sign does not restate the
     /// outcome (< 0 exactly on a fail); a fail without a margin... where margins exist; a
-    /// measurement with a bound; a certificate on an undecided outcome, or an `optimum` one
-    /// without an optimum. Every test that produces checks runs it (the golden runs of
+    /// measurement with a bound; a certificate on an outcome that is no evidence, or an
+    /// `optimum` one without an optimum; a ratio interval that is empty, misses the ratio or
+    /// stands beside a proved optimum. Every test that produces checks runs it (the golden runs of
     /// `verify` over every paper, the saved counterexamples, the problems' unit tests).
     pub fn inconsistencies(&self) -> Vec<String> {
         // Relative 1e-8: the JSON reports keep 9 significant digits.
@@ -494,6 +543,20 @@ impl Check {
                 ));
             }
         }
+        if let Some([low, high]) = self.ratio_interval {
+            let within = |x: f64| low <= x && x <= high || close(x, low) || close(x, high);
+            if low.partial_cmp(&high) == Some(std::cmp::Ordering::Greater) || low.is_nan() {
+                found.push(format!("the ratio interval [{low}, {high}] is empty"));
+            } else if self.ratio.is_some_and(|r| !within(r)) {
+                found.push(format!(
+                    "ratio {:?} outside its interval [{low}, {high}]",
+                    self.ratio
+                ));
+            }
+            if self.certificate == Some(Certificate::Optimum) {
+                found.push("a ratio interval on a proved optimum".into());
+            }
+        }
         if let Some(m) = self.margin {
             if (m < 0.0) != (self.outcome == Outcome::Fail) {
                 found.push(format!("margin {m} with the outcome {:?}", self.outcome));
@@ -503,9 +566,16 @@ impl Check {
             found.push("a measurement with a bound".into());
         }
         match (self.certificate, self.outcome) {
-            (Some(c), Outcome::Inconclusive | Outcome::Measured | Outcome::Boundary) => {
-                found.push(format!("certificate {c:?} on an undecided outcome"))
-            }
+            (
+                Some(c),
+                Outcome::Inconclusive
+                | Outcome::Measured
+                | Outcome::Boundary
+                | Outcome::Vacuous
+                | Outcome::NotApplicable,
+            ) => found.push(format!(
+                "certificate {c:?} on an outcome that is no evidence"
+            )),
             (Some(Certificate::Optimum), _) if self.reference_kind != ReferenceKind::Optimum => {
                 found.push("an optimum certificate without an optimum reference".into())
             }
@@ -517,6 +587,11 @@ impl Check {
     /// Nothing can be concluded on this instance; `note` says why.
     pub fn inconclusive(note: impl Into<String>) -> Self {
         Check::new(Outcome::Inconclusive, note)
+    }
+
+    /// The instance does not meet the claim's own premise; `note` says which and why.
+    pub fn not_applicable(note: impl Into<String>) -> Self {
+        Check::new(Outcome::NotApplicable, note)
     }
 
     /// A property claim's check, compared with no reference: the measured quantity where
@@ -609,6 +684,24 @@ mod tests {
             // A measurement has no verdict, only whether anything was measured.
             (measurement, vec![Measured, Inc], Verdict::Measured),
             (measurement, vec![Inc], Inconclusive),
+            // A vacuous instance is no evidence: one pass upholds the claim, none leaves it
+            // vacuous, and a fail still refutes it.
+            (universal, vec![Outcome::Vacuous, Pass], Holds),
+            (universal, vec![Outcome::Vacuous, Inc], Vacuous),
+            (universal, vec![Outcome::Vacuous, Fail], Violated),
+            (
+                universal,
+                vec![Outcome::Vacuous, Outcome::Boundary],
+                Boundary,
+            ),
+            // Instances outside the claim's premise say nothing; all of them: not applicable,
+            // whatever the quantifier or kind.
+            (universal, vec![Outcome::NotApplicable, Pass], Holds),
+            (universal, vec![Outcome::NotApplicable, Inc], Inconclusive),
+            (universal, vec![Outcome::NotApplicable; 3], NotApplicable),
+            (existential, vec![Outcome::NotApplicable; 2], NotApplicable),
+            (existential, vec![Outcome::NotApplicable, Inc], NotWitnessed),
+            (measurement, vec![Outcome::NotApplicable], NotApplicable),
         ] {
             assert_eq!(
                 Verdict::of(&claim, outcomes.clone()),
@@ -623,6 +716,7 @@ mod tests {
             assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
         }
         assert_eq!(Verdict::NotWitnessed.as_str(), "not witnessed");
+        assert_eq!(Verdict::NotApplicable.as_str(), "not applicable");
     }
 
     #[test]
@@ -687,6 +781,27 @@ mod tests {
             },
             Check {
                 reference_kind: ReferenceKind::Bound,
+                ..good.clone()
+            },
+            // A vacuous instance is no evidence: no certificate.
+            Check {
+                outcome: Outcome::Vacuous,
+                margin: None,
+                ..good.clone()
+            },
+            // An interval that misses the ratio; one that is empty; one beside an optimum.
+            Check {
+                ratio_interval: Some([0.6, 0.9]),
+                certificate: Some(Certificate::Bound),
+                ..good.clone()
+            },
+            Check {
+                ratio_interval: Some([0.5, 0.4]),
+                certificate: None,
+                ..good.clone()
+            },
+            Check {
+                ratio_interval: Some([0.4, 0.5]),
                 ..good.clone()
             },
         ];

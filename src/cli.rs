@@ -1370,6 +1370,7 @@ fn check_text(claim: &ClaimInfo, check: &crate::claims::Check) -> String {
             by.as_str().unwrap_or(match check.outcome {
                 // A measurement has no bound to certify: the interval is what it measured.
                 crate::claims::Outcome::Measured => "nothing (a measurement)",
+                crate::claims::Outcome::Vacuous => "nothing (the bound is trivial: vacuous)",
                 _ => "nothing (inconclusive)",
             })
         )
@@ -1388,7 +1389,11 @@ fn check_text(claim: &ClaimInfo, check: &crate::claims::Check) -> String {
             .expect("kinds serialise")
             .as_str()
             .unwrap_or_default(),
-        num(check.ratio),
+        match check.ratio_interval {
+            // OPT only bracketed: the ratio is the interval, not a measured number.
+            Some([low, high]) => format!("in [{low:.6}, {high:.6}]"),
+            None => num(check.ratio),
+        },
         num(check.bound),
         num(check.margin),
         certified,
@@ -1545,13 +1550,6 @@ fn demo(registry: &Registry, instances: u64, first_seed: u64, dir: &Path) -> Res
     Ok(())
 }
 
-fn range(lo: Option<f64>, hi: Option<f64>) -> String {
-    match (lo, hi) {
-        (Some(lo), Some(hi)) => format!("{lo:.4}..{hi:.4}"),
-        _ => "-".into(),
-    }
-}
-
 fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
     let mut text = String::new();
     // A section per kind, the paper's own claims first: only those can be the paper's errors.
@@ -1575,47 +1573,8 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
             .iter()
             .filter(|r| kinds.contains(&r.kind))
             .map(|r| {
-                let verdict = match r.verdict {
-                    Verdict::Holds if r.boundary > 0 => {
-                        format!("holds on {} ({} boundary)", r.checked, r.boundary)
-                    }
-                    Verdict::Holds | Verdict::Witnessed | Verdict::Measured => {
-                        format!("{} on {}", r.verdict.as_str(), r.checked)
-                    }
-                    Verdict::Violated => format!("violated on {} of {}", r.failed, r.checked),
-                    Verdict::Boundary => format!("boundary on {}", r.boundary),
-                    v => v.as_str().to_string(),
-                };
-                // At the papers' scale, what certified the decided instances.
-                let verdict = if r.scale == Scale::Paper && r.checked > 0 {
-                    format!(
-                        "{verdict} [optimum {}, bound {}, incumbent {}]",
-                        r.by_optimum, r.by_bound, r.by_incumbent
-                    )
-                } else {
-                    verdict
-                };
-                let verdict = match (&r.repairs, &r.repaired_by, r.repaired_verdict) {
-                    (Some(of), _, _) => format!("{verdict} (repairs {of})"),
-                    (_, Some(by), Some(v)) => format!("{verdict}; {by}: {}", v.as_str()),
-                    _ => verdict,
-                };
-                let worst = match (
-                    r.worst_ratio,
-                    r.bound_at_worst,
-                    r.measured_min,
-                    r.measured_max,
-                ) {
-                    (Some(x), Some(b), _, _) => format!(
-                        "ratio {x:.4} (bound {b:.4}), range {}",
-                        range(r.ratio_min, r.ratio_max)
-                    ),
-                    (Some(_), None, _, _) => {
-                        format!("ratio range {}", range(r.ratio_min, r.ratio_max))
-                    }
-                    (None, _, Some(lo), Some(hi)) => format!("measured {lo:.4}..{hi:.4}"),
-                    _ => "-".into(),
-                };
+                let verdict = r.verdict_cell();
+                let worst = r.worst_text();
                 let tiers = format!(
                     "{} / {} / {}",
                     r.verdict_regime.as_str(),
@@ -1679,7 +1638,13 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
                 r.note,
                 crate::verify::recheck_command(&r.id, &out.join(path))
             ));
-        } else if matches!(r.verdict, Verdict::Inconclusive | Verdict::NotWitnessed) {
+        } else if matches!(
+            r.verdict,
+            Verdict::Inconclusive
+                | Verdict::NotWitnessed
+                | Verdict::Vacuous
+                | Verdict::NotApplicable
+        ) {
             text.push_str(&format!("{}: {}: {}\n", r.id, r.verdict.as_str(), r.note));
         }
     }

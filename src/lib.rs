@@ -28,5 +28,6 @@ pub mod smoe;
 pub mod sweep;
 pub mod sweepable;
 pub mod tier;
+pub mod verdicts;
 pub mod verify;
 pub mod zipmoe;

@@ -14,7 +14,7 @@
 //! claim on the instances inside T (default `model`: the headline verdict is the paper's own
 //! model's) and keeps its worst-case searches and shrinks inside T; the verdicts of the three
 //! tiers are reported side by side. Claim-specific premises (Prop. 1's "every model Top-1")
-//! are not tiers: a check whose premise fails is inconclusive.
+//! are not tiers: a check whose premise fails is not applicable ([`crate::claims::Outcome::NotApplicable`]).
 
 use serde::{Deserialize, Serialize};
 

@@ -223,7 +223,7 @@ pub struct VerifyOptions {
 }
 
 /// The verdict of one claim over a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClaimRow {
     /// Claim id.
     pub id: String,
@@ -237,7 +237,8 @@ pub struct ClaimRow {
     pub checked: usize,
     /// Instances that failed.
     pub failed: usize,
-    /// Instances without a conclusion.
+    /// Instances without a conclusion (boundary cases among them); with `checked`, `vacuous`
+    /// and `not_applicable`, every instance.
     pub inconclusive: usize,
     /// Checked instances whose outcome a proved optimum decided ([`Certificate::Optimum`]).
     pub by_optimum: usize,
@@ -311,6 +312,112 @@ pub struct ClaimRow {
     /// The family checked at that scale, in words (at `paper`: why none, when the claim has
     /// none there).
     pub family: String,
+    /// Instances that hold only because the claimed bound is trivial there
+    /// ([`Outcome::Vacuous`]): counted apart from `checked`, they are no evidence.
+    pub vacuous: usize,
+    /// Instances outside the claim's own premise ([`Outcome::NotApplicable`]).
+    pub not_applicable: usize,
+    /// Checked instances whose ratio to OPT is only an interval ([`Check::ratio_interval`]: OPT
+    /// bracketed, not proved).
+    pub bracketed: usize,
+    /// The least ratio to OPT a checked instance allows: a proved ratio, or the low end of a
+    /// bracketed one's interval.
+    pub ratio_low: Option<f64>,
+    /// The greatest: a proved ratio, or the high end of an interval.
+    pub ratio_high: Option<f64>,
+    /// The worst instance's ratio interval when its OPT is only bracketed (`worst_ratio` is
+    /// then one end of it).
+    pub worst_ratio_low: Option<f64>,
+    /// See `worst_ratio_low`.
+    pub worst_ratio_high: Option<f64>,
+}
+
+impl ClaimRow {
+    /// The verdict with the counts behind it, as the tables print it: `holds on 6 (14
+    /// vacuous)`, `violated on 15 of 20`, `not applicable: premise fails on every instance`.
+    pub fn verdict_text(&self) -> String {
+        let apart: Vec<String> = [
+            (self.vacuous, "vacuous", self.verdict != Verdict::Vacuous),
+            (self.boundary, "boundary", self.verdict != Verdict::Boundary),
+        ]
+        .into_iter()
+        .filter(|&(n, _, shown)| n > 0 && shown)
+        .map(|(n, what, _)| format!("{n} {what}"))
+        .collect();
+        let text = match self.verdict {
+            Verdict::Holds | Verdict::Witnessed | Verdict::Measured => {
+                format!("{} on {}", self.verdict.as_str(), self.checked)
+            }
+            Verdict::Violated => format!("violated on {} of {}", self.failed, self.checked),
+            Verdict::Boundary => format!("boundary on {}", self.boundary),
+            Verdict::Vacuous => format!("vacuous on {}", self.vacuous),
+            Verdict::NotApplicable => format!(
+                "not applicable: premise fails on every instance ({})",
+                self.not_applicable
+            ),
+            v => v.as_str().to_string(),
+        };
+        if apart.is_empty() {
+            text
+        } else {
+            format!("{text} ({})", apart.join(", "))
+        }
+    }
+
+    /// The verdict cell of the tables: [`Self::verdict_text`]; at the papers' scale, what
+    /// certified the decided instances (`[optimum a, bound b, incumbent c]`); and the repair
+    /// beside it (on a stated claim: its repaired claim and that claim's verdict; on a repair:
+    /// the claim it repairs).
+    pub fn verdict_cell(&self) -> String {
+        let mut cell = self.verdict_text();
+        if self.scale == Scale::Paper && self.checked > 0 {
+            cell += &format!(
+                " [optimum {}, bound {}, incumbent {}]",
+                self.by_optimum, self.by_bound, self.by_incumbent
+            );
+        }
+        match (&self.repairs, &self.repaired_by, self.repaired_verdict) {
+            (Some(of), _, _) => format!("{cell} (repairs {of})"),
+            (_, Some(by), Some(v)) => format!("{cell}; {by}: {}", v.as_str()),
+            _ => cell,
+        }
+    }
+
+    /// The worst ratio against its bound and the range of the ratios (an interval where OPT
+    /// is only bracketed), or the range of the measured quantity; `-` when there is none.
+    pub fn worst_text(&self) -> String {
+        let range = |lo: Option<f64>, hi: Option<f64>| match (lo, hi) {
+            (Some(lo), Some(hi)) => format!("{lo:.4}..{hi:.4}"),
+            _ => "-".into(),
+        };
+        let ratios = || {
+            let hull = range(self.ratio_low, self.ratio_high);
+            match self.bracketed {
+                0 => hull,
+                n => format!("{hull} ({n} of {} only bracketed)", self.checked),
+            }
+        };
+        let worst = match (
+            self.worst_ratio,
+            self.worst_ratio_low,
+            self.worst_ratio_high,
+        ) {
+            (_, Some(lo), Some(hi)) => Some(format!("ratio in [{lo:.4}, {hi:.4}]")),
+            (Some(x), _, _) => Some(format!("ratio {x:.4}")),
+            _ => None,
+        };
+        match (
+            worst,
+            self.bound_at_worst,
+            self.measured_min,
+            self.measured_max,
+        ) {
+            (Some(w), Some(b), _, _) => format!("{w} (bound {b:.4}), range {}", ratios()),
+            (Some(_), None, _, _) => format!("ratio range {}", ratios()),
+            (None, _, Some(lo), Some(hi)) => format!("measured {lo:.4}..{hi:.4}"),
+            _ => "-".into(),
+        }
+    }
 }
 
 /// The command that re-checks a saved instance of a claim (`verify` prints it under each
@@ -932,28 +1039,40 @@ fn verdict(
     let count = |t: Tier| all.iter().filter(|r| r.tier == t).count();
     // The verdict and every count below: over the instances inside the run's tier.
     let records: Vec<&Record> = inside(options.tier).collect();
-    let decided = |o: Outcome| !matches!(o, Outcome::Inconclusive | Outcome::Boundary);
+    // The evidence: passes, fails and measurements (not vacuous instances, boundary cases or
+    // instances outside the claim's premise).
+    let decided = |o: Outcome| matches!(o, Outcome::Pass | Outcome::Fail | Outcome::Measured);
     let checked = records.iter().filter(|r| decided(r.check.outcome)).count();
     let failed: Vec<&Record> = records
         .iter()
         .copied()
         .filter(|r| r.check.outcome == Outcome::Fail)
         .collect();
-    let inconclusive = records.len() - checked;
+    let outcomes = |o: Outcome| records.iter().filter(|r| r.check.outcome == o).count();
+    let inconclusive = outcomes(Outcome::Inconclusive) + outcomes(Outcome::Boundary);
     let worst_margin = records
         .iter()
         .filter_map(|r| r.check.margin)
         .reduce(f64::min);
     let judged = || records.iter().filter(|r| decided(r.check.outcome));
     let worst = judged()
-        .filter_map(|r| Some((r.check.margin?, r.check.ratio?, r.check.bound)))
+        .filter_map(|r| Some((r.check.margin?, r.check.ratio?, r)))
         .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, ratio, bound)| (ratio, bound))
+        .map(|(_, ratio, r)| (ratio, r))
         .or_else(|| {
             judged()
-                .filter_map(|r| r.check.ratio.map(|x| (x, r.check.bound)))
+                .filter_map(|r| r.check.ratio.map(|x| (x, r)))
                 .min_by(|a, b| a.0.total_cmp(&b.0))
-        });
+        })
+        .map(|(ratio, r)| (ratio, r.check.bound, r.check.ratio_interval));
+    // Each checked instance's ratio as an interval (a point where OPT is proved).
+    let intervals = || {
+        judged().filter_map(|r| {
+            r.check
+                .ratio_interval
+                .or_else(|| r.check.ratio.map(|x| [x, x]))
+        })
+    };
     let ratio_min = judged().filter_map(|r| r.check.ratio).reduce(f64::min);
     let ratio_max = judged().filter_map(|r| r.check.ratio).reduce(f64::max);
     let mut ratios: Vec<f64> = judged().filter_map(|r| r.check.ratio).collect();
@@ -1002,6 +1121,15 @@ fn verdict(
         worst_margin,
         worst_ratio: worst.map(|w| w.0),
         bound_at_worst: worst.and_then(|w| w.1),
+        worst_ratio_low: worst.and_then(|w| w.2).map(|i| i[0]),
+        worst_ratio_high: worst.and_then(|w| w.2).map(|i| i[1]),
+        vacuous: outcomes(Outcome::Vacuous),
+        not_applicable: outcomes(Outcome::NotApplicable),
+        bracketed: judged()
+            .filter(|r| r.check.ratio_interval.is_some())
+            .count(),
+        ratio_low: intervals().map(|i| i[0]).reduce(f64::min),
+        ratio_high: intervals().map(|i| i[1]).reduce(f64::max),
         ratio_min,
         ratio_max,
         bound: info.bound.into(),
@@ -1013,10 +1141,7 @@ fn verdict(
         note,
         kind: info.kind,
         quantifier: info.quantifier,
-        boundary: records
-            .iter()
-            .filter(|r| r.check.outcome == Outcome::Boundary)
-            .count(),
+        boundary: outcomes(Outcome::Boundary),
         tier: options.tier,
         verdict_regime: per_tier(Tier::Regime),
         verdict_model: per_tier(Tier::Model),
@@ -1137,6 +1262,8 @@ fn finish(
         "note",
         "tier",
         "broken_premises",
+        "ratio_low",
+        "ratio_high",
     ]);
     w.write_record(&header).map_err(csv_err(&path))?;
     let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
@@ -1173,6 +1300,8 @@ fn finish(
             c.note.clone(),
             r.tier.as_str().to_string(),
             r.broken_premises.join("; "),
+            opt(c.ratio_interval.map(|i| i[0])),
+            opt(c.ratio_interval.map(|i| i[1])),
         ]);
         w.write_record(&row).map_err(csv_err(&path))?;
     }
@@ -1248,7 +1377,14 @@ mod tests {
         assert_eq!(rows[1].family, "a reason given by the test");
         let csv = std::fs::read_to_string(out.join("claims.csv")).unwrap();
         let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-        assert_eq!(header[header.len() - 2..], ["scale", "family"]);
+        assert_eq!(
+            header[header.len() - 9..header.len() - 7],
+            ["scale", "family"]
+        );
+        assert_eq!(
+            header[header.len() - 7..header.len() - 5],
+            ["vacuous", "not_applicable"]
+        );
         // The folder was written at the papers' scale: resuming it at another is refused.
         let small = VerifyOptions {
             scale: Scale::Small,

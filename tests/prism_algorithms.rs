@@ -40,7 +40,7 @@ fn methods_on_the_deepseek_testbed() {
 fn claims_on_the_small_family() {
     let options = CheckOptions::default();
     for claim in registry() {
-        let mut tally = [0usize; 5];
+        let mut tally = [0usize; 7];
         for seed in 0..12 {
             let c = (claim.check)(&(claim.family)(seed), &options);
             tally[match c.outcome {
@@ -49,6 +49,8 @@ fn claims_on_the_small_family() {
                 Outcome::Inconclusive => 2,
                 Outcome::Measured => 3,
                 Outcome::Boundary => 4,
+                Outcome::Vacuous => 5,
+                Outcome::NotApplicable => 6,
             }] += 1;
             assert_eq!(
                 c.inconsistencies(),
@@ -62,8 +64,9 @@ fn claims_on_the_small_family() {
             println!("{} seed {seed}: {:?} {}", claim.info.id, c.outcome, c.note);
         }
         println!(
-            "{}: pass {} fail {} inconclusive {} measured {} boundary {}",
-            claim.info.id, tally[0], tally[1], tally[2], tally[3], tally[4]
+            "{}: pass {} fail {} inconclusive {} measured {} boundary {} vacuous {} not \
+             applicable {}",
+            claim.info.id, tally[0], tally[1], tally[2], tally[3], tally[4], tally[5], tally[6]
         );
     }
 }

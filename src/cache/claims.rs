@@ -36,12 +36,16 @@
 //!    LRU, no factor claimed. Fig. 9's "roughly halves" has no printed number to calibrate
 //!    "roughly" against (the paper prints no Belady miss rate), so the factor is dropped, not
 //!    re-tuned. Same family and replay as claim 3; margin (LRU - Belady - 1/2) / LRU.
-//! 7. `sec48-cache-prior-similar` repairs claim 4 (kind `repaired`): the sentence's own "similar
-//!    or even lower", which claim 4 reads as "lower": the least lambda on the grid whose loads
-//!    exceed Belady's by at most 1 % of the requests ([`SIMILAR_MISS_RATE`]: the paper prints
-//!    miss rates in whole percents, Table 2 and Fig. 7, so two rates closer than that are
-//!    printed alike; moe-opt's reading), with mass loss at most 0.1 there. Margin: 0.1 - loss,
-//!    or 0.01 minus the best excess miss rate when no lambda comes that close.
+//! 7. `sec48-cache-prior-similar` stands in for a repair of claim 4 (kind `measurement`,
+//!    `repairs` naming claim 4): the sentence's "similar or even lower" has no threshold in the
+//!    paper's text, and the distance it shows between Cache-Prior and Belady is in Fig. 9,
+//!    which the text does not carry (an earlier "within 1 % of the requests" was moe-opt's
+//!    threshold, and failed at the papers' scale). Measured instead, per instance: at the
+//!    lambda of the grid with the fewest Cache-Prior + LRU loads among those losing at most
+//!    0.1 of the router mass (lambda = 0, the original routing, loses none; ties to the least
+//!    lambda), those loads against Belady's (value, reference and ratio; the note gives the
+//!    excess miss rate and the lambda). No bound, no verdict: the ratios' distribution over
+//!    the family is the result (claims.csv: range, 5 % quantile, median).
 //! 5. `router-gap-max-rank`, `router-gap-cumsum`, `router-gap-cache-prior` (issue 5: "the gap
 //!    of every router to the flexible-routing bound"): the router (Max-Rank M = K + 2; Cumsum
 //!    p = 0.9; Cache-Prior lambda = 0.5; each with J of Sec. 4.1, 1 for K <= 2 and 2 above, so
@@ -288,22 +292,25 @@ pub fn registry() -> Vec<CacheClaim> {
             info: ClaimInfo {
                 id: "cache/sec48-cache-prior-similar",
                 paper: PAPER,
-                place: "Sec. 4.8, Fig. 9, repaired by moe-opt",
-                statement: "Cache-Prior achieves similar (within 1 percentage point of the \
-                    requests, the paper's printed precision) or lower miss rates than Belady, \
-                    with a small router mass loss",
-                measured: "the least lambda of [0, 1] (50 points) with Cache-Prior + LRU loads \
-                    at most Belady's + 1 % of the requests, and the router mass lost there",
-                bound: "reached with mass loss <= 0.1 (\"small\", our reading)",
+                place: "Sec. 4.8, Fig. 9, measured by moe-opt in place of a repair",
+                statement: "how close Cache-Prior comes to Belady's misses, which the paper \
+                    calls \"similar or even lower\" and shows only in Fig. 9 (absent from the \
+                    text): no threshold of the paper's to check, so a measurement, its \
+                    distribution over the instances the result",
+                measured: "at the lambda of [0, 1] (51 points) with the fewest Cache-Prior + \
+                    LRU loads among those losing at most 0.1 of the router mass (\"minimal \
+                    perplexity increases\", our reading), those loads / Belady's loads (the \
+                    note: the excess miss rate over Belady's)",
+                bound: "none (a measurement)",
                 family: PRIOR,
                 quote: PRIOR_QUOTE,
-                kind: ClaimKind::Repaired,
+                kind: ClaimKind::Measurement,
                 repairs: Some("cache/sec48-cache-prior-below-belady"),
                 ..ClaimInfo::DEFAULTS
             },
             family: family_prior,
             paper: PaperScale::Family(PAPER_PRIOR, paper_prior),
-            check: |i, o| settle(check_cache_prior_similar(i, o)),
+            check: |i, o| settle(check_cache_prior_distance(i, o)),
         },
     ];
     type CheckFn = fn(&CacheInstance, &CheckOptions) -> Check;
@@ -744,6 +751,12 @@ fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
 
+/// A proved lower bound on an optimum's loads, at least 1: every schedule loads some expert at
+/// its first step, the cache starting empty.
+fn least(lower: u64) -> f64 {
+    lower.max(1) as f64
+}
+
 /// `sec48-belady-optimal`: Belady's loads against the fixed-routing optimum, which the MILP
 /// (or the exhaustive search) establishes independently of Belady: proved, or when the MILP
 /// stops, a pass from its bound (OPT >= lower = Belady, and Belady's schedule is feasible, so
@@ -798,6 +811,14 @@ fn judge_belady_optimal(instance: &CacheInstance, belady: u64, opt: &Reference) 
         ),
         _ => return Check::inconclusive(note(": the MILP's bounds do not decide")),
     };
+    // A pass proves OPT = Belady (the bound reaches its loads): ratio 1. A fail brackets OPT
+    // in [lower, incumbent], so Belady / OPT lies between Belady over each.
+    let ratio_interval = (outcome == Outcome::Fail)
+        .then(|| {
+            opt.upper
+                .map(|u| [belady as f64 / u as f64, belady as f64 / least(opt.lower)])
+        })
+        .flatten();
     Check {
         value: Some(belady as f64),
         reference: Some(reference as f64),
@@ -810,6 +831,7 @@ fn judge_belady_optimal(instance: &CacheInstance, belady: u64, opt: &Reference) 
         lower: Some(opt.lower as f64),
         upper: opt.upper.map(|u| u as f64),
         certificate: Some(certificate),
+        ratio_interval,
         ..Check::new(outcome, note(how))
     }
 }
@@ -841,18 +863,39 @@ fn judge_flexible_below_belady(instance: &CacheInstance, belady: u64, opt: &Refe
             ))
         }
     };
+    // Where the MILP stopped, OPT_flex lies in [lower, upper]: so does OPT_flex / Belady.
+    let ratio_interval = (!opt.proved && belady > 0)
+        .then(|| {
+            let upper = opt.upper?;
+            Some([
+                opt.lower as f64 / belady as f64,
+                upper as f64 / belady as f64,
+            ])
+        })
+        .flatten();
     let note = format!(
-        "flexible optimum {} vs Belady {belady} (J = {}, M = {:?}): {:.1}% fewer",
+        "flexible optimum {} vs Belady {belady} (J = {}, M = {:?}): {}",
         opt.describe(),
         instance.freedom.top_j,
         instance.freedom.max_rank,
-        100.0 * (1.0 - ratio(value, belady).unwrap_or(1.0))
+        match ratio_interval {
+            Some([lo, hi]) => format!(
+                "{:.1}% to {:.1}% fewer",
+                100.0 * (1.0 - hi),
+                100.0 * (1.0 - lo)
+            ),
+            None => format!(
+                "{:.1}% fewer",
+                100.0 * (1.0 - ratio(value, belady).unwrap_or(1.0))
+            ),
+        }
     );
     Check {
         ratio: ratio(value, belady),
         bound: Some(1.0),
         margin: Some(belady as f64 - value as f64),
         certificate: Some(certificate),
+        ratio_interval,
         ..Check::against_optimum(
             outcome,
             value as f64,
@@ -935,10 +978,6 @@ fn check_belady_below_lru(instance: &CacheInstance, _options: &CheckOptions) -> 
     })
 }
 
-/// "Similar" for `sec48-cache-prior-similar`: within this share of the requests (the paper
-/// prints miss rates in whole percents: Table 2, Fig. 7).
-pub const SIMILAR_MISS_RATE: f64 = 0.01;
-
 /// Cache-Prior with LRU over the lambda grid (50 points of [0, 1], J of Sec. 4.2), up to the
 /// first lambda whose loads `accept` takes.
 struct PriorSweep {
@@ -950,19 +989,20 @@ struct PriorSweep {
     best: (u64, f64),
 }
 
-fn sweep_cache_prior(
+/// Cache-Prior (J of Sec. 4.2, the running delta) with LRU at each lambda of the grid (50
+/// points of [0, 1]) in order, each `visit`ed with (lambda, loads, mass kept) until `visit`
+/// says stop; J. Inconclusive on a stream too short for a miss rate.
+fn replay_cache_prior(
     instance: &CacheInstance,
-    accept: impl Fn(u64, u64) -> bool,
-) -> Result<PriorSweep, Box<Check>> {
+    mut visit: impl FnMut(f64, u64, f64) -> bool,
+) -> Result<usize, Box<Check>> {
     too_short(instance)?;
-    let belady = belady_loads(instance)?;
     let j = default_j(instance.top_k());
     let table = RankTable::new(&layer_trace(instance));
     let options = ReplayOptions {
         per_layer_stats: false,
         ..ReplayOptions::default()
     };
-    let mut best: Option<(u64, f64)> = None;
     for lambda in unit_grid(50) {
         let spec = RouterSpec::CachePrior {
             lambda,
@@ -974,25 +1014,34 @@ fn sweep_cache_prior(
         let (loads, Some(kept)) = (replay.loads, replay.quality.mass_kept) else {
             return Err(inconclusive(format!("{spec}: no router mass (no logits?)")));
         };
-        if accept(loads, belady) {
-            let found = Some((lambda, loads, kept));
-            let best = (loads, lambda);
-            return Ok(PriorSweep {
-                belady,
-                j,
-                found,
-                best,
-            });
-        }
-        if best.is_none_or(|(l, _)| loads < l) {
-            best = Some((loads, lambda));
+        if !visit(lambda, loads, kept) {
+            break;
         }
     }
+    Ok(j)
+}
+
+fn sweep_cache_prior(
+    instance: &CacheInstance,
+    accept: impl Fn(u64, u64) -> bool,
+) -> Result<PriorSweep, Box<Check>> {
+    too_short(instance)?;
+    let belady = belady_loads(instance)?;
+    let (mut found, mut best) = (None, None::<(u64, f64)>);
+    let j = replay_cache_prior(instance, |lambda, loads, kept| {
+        if best.is_none_or(|(l, _)| loads < l) || accept(loads, belady) {
+            best = Some((loads, lambda));
+        }
+        if accept(loads, belady) {
+            found = Some((lambda, loads, kept));
+        }
+        found.is_none()
+    })?;
     let best = best.expect("the grid has 50 points");
     Ok(PriorSweep {
         belady,
         j,
-        found: None,
+        found,
         best,
     })
 }
@@ -1035,21 +1084,41 @@ fn prior_missed(sweep: &PriorSweep, margin: f64, note: String) -> Check {
     }
 }
 
-/// The Cache-Prior claim's repair (module doc, claim 7).
-fn check_cache_prior_similar(instance: &CacheInstance, _options: &CheckOptions) -> Checked {
+/// The Cache-Prior claim's measurement (module doc, claim 7): at the lambda with the fewest
+/// loads among those losing at most [`SMALL_MASS_LOSS`] of the router's mass (the first on
+/// ties; lambda = 0, the original routing, loses nothing), Cache-Prior's loads against
+/// Belady's (value and ratio; the note gives the excess miss rate).
+fn check_cache_prior_distance(instance: &CacheInstance, _options: &CheckOptions) -> Checked {
     let requests = (instance.steps() * instance.top_k()) as f64;
-    let excess = |loads: u64, belady: u64| (loads as f64 - belady as f64) / requests;
-    let sweep = sweep_cache_prior(instance, |l, b| excess(l, b) <= SIMILAR_MISS_RATE)?;
-    if sweep.found.is_some() {
-        return Ok(prior_mass_check(&sweep, "within 1 % of the requests of"));
-    }
-    let ((loads, lambda), belady) = (sweep.best, sweep.belady);
-    let over = excess(loads, belady);
+    too_short(instance)?;
+    let belady = belady_loads(instance)?;
+    let mut best: Option<(f64, u64, f64)> = None;
+    let j = replay_cache_prior(instance, |lambda, loads, kept| {
+        if 1.0 - kept <= SMALL_MASS_LOSS && best.is_none_or(|(_, l, _)| loads < l) {
+            best = Some((lambda, loads, kept));
+        }
+        true
+    })?;
+    let (lambda, loads, kept) =
+        best.ok_or_else(|| inconclusive("no lambda of the grid loses at most 0.1 of the mass"))?;
+    let excess = (loads as f64 - belady as f64) / requests;
     let note = format!(
-        "no lambda in [0, 1] comes within 1 % of the requests of Belady's {belady} loads: the \
-         best, lambda = {lambda:.4}, misses {over:+.4} of the requests more"
+        "Cache-Prior lambda = {lambda:.4} (J = {j}): {loads} loads against Belady's {belady} \
+         ({excess:+.4} of the requests), router mass lost {:.4} (C = {} of E = {})",
+        1.0 - kept,
+        instance.capacity,
+        instance.experts()
     );
-    Ok(prior_missed(&sweep, SIMILAR_MISS_RATE - over, note))
+    Ok(Check {
+        ratio: ratio(loads, belady),
+        ..Check::against_optimum(
+            Outcome::Measured,
+            loads as f64,
+            belady as f64,
+            "belady",
+            note,
+        )
+    })
 }
 
 fn check_cache_prior_below_belady(instance: &CacheInstance, _options: &CheckOptions) -> Checked {
@@ -1136,6 +1205,10 @@ fn judge_router_gap(spec: RouterSpec, loads: u64, opt: &Reference, note: String)
         _ if opt.lower > loads => (Outcome::Fail, opt.lower),
         _ => return Check::inconclusive(format!("{note}: undecided")),
     };
+    // OPT_flex in [lower, upper]: the gap loads / OPT_flex between loads over each.
+    let ratio_interval = opt
+        .upper
+        .map(|u| [loads as f64 / u as f64, loads as f64 / least(opt.lower)]);
     Check {
         value: Some(loads as f64),
         reference: Some(reference as f64),
@@ -1148,6 +1221,7 @@ fn judge_router_gap(spec: RouterSpec, loads: u64, opt: &Reference, note: String)
         lower: Some(opt.lower as f64),
         upper: opt.upper.map(|u| u as f64),
         certificate: Some(Certificate::Bound),
+        ratio_interval,
         ..Check::new(outcome, note)
     }
 }
@@ -1311,6 +1385,8 @@ mod tests {
             )
         );
         assert!(c.witness.is_some());
+        // OPT in [8, 9]: Belady / OPT in [10/9, 10/8], not the 10/9 of one end alone.
+        assert_eq!(c.ratio_interval, Some([10.0 / 9.0, 10.0 / 8.0]));
         let c = judge_belady_optimal(&i, 10, &stopped(8, Some(10)));
         assert_eq!((c.outcome, c.certificate), (Outcome::Inconclusive, None));
         let c = judge_belady_optimal(&i, 10, &proved);
@@ -1330,6 +1406,9 @@ mod tests {
                 Some(1.0)
             )
         );
+        // OPT_flex in [5, 9]: OPT_flex / Belady in [0.5, 0.9], the gap is an interval.
+        assert_eq!(c.ratio_interval, Some([0.5, 0.9]));
+        assert!(c.note.contains("10.0% to 50.0% fewer"), "{}", c.note);
         let c = judge_flexible_below_belady(&i, 10, &stopped(11, None));
         assert_eq!(
             (c.outcome, c.certificate, c.margin),
@@ -1351,6 +1430,8 @@ mod tests {
                 Some(7.0)
             )
         );
+        // OPT_flex in [7, 10]: the gap loads / OPT_flex in [1, 10/7].
+        assert_eq!(c.ratio_interval, Some([1.0, 10.0 / 7.0]));
         let c = judge_router_gap(spec, 10, &stopped(11, Some(12)), "n".into());
         assert_eq!((c.outcome, c.margin), (Outcome::Fail, Some(-1.0)));
         let c = judge_router_gap(spec, 10, &stopped(7, Some(12)), "n".into());
@@ -1360,6 +1441,7 @@ mod tests {
             judge_belady_optimal(&i, 10, &stopped(8, Some(9))),
             judge_flexible_below_belady(&i, 10, &stopped(5, Some(9))),
             judge_router_gap(spec, 10, &stopped(7, Some(10)), "n".into()),
+            judge_router_gap(spec, 10, &stopped(11, Some(12)), "n".into()),
         ] {
             assert_eq!(c.inconsistencies(), Vec::<String>::new(), "{c:?}");
         }
@@ -1682,7 +1764,7 @@ mod tests {
     }
 
     #[test]
-    fn cache_prior_claims_pass_by_hand() {
+    fn cache_prior_claim_passes_by_hand() {
         let options = CheckOptions::default();
         // rotating_second(6, 3, 60, d = 1/64): E = 6, K = 2, C = 3 = E/2, 120 requests = 20 E.
         // Belady on {0, s_t} (0 always requested, never evicted; s in two slots): steps 0, 1
@@ -1691,97 +1773,124 @@ mod tests {
         // Cache-Prior (J = 1, delta = running mean of the range 1 = 1, bias = lambda): while
         // lambda <= d, s_t (logit d, or d + bias when cached) beats every other cached expert
         // (0 + bias), ties to rank: the original routing, with LRU 61 loads (it misses s_t at
-        // every step), more than 32 + 1.2. The first grid point above d = 0.0156 is lambda =
-        // 1/49 = 0.0204: the cached 1 (0 + 0.0204) beats s_t (0.0156), so every step routes
-        // {0, 1}: 2 loads, below Belady and within 1 % of the requests. Mass kept: 1 at the 20
-        // steps with s_t = 1, else (p_0 + p_1) / (p_0 + p_s) = (e + 1) / (e + e^d) at the 40
-        // others. Loss = (2/3) (e^d - 1) / (e + e^d) = 0.0028116, margin 0.1 - loss.
+        // every step). The first grid point above d = 0.0156 is lambda = 1/49 = 0.0204: the
+        // cached 1 (0 + 0.0204) beats s_t (0.0156), so every step routes {0, 1}: 2 loads,
+        // below Belady. Mass kept: 1 at the 20 steps with s_t = 1, else (p_0 + p_1) / (p_0 +
+        // p_s) = (e + 1) / (e + e^d) at the 40 others. Loss = (2/3) (e^d - 1) / (e + e^d) =
+        // 0.0028116, margin 0.1 - loss.
         let i = rotating_second(6, 3, 60, 1.0 / 64.0);
         let d = 1.0f64 / 64.0;
         let e = std::f64::consts::E;
         let loss = 2.0 / 3.0 * (d.exp() - 1.0) / (e + d.exp());
         assert!((loss - 0.0028116).abs() < 1e-7);
-        for c in [
-            check_cache_prior_below_belady(&i, &options).unwrap(),
-            check_cache_prior_similar(&i, &options).unwrap(),
-        ] {
-            assert_eq!(
-                (c.outcome, c.reference, c.reference_kind, c.bound),
-                (
-                    Outcome::Pass,
-                    Some(32.0),
-                    ReferenceKind::Optimum,
-                    Some(SMALL_MASS_LOSS)
-                ),
-                "{}",
-                c.note
-            );
-            assert!(close(c.value, loss, 1e-6), "{c:?}");
-            assert!(close(c.margin, 0.1 - loss, 1e-6), "{c:?}");
-            assert!(
-                c.note.contains("lambda = 0.0204") && c.note.contains(": 2 loads"),
-                "{}",
-                c.note
-            );
-        }
+        let c = check_cache_prior_below_belady(&i, &options).unwrap();
+        assert_eq!(
+            (c.outcome, c.reference, c.reference_kind, c.bound),
+            (
+                Outcome::Pass,
+                Some(32.0),
+                ReferenceKind::Optimum,
+                Some(SMALL_MASS_LOSS)
+            ),
+            "{}",
+            c.note
+        );
+        assert!(close(c.value, loss, 1e-6), "{c:?}");
+        assert!(close(c.margin, 0.1 - loss, 1e-6), "{c:?}");
+        assert!(
+            c.note.contains("lambda = 0.0204") && c.note.contains(": 2 loads"),
+            "{}",
+            c.note
+        );
     }
 
     #[test]
-    fn cache_prior_claims_fail_by_hand() {
+    fn cache_prior_claim_fails_by_hand() {
         let options = CheckOptions::default();
         // No lambda helps: 0, 1, 2 cycled 27 times with logits, K = 1, C = 2 (81 requests).
         // J = K = 1 boosts the top-1, which no other expert can pass: Cache-Prior is LRU at
         // every lambda, 81 loads (best at the first, lambda = 0); Belady 42
-        // (belady_halves_lru_by_hand). Below: margin -(81 + 1 - 42) / 42 = -20/21. Similar:
-        // excess (81 - 42) / 81 = 13/27, margin 0.01 - 13/27.
+        // (belady_halves_lru_by_hand). Margin -(81 + 1 - 42) / 42 = -20/21.
         let cycle: Vec<u32> = (0..81).map(|i| i % 3).collect();
         let i = top1_logits(&cycle);
         let below = check_cache_prior_below_belady(&i, &options).unwrap();
-        let similar = check_cache_prior_similar(&i, &options).unwrap();
-        for (c, margin) in [(&below, -20.0 / 21.0), (&similar, 0.01 - 13.0 / 27.0)] {
-            assert_eq!(
-                (c.outcome, c.value, c.reference, c.reference_kind, c.bound),
-                (
-                    Outcome::Fail,
-                    None,
-                    Some(42.0),
-                    ReferenceKind::Optimum,
-                    Some(SMALL_MASS_LOSS)
-                ),
-                "{}",
-                c.note
-            );
-            assert!(close(c.margin, margin, 1e-12), "{c:?}");
-            assert!(c.note.contains("lambda = 0.0000"), "{}", c.note);
-        }
+        assert_eq!(
+            (
+                below.outcome,
+                below.value,
+                below.reference,
+                below.reference_kind
+            ),
+            (Outcome::Fail, None, Some(42.0), ReferenceKind::Optimum),
+            "{}",
+            below.note
+        );
+        assert!(close(below.margin, -20.0 / 21.0, 1e-12), "{below:?}");
+        assert!(below.note.contains("lambda = 0.0000"), "{}", below.note);
         assert!(below.note.contains("loads 81"), "{}", below.note);
         // Reached, but at too high a mass loss: rotating_second(6, 3, 60, d = 0.9). As in
-        // cache_prior_claims_pass_by_hand (Belady 32, the original routing with 61 loads while
-        // lambda <= d), but the first grid point above 0.9 is 45/49 = 0.9184 (44/49 = 0.898):
-        // {0, 1} at every step, 2 loads. Loss (2/3) (e^d - 1) / (e + e^d) = 0.18793 > 0.1:
-        // a fail with margin 0.1 - loss = -0.08793, for both claims.
+        // cache_prior_claim_passes_by_hand (Belady 32, the original routing with 61 loads
+        // while lambda <= d), but the first grid point above 0.9 is 45/49 = 0.9184 (44/49 =
+        // 0.898): {0, 1} at every step, 2 loads. Loss (2/3) (e^d - 1) / (e + e^d) = 0.18793 >
+        // 0.1: a fail with margin 0.1 - loss = -0.08793.
         let i = rotating_second(6, 3, 60, 0.9);
         let d = f64::from(0.9f32);
         let e = std::f64::consts::E;
         let loss = 2.0 / 3.0 * (d.exp() - 1.0) / (e + d.exp());
         assert!((loss - 0.18793).abs() < 1e-5);
-        for c in [
-            check_cache_prior_below_belady(&i, &options).unwrap(),
-            check_cache_prior_similar(&i, &options).unwrap(),
+        let c = check_cache_prior_below_belady(&i, &options).unwrap();
+        assert_eq!(
+            (c.outcome, c.reference, c.bound),
+            (Outcome::Fail, Some(32.0), Some(SMALL_MASS_LOSS)),
+            "{}",
+            c.note
+        );
+        assert!(close(c.value, loss, 1e-6), "{c:?}");
+        assert!(close(c.margin, 0.1 - loss, 1e-6), "{c:?}");
+        assert!(
+            c.note.contains("lambda = 0.9184") && c.note.contains(": 2 loads"),
+            "{}",
+            c.note
+        );
+    }
+
+    #[test]
+    fn cache_prior_distance_is_measured_by_hand() {
+        let options = CheckOptions::default();
+        // The three streams above: (instance, Belady's loads, the fewest loads within a mass
+        // loss of 0.1 and their lambda, requests).
+        let cycle: Vec<u32> = (0..81).map(|i| i % 3).collect();
+        for (i, belady, loads, lambda, requests) in [
+            // Every lambda >= 1/49 routes {0, 1}: 2 loads at a loss of 0.0028 (above).
+            (rotating_second(6, 3, 60, 1.0 / 64.0), 32, 2, "0.0204", 120),
+            // Cache-Prior is LRU at every lambda, 81 loads, no mass lost: the first, 0.
+            (top1_logits(&cycle), 42, 81, "0.0000", 81),
+            // The 2-load lambdas lose 0.188 > 0.1: the original routing's 61 at lambda 0.
+            (rotating_second(6, 3, 60, 0.9), 32, 61, "0.0000", 120),
         ] {
+            let c = check_cache_prior_distance(&i, &options).unwrap();
+            let ratio = loads as f64 / belady as f64;
             assert_eq!(
-                (c.outcome, c.reference, c.bound),
-                (Outcome::Fail, Some(32.0), Some(SMALL_MASS_LOSS)),
+                (c.outcome, c.value, c.reference, c.bound, c.margin),
+                (
+                    Outcome::Measured,
+                    Some(loads as f64),
+                    Some(belady as f64),
+                    None,
+                    None
+                ),
                 "{}",
                 c.note
             );
-            assert!(close(c.value, loss, 1e-6), "{c:?}");
-            assert!(close(c.margin, 0.1 - loss, 1e-6), "{c:?}");
+            assert!(close(c.ratio, ratio, 1e-12), "{c:?}");
+            let excess = (loads as f64 - belady as f64) / requests as f64;
             assert!(
-                c.note.contains("lambda = 0.9184") && c.note.contains(": 2 loads"),
+                c.note.contains(&format!("lambda = {lambda}"))
+                    && c.note.contains(&format!("({excess:+.4} of the requests)")),
                 "{}",
                 c.note
             );
+            assert_eq!(c.inconsistencies(), Vec::<String>::new());
         }
     }
 }

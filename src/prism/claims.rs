@@ -78,7 +78,7 @@
 //! 6. `eval-repaired-testbed` repairs claim 4 (kind `repaired`): the comparison of claim 4 on
 //!    the testbed of Sec. IV-A only ([`family_testbed`]: the two testbed presets; an instance
 //!    outside the evaluation's regime, as the premises of claim 4 define it, is outside the
-//!    statement and inconclusive), read from Table II's caption ("achieves the lowest average
+//!    statement: not applicable), read from Table II's caption ("achieves the lowest average
 //!    latency"). An empirical sentence: no proof, a verdict. Each check costs about 0.1 s, so
 //!    its searches stop at 100 neighbours and its counterexample is not shrunk.
 //!
@@ -745,6 +745,7 @@ pub fn gap_between(cost: f64, lower: f64, upper: f64, status: Option<String>) ->
         reference_kind: ReferenceKind::Bound,
         solver_status: status,
         ratio: (lower > 0.0).then(|| cost / lower),
+        ratio_interval: (lower > 0.0).then(|| [cost / upper, cost / lower]),
         lower: Some(lower),
         upper: Some(upper),
         ..Check::new(Outcome::Measured, note)
@@ -753,7 +754,7 @@ pub fn gap_between(cost: f64, lower: f64, upper: f64, status: Option<String>) ->
 
 /// The repaired evaluation claim (module doc, claim 6): [`check_beats_baselines`] on the
 /// instances inside the evaluation's regime (every premise of `eval-beats-baselines`); the
-/// others are outside the repaired statement, inconclusive.
+/// others are outside the repaired statement, not applicable.
 pub fn check_beats_baselines_in_regime(instance: &Instance, options: &CheckOptions) -> Check {
     let c = crate::tier::classify(
         &super::premises::premises(),
@@ -761,7 +762,7 @@ pub fn check_beats_baselines_in_regime(instance: &Instance, options: &CheckOptio
         instance,
     );
     if c.tier != crate::tier::Tier::Regime {
-        return Check::inconclusive(format!(
+        return Check::not_applicable(format!(
             "outside the testbed's regime: {}",
             c.broken.join("; ")
         ));
@@ -1174,13 +1175,13 @@ mod tests {
     }
 
     #[test]
-    fn repaired_eval_is_inconclusive_outside_the_testbed() {
+    fn repaired_eval_is_not_applicable_outside_the_testbed() {
         // The one-server instance is outside the evaluation's model (premise `multi-server`:
-        // 1 server), so outside the repaired statement: inconclusive, no value, no margin.
+        // 1 server), so outside the repaired statement: not applicable, no value, no margin.
         // No hand pass or fail exists: an instance inside the regime has 13+ layers, 42+
         // slots per GPU and 100+ requests per server (prism::premises).
         let c = check_beats_baselines_in_regime(&one_full_server(), &CheckOptions::default());
-        assert_eq!(c.outcome, Outcome::Inconclusive);
+        assert_eq!(c.outcome, Outcome::NotApplicable);
         assert_eq!((c.value, c.reference, c.margin), (None, None, None));
         assert!(
             c.note.starts_with("outside the testbed's regime: ")
@@ -1261,6 +1262,7 @@ mod tests {
             (Some(12.0), Some(8.0), Some(1.5))
         );
         assert_eq!((c.lower, c.upper), (Some(8.0), Some(10.0)));
+        assert_eq!(c.ratio_interval, Some([1.2, 1.5]));
         assert_eq!(
             (c.reference_kind, c.certificate),
             (ReferenceKind::Bound, None)

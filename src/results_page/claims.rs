@@ -24,7 +24,15 @@ pub const MAX_STRIP: usize = 1000;
 
 /// The kinds of claims.csv's `kind` column (absent from folders written before it).
 const KINDS: [&str; 5] = ["stated", "repaired", "inferred", "sanity", "measurement"];
-const OUTCOMES: [&str; 5] = ["pass", "fail", "inconclusive", "measured", "boundary"];
+const OUTCOMES: [&str; 7] = [
+    "pass",
+    "fail",
+    "inconclusive",
+    "measured",
+    "boundary",
+    "vacuous",
+    "not_applicable",
+];
 const SOURCES: [&str; 2] = ["generated", "searched"];
 
 /// A line of claims.csv.
@@ -40,6 +48,12 @@ struct Claim {
     tiers: String,
     /// checked, failed, inconclusive, by_optimum, by_bound, by_incumbent.
     counts: [u64; 6],
+    /// vacuous, not applicable, bracketed (0 in folders written before the columns).
+    apart: [u64; 3],
+    /// The hull of the checked instances' ratio intervals (absent before the columns).
+    ratio_hull: (Option<f64>, Option<f64>),
+    /// The worst instance's ratio interval, where its OPT is only bracketed.
+    worst_interval: (Option<f64>, Option<f64>),
     worst_margin: Option<f64>,
     worst_ratio: Option<f64>,
     bound_at_worst: Option<f64>,
@@ -58,10 +72,12 @@ struct Ratio {
     outcome: &'static str,
     ratio: f64,
     bound: Option<f64>,
+    /// The interval of the ratio where OPT is only bracketed.
+    interval: Option<(f64, f64)>,
 }
 
 /// The verdicts `verify` writes: a claims.csv with another is refused.
-fn verdicts() -> [&'static str; 7] {
+fn verdicts() -> [&'static str; 9] {
     Verdict::ALL.map(Verdict::as_str)
 }
 
@@ -94,6 +110,14 @@ fn read_claims(path: &Path) -> Result<Vec<Claim>, Error> {
     let numbers: Vec<usize> = numbers.into_iter().collect::<Result<_, _>>()?;
     let (bound, counterexample, note) = (col("bound")?, col("counterexample")?, col("note")?);
     let kind = t.column("kind").ok();
+    let apart = ["vacuous", "not_applicable", "bracketed"].map(|c| t.column(c).ok());
+    let hull = [
+        "ratio_low",
+        "ratio_high",
+        "worst_ratio_low",
+        "worst_ratio_high",
+    ]
+    .map(|c| t.column(c).ok());
     let tiers = ["verdict_regime", "verdict_model", "verdict_extension"].map(|c| t.column(c).ok());
     let mut claims: Vec<Claim> = Vec::with_capacity(t.len());
     for r in 0..t.len() {
@@ -102,7 +126,17 @@ fn read_claims(path: &Path) -> Result<Vec<Claim>, Error> {
         for (slot, &column) in c.iter_mut().zip(&counts) {
             *slot = t.required_count(r, column)?;
         }
+        let mut a = [0u64; 3];
+        for (slot, column) in a.iter_mut().zip(apart) {
+            if let Some(column) = column {
+                *slot = t.required_count(r, column)?;
+            }
+        }
+        let hull_at = |k: usize| hull[k].map_or(Ok(None), |c| t.number(r, c));
         let claim = Claim {
+            apart: a,
+            ratio_hull: (hull_at(0)?, hull_at(1)?),
+            worst_interval: (hull_at(2)?, hull_at(3)?),
             id: t.text(r, id).to_string(),
             paper: t.text(r, paper).to_string(),
             place: t.text(r, place).to_string(),
@@ -149,8 +183,11 @@ fn read_ratios(path: &Path, claims: &[Claim]) -> Result<BTreeMap<String, Vec<Rat
         t.column("ratio")?,
         t.column("bound")?,
     );
+    let interval = ["ratio_low", "ratio_high"].map(|c| t.column(c).ok());
     let mut by_claim: BTreeMap<String, Vec<Ratio>> = BTreeMap::new();
     for r in 0..t.len() {
+        let end = |k: usize| interval[k].map_or(Ok(None), |c| t.number(r, c));
+        let (low, high) = (end(0)?, end(1)?);
         let id = t.text(r, claim);
         if !claims.iter().any(|c| c.id == id) {
             return Err(t.refuse(r, claim, &format!("{id:?} is not a claim of claims.csv")));
@@ -165,6 +202,7 @@ fn read_ratios(path: &Path, claims: &[Claim]) -> Result<BTreeMap<String, Vec<Rat
                 outcome,
                 ratio: value,
                 bound: t.number(r, bound)?,
+                interval: low.zip(high),
             });
         }
     }
@@ -212,6 +250,11 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
         .enumerate()
         .map(|(i, c)| {
             let [checked, failed, inconclusive, by_optimum, by_bound, by_incumbent] = c.counts;
+            let [vacuous, not_applicable, _] = c.apart;
+            let worst = match c.worst_interval {
+                (Some(lo), Some(hi)) => format!("in [{}, {}]", number(Some(lo)), number(Some(hi))),
+                _ => number(c.worst_ratio),
+            };
             vec![
                 format!("<a href=\"#claim-{i}\">{}</a>", escape(&c.id)),
                 c.kind.to_string(),
@@ -219,12 +262,13 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
                 escape(&c.tiers),
                 checked.to_string(),
                 failed.to_string(),
+                format!("{vacuous} / {not_applicable}"),
                 inconclusive.to_string(),
                 format!("{by_optimum} / {by_bound} / {by_incumbent}"),
                 number(c.worst_margin),
-                match (c.worst_ratio, c.bound_at_worst) {
-                    (Some(x), Some(b)) => format!("{} ({})", number(Some(x)), number(Some(b))),
-                    (x, _) => number(x),
+                match c.bound_at_worst {
+                    Some(b) if worst != "-" => format!("{worst} ({})", number(Some(b))),
+                    _ => worst,
                 },
             ]
         })
@@ -237,6 +281,7 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
             "regime / model / extension",
             "checked",
             "failed",
+            "vacuous / not applicable",
             "inconclusive",
             "optimum / bound / incumbent",
             "worst margin",
@@ -269,10 +314,12 @@ fn claim_section(dir: &Path, page: &mut Page, i: usize, c: &Claim, ratios: &[Rat
     } else {
         format!(", {}", c.kind)
     };
+    let [vacuous, not_applicable, bracketed] = c.apart;
     let mut text = format!(
-        "{} ({}{kind}). Bound: {}.<br>Checked {checked} (failed {failed}), inconclusive \
-         {inconclusive}; decided by a proved optimum {by_optimum}, by a bound {by_bound}, by \
-         an incumbent {by_incumbent}.",
+        "{} ({}{kind}). Bound: {}.<br>Checked {checked} (failed {failed}), vacuous {vacuous} \
+         (the bound trivial there: no evidence), not applicable {not_applicable} (outside the \
+         claim's premise), inconclusive {inconclusive}; decided by a proved optimum \
+         {by_optimum}, by a bound {by_bound}, by an incumbent {by_incumbent}.",
         escape(&c.place),
         escape(&c.paper),
         escape(&c.bound),
@@ -280,7 +327,15 @@ fn claim_section(dir: &Path, page: &mut Page, i: usize, c: &Claim, ratios: &[Rat
     if let Some(m) = c.worst_margin {
         text.push_str(&format!(" Worst margin {}.", number(Some(m))));
     }
-    if let Some(r) = range(c.ratio_range) {
+    if bracketed > 0 {
+        // OPT only bracketed on some instances: their ratios are intervals, not numbers.
+        if let Some(r) = range(c.ratio_hull) {
+            text.push_str(&format!(
+                " Ratios to OPT within {r} ({bracketed} of {checked} only bracketed: OPT \
+                 lies between a bound and a feasible solution's value)."
+            ));
+        }
+    } else if let Some(r) = range(c.ratio_range) {
         text.push_str(&format!(" Ratios {r}"));
         if let (Some(p), Some(m)) = (c.ratio_p05, c.ratio_median) {
             let (p, m) = (number(Some(p)), number(Some(m)));
@@ -364,6 +419,7 @@ fn ratio_chart(ratios: &[Ratio]) -> (Chart, String) {
         "pass" => figure::palette(0),
         "fail" => figure::palette(3),
         "boundary" => figure::palette(1),
+        "vacuous" => figure::palette(4),
         _ => figure::palette(7),
     };
     if drawn.len() <= MAX_STRIP {
@@ -394,6 +450,31 @@ fn ratio_chart(ratios: &[Ratio]) -> (Chart, String) {
                     .legend
                     .push((Key::Point(color, shape), format!("{outcome} ({source})")));
             }
+        }
+        // Where OPT is only bracketed the ratio is an interval: drawn as a whisker through the
+        // point (one of its ends).
+        let spans: Vec<(f64, f64, f64)> = (drawn.iter().enumerate())
+            .filter_map(|(k, (r, _))| {
+                let (lo, hi) = r.interval?;
+                let over = |x: f64| match varies {
+                    true => r.bound.filter(|b| *b > 0.0).map(|b| x / b),
+                    false => Some(x),
+                };
+                let (lo, hi) = (over(lo)?, over(hi)?);
+                (drawable(lo) && drawable(hi)).then_some((k as f64, lo, hi))
+            })
+            .collect();
+        if !spans.is_empty() {
+            caption.push_str(&format!(
+                "; {} only bracketed (OPT between a bound and a feasible value): their ratio is \
+                 the interval drawn",
+                spans.len()
+            ));
+            let color = figure::palette(7);
+            chart.marks.push(Mark::Whiskers { color, spans });
+            chart
+                .legend
+                .push((Key::Line(color), "ratio interval (OPT bracketed)".into()));
         }
         if let Some((y, words)) = line {
             chart.marks.push(Mark::HRule {

@@ -26,7 +26,8 @@
 //!    or not).
 //! 3. `alg2-uniform-optimal`, Sec. V-A: Alg. 2 (as printed) attains the minimum of (4) for
 //!    uniform costs, on the missed experts of claim 1's routing. Layers without a missed
-//!    expert are inconclusive (nothing to split).
+//!    expert hold vacuously (nothing to split: every split is optimal); per-expert costs are
+//!    outside the claim (not applicable).
 //!
 //! All three are inferred, not stated: the paper gives objective (1) as the router's goal ("Our
 //! goal is to maximize, for each layer, the number of routing hits [...]") and (4) as the
@@ -218,7 +219,7 @@ fn check_router(instance: &Instance, _: &CheckOptions, low_score: LowScore) -> C
 
 fn check_alg2_uniform(instance: &Instance, _: &CheckOptions) -> Check {
     let Costs::Uniform { load_s, cpu_s, .. } = instance.costs else {
-        return Check::inconclusive("per-expert costs: the claim is about uniform costs");
+        return Check::not_applicable("per-expert costs: the claim is about uniform costs");
     };
     let sets = LayerSets::new(instance);
     let routing = route(instance, LowScore::Missing);
@@ -228,7 +229,8 @@ fn check_alg2_uniform(instance: &Instance, _: &CheckOptions) -> Check {
     };
     let n = value.misses.len();
     if n == 0 {
-        return Check::inconclusive("no missed expert: nothing to split");
+        // Nothing to split: every split is the optimum, the claim tests nothing here.
+        return Check::new(Outcome::Vacuous, "no missed expert: nothing to split");
     }
     let split = alg2(&value.misses, &instance.costs, Alg2Rule::Paper);
     let (m, opt) = split_optimum_uniform(n, load_s, cpu_s);

@@ -341,6 +341,11 @@ fn judge_bounded(a: f64, factor: f64, bounds: &Bounded, note: &str) -> Check {
         },
         solver_status: Some(bounds.status.clone()),
         ratio: lower.filter(|&l| l > 1e-12).map(|l| a / l),
+        // OPT in [lower, upper]: a / OPT in [a / upper, a / lower].
+        ratio_interval: lower
+            .zip(upper)
+            .filter(|&(l, _)| l > 1e-12)
+            .map(|(l, u)| [a / u, a / l]),
         bound: Some(factor),
         lower,
         upper,
@@ -537,6 +542,10 @@ mod tests {
             (Outcome::Fail, Some(Certificate::Incumbent), l, u)
         );
         assert_eq!(decided(4.0, &bounds), (Outcome::Inconclusive, None, l, u));
+        // OPT in [1, 3]: the ratio 1.9 / OPT is the interval [1.9 / 3, 1.9], not 1.9 alone.
+        let c = judge_bounded(1.9, 2.0, &bounds, "test");
+        assert_eq!(c.ratio_interval, Some([1.9 / 3.0, 1.9]));
+        assert_eq!(c.inconsistencies(), Vec::<String>::new());
         // A pass's margin is as against an optimum of 1: (2 - 1.9 - t) / 1.
         let m = judge_bounded(1.9, 2.0, &bounds, "test").margin.unwrap();
         assert!((m - (0.1 - 1e-12 - 2e-9)).abs() < 1e-12, "{m}");

@@ -13,6 +13,6 @@ pub mod strategies;
 pub use ratio::{summarize, Direction, Observation, RatioSummary, Reference};
 pub use setfn::{
     check_lemma_one, check_monotone, check_submodular, check_supermodular, supermodular_curvature,
-    worst_slack, Curvature, Mode, Property, SetFunction, Slack, Strict, Tolerance, Verdict,
-    Witness,
+    violations, worst_slack, Curvature, Mode, Property, SetFunction, Slack, Strict, Tolerance,
+    Verdict, Witness,
 };

@@ -310,6 +310,26 @@ pub fn worst_slack(
     })
 }
 
+/// Every violated inequality of `property` in `mode`, in visiting order (the ones
+/// [`worst_slack`] counts in [`Slack::violated`]), each with its gains: for a caller that
+/// must look past the worst one (e.g. to find which of a term's violations survive in a sum
+/// of terms).
+pub fn violations(
+    f: &impl SetFunction,
+    property: Property,
+    mode: Mode,
+    tol: Tolerance,
+) -> Vec<Witness> {
+    let mut found = Vec::new();
+    walk(f, mode, property, |q| {
+        if property.slack(tol, q.gain_smaller, q.gain_larger) < 0.0 {
+            found.push(q.witness());
+        }
+        true
+    });
+    found
+}
+
 fn members(mask: u64, n: usize) -> Vec<usize> {
     (0..n).filter(|i| mask & (1 << i) != 0).collect()
 }
@@ -949,6 +969,26 @@ mod tests {
         let s = worst_slack(&modular(), Property::Submodular, Mode::Exhaustive, t).unwrap();
         assert!(s.slack > 0.0 && s.slack < 1e-8);
         assert_eq!((s.strict, s.equalities, s.checked), (None, 48, 48));
+    }
+
+    #[test]
+    fn violations_lists_every_violated_inequality() {
+        // |S|^2 violates every one of its 480 local submodular inequalities (see
+        // worst_slack_of_squared_cardinality), the first at S = {}, x = 0, y = 1; coverage
+        // none.
+        let v = violations(&squared(), Property::Submodular, Mode::Exhaustive, EXACT);
+        assert_eq!(v.len(), 480);
+        assert_eq!(
+            (v[0].smaller.clone(), v[0].larger.clone(), v[0].element),
+            (vec![], vec![1], 0)
+        );
+        let t = Tolerance::default();
+        assert!(violations(&coverage(), Property::Submodular, Mode::Exhaustive, t).is_empty());
+        // The modular function with weight -1 on element 1: S + 1 loses 1 for each of the
+        // 2^3 sets S without 1.
+        let m = violations(&modular(), Property::Monotone, Mode::Exhaustive, t);
+        assert_eq!(m.len(), 8);
+        assert!(m.iter().all(|w| w.element == 1 && w.gain_smaller == -1.0));
     }
 
     #[test]

@@ -35,6 +35,37 @@ pub(super) struct ServerKappa {
     /// Definition 4's premise on the instance: F~^super_n monotone and supermodular
     /// (`None` when not checked).
     premise: Option<bool>,
+    /// Where kappa_n is within floating-point reach of 1: an element that makes it 1 exactly
+    /// (`None` when none does, or kappa_n is not near 1).
+    pub(super) exactly_one: Option<ExactlyOne>,
+}
+
+/// An element z of server n with F~^super(z | empty) = 0 by structure (adding z alone changes
+/// no route: [`PlacementFunction::unchanged_by`]) and F~^super(z | V - z) > 0 beyond the
+/// tolerance: its ratio in Definition 4 is 0 exactly, so kappa_n >= 1 exactly (= 1 where
+/// F~^super_n is monotone).
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct ExactlyOne {
+    server: usize,
+    /// The expert z.
+    expert: usize,
+    /// F~^super(z | V - z).
+    gain_at_rest: f64,
+}
+
+/// The first element of `g` (server `n`) that makes kappa_n = 1 exactly ([`ExactlyOne`]).
+fn exactly_one(g: &PlacementFunction, n: usize, instance: &Instance) -> Option<ExactlyOne> {
+    let (_, at_rest) = g.end_gains();
+    (0..g.ground_size())
+        .find(|&z| {
+            at_rest[z] > TOLERANCE.abs + TOLERANCE.rel * at_rest[z].abs()
+                && g.unchanged_by(z, instance)
+        })
+        .map(|z| ExactlyOne {
+            server: n,
+            expert: g.ground[z].1.index(),
+            gain_at_rest: at_rest[z],
+        })
 }
 
 /// Every value of g is 0 (within the absolute tolerance), checked over all 2^|V| sets; false
@@ -78,10 +109,17 @@ pub(super) fn kappas(
                 check_monotone(&g, mode, TOLERANCE).holds()
                     && check_supermodular(&g, mode, TOLERANCE).holds()
             });
+            // Near 1 the curvature may be 1 by structure: decided exactly (the open interval
+            // of Prop. 6 excludes it), not by the tolerance.
+            let near_one = !vanishes
+                && curvature
+                    .kappa
+                    .is_some_and(|k| (k - 1.0).abs() <= PROP6_END_POINT);
             ServerKappa {
                 server: n,
                 kappa,
                 vanishes,
+                exactly_one: near_one.then(|| exactly_one(&g, n, instance)).flatten(),
                 curvature,
                 premise,
             }
@@ -138,11 +176,14 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
             certificate,
         });
     }
+    // The worst server: a fail, then an undecided one, then a pass (the evidence) before a
+    // vacuous one (its bound trivial: 1 - kappa_n <= 0, or nothing to gain).
     let rank = |o: Outcome| match o {
         Outcome::Fail => 0,
-        Outcome::Inconclusive => 1,
+        Outcome::Inconclusive | Outcome::NotApplicable => 1,
         Outcome::Boundary => 2,
         Outcome::Pass | Outcome::Measured => 3,
+        Outcome::Vacuous => 4,
     };
     let worst = servers
         .iter()
@@ -166,8 +207,10 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
         Outcome::Inconclusive
     } else if count(Outcome::Boundary) > 0 {
         Outcome::Boundary
-    } else {
+    } else if count(Outcome::Pass) > 0 {
         Outcome::Pass
+    } else {
+        Outcome::Vacuous
     };
     // The smallest server margin; undefined while some server is inconclusive (unless one
     // fails, which decides the instance).
@@ -176,13 +219,19 @@ pub(super) fn prop5_with(instance: &Instance, options: &CheckOptions, force_milp
     } else {
         servers.iter().filter_map(|s| s.margin).reduce(f64::min)
     };
-    // A fail rests on the failing server's certificate (the worst); a pass on every server's.
+    // A fail rests on the failing server's certificate (the worst); a pass on every passing
+    // server's (a vacuous server needs none).
     let certificate = match outcome {
         Outcome::Fail => worst.certificate,
-        Outcome::Inconclusive | Outcome::Measured | Outcome::Boundary => None,
+        Outcome::Inconclusive
+        | Outcome::Measured
+        | Outcome::Boundary
+        | Outcome::Vacuous
+        | Outcome::NotApplicable => None,
         Outcome::Pass => Some(
             if servers
                 .iter()
+                .filter(|s| s.outcome == Outcome::Pass)
                 .all(|s| s.certificate == Some(Certificate::Optimum))
             {
                 Certificate::Optimum
@@ -391,7 +440,7 @@ fn prop6_single(instance: &Instance, repaired: bool) -> Check {
         Err(note) => return Check::inconclusive(note),
     };
     if model.servers() != 1 {
-        return Check::inconclusive(format!(
+        return Check::not_applicable(format!(
             "premise fails: N = {} (the claim is for N = 1)",
             model.servers()
         ));
@@ -402,7 +451,7 @@ fn prop6_single(instance: &Instance, repaired: bool) -> Check {
     let evidence = || json!({ "kappa": k });
     if let Err(reason) = prop6_premises(instance) {
         return Check::property(
-            Outcome::Inconclusive,
+            Outcome::NotApplicable,
             kappa,
             format!("premise fails: {reason}; kappa_1 = {}", fmt_opt(kappa)),
             Some(evidence()),
@@ -484,7 +533,7 @@ fn prop6_multi(instance: &Instance, repaired: bool) -> Check {
         Err(note) => return Check::inconclusive(note),
     };
     if model.servers() < 2 {
-        return Check::inconclusive("premise fails: N = 1 (the claim is for N >= 2)");
+        return Check::not_applicable("premise fails: N = 1 (the claim is for N >= 2)");
     }
     let run = match algorithms::successive_maxconv(&model) {
         Ok(r) => r,
@@ -517,7 +566,7 @@ fn prop6_multi(instance: &Instance, repaired: bool) -> Check {
     };
     if let Err(reason) = prop6_premises(instance) {
         return Check::property(
-            Outcome::Inconclusive,
+            Outcome::NotApplicable,
             kappa_max,
             format!(
                 "premise fails: {reason}; kappa_n = [{}]",
@@ -554,10 +603,32 @@ fn prop6_multi(instance: &Instance, repaired: bool) -> Check {
             Some(raw + allowance),
         );
     }
-    // The open interval: kappa_max strictly inside; within PROP6_END_POINT of an end point
-    // floating point cannot say on which side the exact curvature lies (a boundary case).
+    // The open interval: kappa_max strictly inside. At 1 by structure (some server's element
+    // z with F~^super(z | empty) = 0 exactly) it is the end point itself, a fail, whatever
+    // the tolerance; otherwise within PROP6_END_POINT of an end point floating point cannot say
+    // on which side the exact curvature lies (a boundary case).
     let eps = PROP6_END_POINT;
     let raw = (k - 0.5).min(1.0 - k);
+    if let Some(at) = relevant.iter().find_map(|s| s.exactly_one.as_ref()) {
+        let mut witness = evidence();
+        witness["exactly_one"] = json!(at);
+        return Check::property(
+            Outcome::Fail,
+            Some(k),
+            format!(
+                "kappa_max = 1 exactly, the end point of the open interval (1/2, 1): on server \
+                 {}, expert {} has F~^super(z | empty) = 0 by structure (adding it alone \
+                 makes no route faster) and F~^super(z | V - z) = {:.3e} > 0; kappa_n = [{}]",
+                at.server,
+                at.expert,
+                at.gain_at_rest,
+                per_server.join(", ")
+            ),
+            Some(witness),
+            // Decided exactly at the end point: the band's width below 0.
+            Some(raw.min(0.0) - eps),
+        );
+    }
     let outcome = decide(raw, eps, true);
     let place = match outcome {
         Outcome::Pass => "inside (1/2, 1)",
@@ -565,8 +636,8 @@ fn prop6_multi(instance: &Instance, repaired: bool) -> Check {
         _ if k > 1.0 + eps => "above 1",
         _ if k < 0.75 => "at the end point 1/2 of the open interval (within the tolerance)",
         _ => {
-            "at the end point 1 of the open interval (within the tolerance): some z has \
-             F~^super(z | empty) = 0"
+            "at the end point 1 of the open interval (within the tolerance; no element is \
+             worthless alone by structure)"
         }
     };
     Check::property(

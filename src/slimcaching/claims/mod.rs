@@ -74,11 +74,12 @@
 //!
 //! 1. `prop1-submodular`, Prop. 1 (Sec. IV-B, App. A): every model Top-1 => F monotone
 //!    non-decreasing and submodular (Definition 1) on V. Exhaustive checks of both; fail with
-//!    the worst violation of whichever is violated. Instances with a K_m > 1 model are
-//!    inconclusive (premise). Family `tiny-top1`.
+//!    the worst violation of whichever is violated; above 20 pairs (the paper's sizes)
+//!    decided demand by demand, exactly (module `properties`). Instances with a K_m > 1 model
+//!    are not applicable (premise). Family `tiny-top1`.
 //! 2. `prop2-monotone`, Prop. 2, first part: K_m > 1 => F monotone. Reading: "K_m > 1 for any
 //!    m" is read like Prop. 1's "K_m = 1 for any m", i.e. for every model (mixed libraries are
-//!    Prop. 4's subject); other instances are inconclusive. Family `tiny-top2`.
+//!    Prop. 4's subject); other instances are not applicable. Family `tiny-top2`.
 //! 3. `prop2-neither`, Prop. 2, second part (App. B): with K_m > 1, F is neither submodular nor
 //!    supermodular. Reading: App. B proves it by exhibiting one configuration of each kind, so
 //!    it is an existence statement about the problem class, not about every instance (a
@@ -128,11 +129,17 @@
 //! 10. `prop6-multi-server`, Prop. 6 (App. E (2)): same premises, N >= 2 => kappa_max in
 //!     (1/2, 1) along Alg. 3's run, the maximum over the servers whose F~^super_n does not
 //!     vanish (a vanishing one has no curvature; an undefined kappa_n elsewhere makes the
-//!     instance inconclusive). The interval is open: kappa_max at an end point, or within 1e-9
-//!     of one on either side, is a boundary case (floating point cannot place the exact
-//!     curvature; never a fail), below 1/2 - 1e-9 or above 1 + 1e-9 a fail; the note says which
-//!     end point (1/2: no redirection gain anywhere; 1: some expert is worthless alone on its
-//!     server but not next to the others). Value = kappa_max.
+//!     instance inconclusive). The interval is open. kappa_max = 1 by structure is decided
+//!     exactly, a fail: some server's element z has F~^super(z | empty) = 0 because adding z
+//!     alone makes no route faster (the routing rule already serves z on the user's server, or
+//!     an earlier server already serves it, from a twin of z's server or more cheaply than z's
+//!     server by more than the tolerance: `PlacementFunction::unchanged_by`) while
+//!     F~^super(z | V - z) > 0; the witness names the server and z. Otherwise kappa_max within
+//!     1e-9 of an end point, on either side, is a boundary case (floating point cannot place the
+//!     exact curvature: at 1/2 the negligible compute moves it by about 1e-21; never a fail),
+//!     below 1/2 - 1e-9 or above 1 + 1e-9 a fail; the note says which end point (1/2: no
+//!     redirection gain anywhere; 1: some expert is worthless alone on its server but not next
+//!     to the others). Value = kappa_max.
 //!     Family `prop6-multi`.
 //! 11. `alg3-equals-alg2`, Sec. V-B4 ("without sacrificing optimality"): Alg. 3 reaches the
 //!     same P3_n optimum as Alg. 2. Along Alg. 2's run, each server's knapsack (item values
@@ -178,7 +185,7 @@
 //!     F~^super(z | empty) >= 0, hence kappa_n <= 1, and a supermodular F~^super_n (Prop. 4)
 //!     gives kappa_n >= 0; App. E's claim that the ratio of a remote user's demand stays above
 //!     0 fails when an earlier server already serves z as cheaply but caching all of R on n
-//!     saves a trip (a = 0: kappa_n = 1, the boundary cases of claim 10), and own users' and
+//!     saves a trip (a = 0: kappa_n = 1, the exact end points of claim 10), and own users' and
 //!     r = 1 demands pull kappa_n to 1/2 or below (the violations of claim 10). The interval
 //!     the proof supports is the closed [0, 1], with no constant factor from Thm. 1; App. E's
 //!     last step also inverts: kappa in (1/2, 1) gives (1 - kappa)/2 in (0, 1/4), not >= 1/4.
@@ -229,7 +236,9 @@
 //! * `prop6-single-server`: 0.05 - |kappa_1 - 1/2| (pass iff >= 0; no band: the reading's
 //!   tolerance 0.05 is the band).
 //! * `prop6-multi-server`: min(kappa_max - 1/2, 1 - kappa_max) + 1e-9 (the open interval with
-//!   the end-point tolerance [`PROP6_END_POINT`]; a fail iff < 0, a boundary case in [0, 2e-9]).
+//!   the end-point tolerance [`PROP6_END_POINT`]; a fail iff < 0, a boundary case in [0, 2e-9]);
+//!   at kappa_max = 1 by structure, min(kappa_max - 1/2, 1 - kappa_max, 0) - 1e-9 (the end
+//!   point decided exactly: a fail).
 //! * `alg3-equals-alg2` (an equality: the band is the claim): per server, the unused fraction
 //!   of the allowance, (t - |dp - mc|) / t with t = 1e-12 + 1e-9 max(|dp|, |mc|): 1 when the
 //!   two optima are equal, 0 at the tolerance, negative beyond (about
@@ -265,8 +274,20 @@
 //!   (Fig. 1's 1.5 GB, U = 10, 20, 50). Prop. 6 (N = 1): the paper's links are symmetric
 //!   and its compute (microseconds per expert) negligible next to the 10 ms cloud link.
 //!
-//! Props. 2 and 4 have no paper-scale family (the registry says why); Prop. 1 is checked there
-//! on sampled chains only, so it can fail but not pass.
+//! Props. 1 and 4 are decided there demand by demand, exactly (module `properties`: a sum of
+//! monotone, submodular or supermodular terms is so, and a term's violation is a witness only
+//! once re-evaluated on the whole F). Prop. 2 runs on `paper` too and is not applicable on
+//! every instance: the paper's library always has Top-1 models.
+//!
+//! ## Vacuous instances
+//!
+//! A ratio claim whose target b x OPT is 0 on an instance (Thm. 1's (1 - kappa_max)/2 with
+//! kappa_max = 1, Prop. 5's 1 - kappa_n on a server with kappa_n = 1, an optimum of 0) asks
+//! only that the algorithm lose nothing: met, it is [`Outcome::Vacuous`], counted apart from
+//! the evidence (`references::judge`); Prop. 5 is vacuous on an instance when every server
+//! is. Missed, it is still a fail.
+//!
+//! [`Outcome::Vacuous`]: crate::claims::Outcome::Vacuous
 //!
 //! [`Check::margin`]: crate::claims::Check::margin
 //! [`Outcome`]: crate::claims::Outcome
@@ -291,7 +312,7 @@ use formulations::slimcaching::validate::validate;
 use formulations::slimcaching::{Instance, LatencyModel};
 use verification::{Slack, Tolerance};
 
-use crate::claims::{Claim, ClaimInfo, ClaimKind, PaperScale, Quantifier};
+use crate::claims::{Check, Claim, ClaimInfo, ClaimKind, PaperScale, Quantifier};
 use curvature::{
     check_prop5, check_prop6_multi, check_prop6_multi_repaired, check_prop6_single,
     check_prop6_single_repaired, check_thm1,
@@ -384,9 +405,10 @@ pub fn registry() -> Vec<SlimClaim> {
         models (ST-b-8/16/32, 672 experts); seed % 5 picks (N, U, Q) from (4, 20, 1.25 GB), (4, \
         20, 2.5 GB), (2, 20, 1.25 GB), (10, 20, 1.25 GB), (4, 50, 1.25 GB) (Fig. 6(a)'s \
         storages, Fig. 8's sweeps of N and U), seed / 5 the random draw";
-    const PAPER_TOP1_SAMPLED: &str = "paper-top1 (as prop3-greedy-ratio), checked on 20,000 \
-        sampled chains per property: no violation among them is reported inconclusive, never \
-        a pass; a violation found is a fail with its witness";
+    const PAPER_TOP1_TERMWISE: &str = "paper-top1 (as prop3-greedy-ratio), decided demand by \
+        demand: F is the sum of its demands' terms, each on the N pairs of its one expert, and \
+        each expert's terms are checked over every subset of its N pairs (a sum of monotone \
+        submodular functions is one)";
     const PAPER_FULL: &str = "paper: the paper preset (Sec. VI-A: 18 models, 3,872 experts, \
         Top-1/2/4); seed % 5 picks (N, U, Q) from (4, 20, 5 GB), (4, 20, 2.5 GB), (2, 20, 5 \
         GB), (10, 20, 5 GB), (4, 50, 5 GB) (Sec. VI-A, Fig. 6(a), Fig. 8(a), Fig. 8(b)), seed / \
@@ -395,14 +417,13 @@ pub fn registry() -> Vec<SlimClaim> {
         picks (U, Q) from (20, 5 GB), (20, 1.5 GB) (Fig. 1's storage), (10, 5 GB), (50, 5 GB), \
         seed / 4 the random draw (the paper's links are symmetric and its compute negligible \
         next to the 10 ms cloud link, Prop. 6's premises)";
-    const PROP2_WITHOUT: &str = "Prop. 2 is read for K_m > 1 on every model, and every \
-        instance the paper evaluates mixes its Top-1 ST-b models with the Top-2 and Top-4 ones \
-        (Sec. VI-A), so none meets the premise; the check also enumerates the 2^|V| subsets of \
-        V (|V| = N x E = 15,488 pairs on the paper preset)";
-    const PROP4_WITHOUT: &str = "the check enumerates the 2^|V_n| subsets of each server's \
-        experts (|V_n| up to 3,872 on the paper preset); 20,000 sampled chains per property \
-        take about 85 s per paper instance in the dev profile and could only report that no \
-        violation was found";
+    const PAPER_PROP2: &str = "paper (as thm1-ratio): Prop. 2 is read for K_m > 1 on every \
+        model, and every library the paper evaluates mixes its Top-1 ST-b models with the Top-2 \
+        and Top-4 ones (Sec. VI-A): each instance is outside the premise (not applicable)";
+    const PAPER_PROP4: &str = "paper (as thm1-ratio), decided demand by demand: per server, \
+        F~^mod and F~^super are sums of their demands' terms, each on the at most K_m experts it \
+        needs, and the terms on the same experts are checked together over every subset of \
+        them (sums keep monotone, modular and supermodular functions so)";
     vec![
         SlimClaim {
             info: ClaimInfo {
@@ -422,7 +443,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_top1,
-            paper: PaperScale::Family(PAPER_TOP1_SAMPLED, family_paper_top1),
+            paper: PaperScale::Family(PAPER_TOP1_TERMWISE, family_paper_top1),
             check: check_prop1,
         },
         SlimClaim {
@@ -442,7 +463,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_top2,
-            paper: PaperScale::Without(PROP2_WITHOUT),
+            paper: PaperScale::Family(PAPER_PROP2, family_paper),
             check: check_prop2_monotone,
         },
         SlimClaim {
@@ -466,7 +487,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_top2,
-            paper: PaperScale::Without(PROP2_WITHOUT),
+            paper: PaperScale::Family(PAPER_PROP2, family_paper),
             check: check_prop2_neither,
         },
         SlimClaim {
@@ -532,7 +553,7 @@ pub fn registry() -> Vec<SlimClaim> {
                 ..ClaimInfo::DEFAULTS
             },
             family: family_tiny_mixed,
-            paper: PaperScale::Without(PROP4_WITHOUT),
+            paper: PaperScale::Family(PAPER_PROP4, family_paper),
             check: check_prop4,
         },
         SlimClaim {
@@ -732,11 +753,12 @@ fn compile(instance: &Instance) -> Result<LatencyModel, String> {
         .map_err(|e| format!("invalid instance: {e}"))
 }
 
-/// The compiled model of an instance meeting the premise on Top-K ([`premise_top_k`]), or why
-/// not (an inconclusive note).
-fn compile_top_k(instance: &Instance, want_one: bool) -> Result<LatencyModel, String> {
-    let model = compile(instance)?;
-    premise_top_k(instance, want_one)?;
+/// The compiled model of an instance meeting the premise on Top-K ([`premise_top_k`]), or the
+/// check that says why not: inconclusive for an invalid instance, not applicable outside the
+/// premise.
+fn compile_top_k(instance: &Instance, want_one: bool) -> Result<LatencyModel, Box<Check>> {
+    let model = compile(instance).map_err(|note| Box::new(Check::inconclusive(note)))?;
+    premise_top_k(instance, want_one).map_err(|note| Box::new(Check::not_applicable(note)))?;
     Ok(model)
 }
 

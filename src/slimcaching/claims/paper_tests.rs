@@ -3,9 +3,9 @@
 //! exhaustive optima), and a paper instance certified by them.
 
 use super::bounds::{p1_relaxation_bound, p2_modular_bound};
-use super::curvature::{check_prop5, check_thm1};
+use super::curvature::{check_prop5, check_prop6_multi, check_prop6_multi_repaired, check_thm1};
 use super::references::{check_prop3, p2_reference};
-use super::set_functions::{prefix, server_ground, top_k, PlacementFunction};
+use super::set_functions::{prefix, server_ground, sid, top_k, PlacementFunction};
 use super::tests::assert_consistent;
 use super::*;
 use crate::claims::{Certificate, Outcome, PaperScale, ReferenceKind};
@@ -156,22 +156,26 @@ fn one_pass_bounds_are_above_the_exhaustive_optima() {
 
 #[test]
 fn a_paper_instance_is_certified_by_the_one_pass_bounds() {
-    // Sec. VI-A's point (4 servers, 20 users, 5 GB): the MILP would stop at its time limit with
-    // a bound no better than the relaxation's; the bounds certify Thm. 1 and Prop. 5 at once.
-    let i = family_paper(0);
-    let model = LatencyModel::new(&i);
-    assert!(
-        formulations::slimcaching::milp::p1_variables(&model) > PAPER_SIZED_VARIABLES,
-        "paper-sized"
-    );
+    // Sec. VI-A's point (4 servers, 20 users, 5 GB) and Fig. 8(a)'s N = 2: the MILP would stop
+    // at its time limit with a bound no better than the relaxation's; the bounds certify
+    // Prop. 5 on the first and Thm. 1 on the second. On the first Thm. 1 is vacuous: some
+    // server's kappa_n is 1 (below), so its bound (1 - kappa_max)/2 is 0.
+    let (four, two) = (family_paper(0), family_paper(2));
+    assert_eq!((four.servers.len(), two.servers.len()), (4, 2));
     let options = CheckOptions::default();
-    for (id, check) in [
-        ("slimcaching/thm1-ratio", check_thm1(&i, &options)),
+    for (id, i, check) in [
+        ("slimcaching/thm1-ratio", &two, check_thm1(&two, &options)),
         (
             "slimcaching/prop5-subproblem-ratio",
-            check_prop5(&i, &options),
+            &four,
+            check_prop5(&four, &options),
         ),
     ] {
+        let model = LatencyModel::new(i);
+        assert!(
+            formulations::slimcaching::milp::p1_variables(&model) > PAPER_SIZED_VARIABLES,
+            "paper-sized"
+        );
         let decided = (check.outcome, check.certificate);
         assert_eq!(
             decided,
@@ -180,15 +184,77 @@ fn a_paper_instance_is_certified_by_the_one_pass_bounds() {
             check.note
         );
         assert_eq!(check.solver_status.as_deref(), Some(RELAXATION_STATUS));
-        // The upper bound is above the algorithm's value, which is the lower bound.
+        // The upper bound is above the algorithm's value, which is the lower bound; the ratio
+        // to OPT is only the interval between them.
         let (lower, upper) = (check.lower.unwrap(), check.upper.unwrap());
         assert!(
             lower <= upper && check.value == Some(lower),
             "{}",
             check.note
         );
+        let [low, high] = check.ratio_interval.expect("OPT bracketed");
+        assert!(low < 1.0 && (high - 1.0).abs() < 1e-12, "{}", check.note);
         assert_consistent(id, &check);
     }
+    let vacuous = check_thm1(&four, &options);
+    assert_eq!(vacuous.outcome, Outcome::Vacuous, "{}", vacuous.note);
+    assert_eq!((vacuous.bound, vacuous.certificate), (Some(0.0), None));
+    assert_consistent("slimcaching/thm1-ratio", &vacuous);
+}
+
+#[test]
+fn kappa_one_by_structure_violates_prop6_on_the_paper_preset() {
+    // On Sec. VI-A's point some server's F~^super has an expert z worthless alone (adding it
+    // makes no route faster: an earlier server, or its twin, already serves it as cheaply) but not
+    // next to the others: kappa_n = 1 - 0 / g(z | V - z) = 1 exactly, the end point of Prop.
+    // 6's open interval (1/2, 1), a fail whatever the tolerance. Re-checked here with the
+    // evaluator's routing latency (not the claims' tables), over the K_m > 1 demands.
+    let i = family_paper(0);
+    let c = check_prop6_multi(&i, &CheckOptions::default());
+    assert_eq!(c.outcome, Outcome::Fail, "{}", c.note);
+    assert!(c.margin.is_some_and(|m| m < 0.0) && c.value == Some(1.0));
+    let w = &c.witness.as_ref().expect("a witness")["exactly_one"];
+    let (n, z) = (
+        w["server"].as_u64().unwrap() as usize,
+        w["expert"].as_u64().unwrap(),
+    );
+    assert!(
+        c.note.contains(&format!("server {n}, expert {z}")),
+        "{}",
+        c.note
+    );
+    let model = LatencyModel::new(&i);
+    let run = algorithms::successive_maxconv(&model).unwrap();
+    let base = prefix(&run.placement, n);
+    let demands: Vec<_> = model
+        .demands()
+        .iter()
+        .filter(|d| top_k(&i, d) > 1)
+        .collect();
+    let g = |x: &formulations::slimcaching::Placement| -> f64 {
+        demands
+            .iter()
+            .map(|d| d.weight * (model.routing_latency(d, &base) - model.routing_latency(d, x)))
+            .sum()
+    };
+    let z = formulations::slimcaching::ExpertId(z as u32);
+    let mut alone = base.clone();
+    alone.insert(sid(n), z);
+    assert_eq!(g(&alone), 0.0, "worthless alone, exactly");
+    let mut rest = base.clone();
+    for (_, e) in server_ground(&model, n) {
+        if e != z {
+            rest.insert(sid(n), e);
+        }
+    }
+    let mut all = rest.clone();
+    all.insert(sid(n), z);
+    let at_rest = g(&all) - g(&rest);
+    assert!(at_rest > 1e-12, "{at_rest}");
+    assert!((at_rest - w["gain_at_rest"].as_f64().unwrap()).abs() <= 1e-12);
+    // The repaired claim's closed interval [0, 1] holds there.
+    let repaired = check_prop6_multi_repaired(&i, &CheckOptions::default());
+    assert_eq!(repaired.outcome, Outcome::Pass, "{}", repaired.note);
 }
 
 #[test]

@@ -46,7 +46,15 @@ impl Reference {
             ReferenceKind::Bound => (self.incumbent, self.value),
             ReferenceKind::Baseline | ReferenceKind::None => (self.incumbent, None),
         };
+        // OPT only bracketed: the ratio to it is the interval between the two ends.
+        let ratio_interval = match (self.kind, lower, upper) {
+            (ReferenceKind::Bound, Some(l), Some(u)) => ratio_of(value, Some(l))
+                .zip(ratio_of(value, Some(u)))
+                .map(|(a, b)| [a.min(b), a.max(b)]),
+            _ => None,
+        };
         Check {
+            ratio_interval,
             value: Some(value),
             reference: self.value,
             reference_kind: self.kind,
@@ -142,7 +150,11 @@ fn bound_reference(
         placement: start.cloned(),
         incumbent: start.map(|x| model.objective(x) - offset),
     };
-    (judge(value, &reference, bound).outcome == Outcome::Pass).then_some(reference)
+    matches!(
+        judge(value, &reference, bound).outcome,
+        Outcome::Pass | Outcome::Vacuous
+    )
+    .then_some(reference)
 }
 
 /// OPT of P1 for judging `value >= bound * OPT`: exhaustive search when small enough; on an
@@ -263,7 +275,9 @@ fn enumerate_within(
 /// [`crate::claims::Certificate`]): a pass when it holds against the reference, OPT where
 /// proved or else the solver's upper bound; a fail when it fails against OPT, or else against
 /// the incumbent (a lower bound); inconclusive in between ([`decide`]: a closed inequality,
-/// met within the tolerance is met). The margin (see the module doc) is
+/// met within the tolerance is met). A pass whose target b x OPT is 0 (a bound of 0, or OPT = 0:
+/// nothing to gain) is [`Outcome::Vacuous`], without margin or certificate: it only asks that
+/// the algorithm lose nothing. The margin (see the module doc) is
 /// taken against the value that decided: the distance of the raw slack v - b r from the
 /// tolerance band [-allowance, allowance] over |r|, i.e. ratio - bound moved towards 0 by
 /// allowance / r; `None` inside the band (the bound is met with equality) and when the ratio
@@ -310,6 +324,15 @@ pub(super) fn judge(value: f64, reference: &Reference, bound: Option<f64>) -> Ju
     let allowance = TOLERANCE.abs + TOLERANCE.rel * value.abs().max(target.abs());
     if decide(raw, allowance, false) != Outcome::Pass {
         return inconclusive;
+    }
+    // A target of 0 (a bound of 0, or nothing to gain: OPT = 0) asks only that the algorithm
+    // lose nothing: met here, but no test of the claim's ratio.
+    if target <= TOLERANCE.abs {
+        return Judged {
+            outcome: Outcome::Vacuous,
+            margin: None,
+            certificate: None,
+        };
     }
     Judged {
         outcome: Outcome::Pass,
@@ -392,7 +415,7 @@ fn greedy_ratio(
 ) -> Check {
     let model = match compile_top_k(instance, true) {
         Ok(m) => m,
-        Err(note) => return Check::inconclusive(note),
+        Err(check) => return *check,
     };
     let (placement, bound) = run(&model);
     let value = model.objective(&placement);
@@ -434,7 +457,7 @@ pub fn prop3_repaired_bound(servers: usize) -> f64 {
 pub(super) fn check_remark2(instance: &Instance, options: &CheckOptions) -> Check {
     let model = match compile_top_k(instance, true) {
         Ok(m) => m,
-        Err(note) => return Check::inconclusive(note),
+        Err(check) => return *check,
     };
     let runs = [
         ("Alg. 2", algorithms::successive_dp(&model)),

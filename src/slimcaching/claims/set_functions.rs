@@ -9,7 +9,7 @@ use formulations::slimcaching::{
 };
 use verification::{Curvature, Mode, SetFunction};
 
-use super::{EXHAUSTIVE_SET_LIMIT, SAMPLED_CHAINS};
+use super::{EXHAUSTIVE_SET_LIMIT, SAMPLED_CHAINS, TOLERANCE};
 
 /// Routes of a demand are tabulated over the subsets of its ground elements up to this many.
 const TABLE_BITS: usize = 12;
@@ -119,13 +119,29 @@ impl<'a> PlacementFunction<'a> {
         }
     }
 
-    /// Definition 4's supermodular curvature as [`supermodular_curvature`] computes it (the
-    /// same minimising element, skipped elements and ties), but with g(z | empty) and
-    /// g(z | V - z) summed over the terms that contain z only: one pass over the terms
-    /// instead of 2n + 2 evaluations of all of them, which at the paper's sizes (n in the
-    /// thousands) is minutes against milliseconds. Equal up to rounding: the terms without z,
-    /// which cancel in the differences of totals, are left out of the sums.
-    pub(super) fn curvature(&self) -> Curvature {
+    /// The terms grouped by their elements: per distinct set E of ground elements, the sum of
+    /// the terms that depend on exactly E, tabulated over the subsets of E. f is the sum of the
+    /// groups, each read on its own elements (f(S) = sum_g g(S cap E_g)).
+    pub(super) fn groups(&self) -> Vec<Group> {
+        let mut by: std::collections::BTreeMap<&[usize], Vec<f64>> = Default::default();
+        for t in &self.terms {
+            let k = t.elements.len();
+            let values = by.entry(&t.elements).or_insert_with(|| vec![0.0; 1 << k]);
+            for (mask, v) in values.iter_mut().enumerate() {
+                *v += t.weight * (t.at_base - self.term_latency(t, |b| mask >> b & 1 == 1));
+            }
+        }
+        by.into_iter()
+            .map(|(elements, values)| Group {
+                elements: elements.to_vec(),
+                values,
+            })
+            .collect()
+    }
+
+    /// g(z | empty) and g(z | V - z) for every element z, summed over the terms that contain z
+    /// only (the terms without z cancel in both differences).
+    pub(super) fn end_gains(&self) -> (Vec<f64>, Vec<f64>) {
         let n = self.ground.len();
         let (mut at_empty, mut at_rest) = (vec![0.0f64; n], vec![0.0f64; n]);
         for t in &self.terms {
@@ -136,6 +152,69 @@ impl<'a> PlacementFunction<'a> {
                 at_rest[i] += t.weight * (self.term_latency(t, |c| c != b) - all);
             }
         }
+        (at_empty, at_rest)
+    }
+
+    /// Whether adding element `i` alone to the base changes no demand's fastest latency, so
+    /// that g(i | empty) = 0 exactly, by structure and not by rounding. For every demand d that
+    /// needs i's expert e, with i = (n, e), one of:
+    ///
+    /// * the base holds e on d's own server: the routing rule serves it there with or without
+    ///   i (the same route, computed the same way);
+    /// * n is not d's server and the base holds e on another server n' that is n's twin for d
+    ///   ([`twins`]: the same links to and from d's server, the same compute): a route serving
+    ///   e on n costs no less than the same route with e moved to n' (equal if n' was not
+    ///   visited, less if it was), a route of the base;
+    /// * n is not d's server, the base serves e from another edge server, and every route that
+    ///   serves e on n is slower than d's latency without i by more than the tolerance.
+    ///
+    /// Otherwise (e from the cloud, n d's own server, a new route within the tolerance) the
+    /// gain may be 0 by coincidence only, and this says false.
+    pub(super) fn unchanged_by(&self, i: usize, instance: &Instance) -> bool {
+        let (n, e) = self.ground[i];
+        self.terms
+            .iter()
+            .filter(|t| t.elements.contains(&i))
+            .all(|t| {
+                let d = &self.model.demands()[t.demand];
+                if self.base.contains(d.server, e) {
+                    return true;
+                }
+                let holders: Vec<ServerId> = (0..self.model.servers())
+                    .map(sid)
+                    .filter(|&s| s != d.server && self.base.contains(s, e))
+                    .collect();
+                if d.server == n || holders.is_empty() {
+                    return false;
+                }
+                if holders.iter().any(|&h| twins(instance, d.server, h, n)) {
+                    return true;
+                }
+                // The fastest route that serves e on n: e held there alone.
+                let via_n = self
+                    .model
+                    .route(d, |s, x| {
+                        if x == e {
+                            s == n
+                        } else {
+                            self.base.contains(s, x)
+                        }
+                    })
+                    .latency;
+                let allowance = TOLERANCE.abs + TOLERANCE.rel * via_n.abs().max(t.at_base.abs());
+                via_n - t.at_base > allowance
+            })
+    }
+
+    /// Definition 4's supermodular curvature as [`supermodular_curvature`] computes it (the
+    /// same minimising element, skipped elements and ties), but with g(z | empty) and
+    /// g(z | V - z) summed over the terms that contain z only ([`Self::end_gains`]): one pass
+    /// over the terms instead of 2n + 2 evaluations of all of them, which at the paper's sizes
+    /// (n in the thousands) is minutes against milliseconds. Equal up to rounding: the terms
+    /// without z, which cancel in the differences of totals, are left out of the sums.
+    pub(super) fn curvature(&self) -> Curvature {
+        let n = self.ground.len();
+        let (at_empty, at_rest) = self.end_gains();
         let mut best: Option<(f64, usize)> = None;
         let mut skipped = Vec::new();
         for z in 0..n {
@@ -167,6 +246,38 @@ impl<'a> PlacementFunction<'a> {
     }
 }
 
+/// The terms of a [`PlacementFunction`] that depend on one set of ground elements, summed
+/// ([`PlacementFunction::groups`]): a set function on those elements alone.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Group {
+    /// The ground indices it depends on, ascending (bit b of a mask is `elements[b]`).
+    pub(super) elements: Vec<usize>,
+    /// Its value on every subset of `elements`, by mask.
+    pub(super) values: Vec<f64>,
+}
+
+impl Group {
+    /// The mask of the members of a ground set (membership flags) among its elements.
+    pub(super) fn mask(&self, set: &[bool]) -> usize {
+        (self.elements.iter().enumerate())
+            .filter(|&(_, &i)| set[i])
+            .fold(0, |m, (b, _)| m | 1 << b)
+    }
+}
+
+impl SetFunction for Group {
+    fn ground_size(&self) -> usize {
+        self.elements.len()
+    }
+
+    fn value(&self, set: &[bool]) -> f64 {
+        let mask = (0..set.len())
+            .filter(|&b| set[b])
+            .fold(0, |m, b| m | 1 << b);
+        self.values[mask]
+    }
+}
+
 impl SetFunction for PlacementFunction<'_> {
     fn ground_size(&self) -> usize {
         self.ground.len()
@@ -180,6 +291,17 @@ impl SetFunction for PlacementFunction<'_> {
         }
         total
     }
+}
+
+/// Servers `a` and `b` cost the same to a token of server `home` (eq. (7)), by identical
+/// inputs rather than equal rounded costs: the same link from `home` and back, the same
+/// compute capability. Every visit and return cost of one is then the other's, exactly.
+pub(super) fn twins(instance: &Instance, home: ServerId, a: ServerId, b: ServerId) -> bool {
+    let e2e = &instance.backhaul.edge_to_edge;
+    let (h, a, b) = (home.index(), a.index(), b.index());
+    e2e[h][a] == e2e[h][b]
+        && e2e[a][h] == e2e[b][h]
+        && instance.servers[a].compute_flops == instance.servers[b].compute_flops
 }
 
 pub(super) fn sid(n: usize) -> ServerId {
