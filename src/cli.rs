@@ -420,6 +420,25 @@ enum Command {
         #[command(flatten)]
         output: Output,
     },
+    /// Balance: the exact trade-off, per layer, between the busiest GPU's load and the
+    /// replicas copied to GPUs from the instance's `current` placement (a Pareto front, move
+    /// budget by budget, each point proved or bracketed), with EPLB's plan beside it: its load,
+    /// its moves, and the budget at which the front reaches its load.
+    ///
+    /// `--csv`: a row per front point.
+    MigrationFront {
+        /// Balance instance file (JSON) with a `current` placement.
+        file: PathBuf,
+        /// The largest move budget walked (default: up to the moves of the unconstrained
+        /// optimum's plan).
+        #[arg(long)]
+        max_budget: Option<usize>,
+        /// Time limit per layer and budget, seconds.
+        #[arg(long, value_parser = flags::positive)]
+        time_limit: Option<f64>,
+        #[command(flatten)]
+        output: Output,
+    },
     /// Prism's migration rule (3)-(4) over workload windows with a drift of one server's task
     /// mix: migrations, cost per window, transferred bytes.
     ///
@@ -941,6 +960,27 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 crate::balance::redundancy::redundancy(&instance, extra_per_gpu, target, &options)
                     .map_err(|e| e.with_file(&file))?;
             let rows = report.rows.iter().map(crate::registry::to_value).collect();
+            let table = crate::export::Table::new(
+                crate::registry::report_context(&crate::registry::to_value(&report)),
+                rows,
+            );
+            output.emit(Rendered::new(&report, report.text()).with_table(table))
+        }
+        Command::MigrationFront {
+            file,
+            max_budget,
+            time_limit,
+            output,
+        } => {
+            let instance = formulations::balance::load(&file)?;
+            let options = SolveOptions {
+                time_limit_s: time_limit,
+                ..SolveOptions::default()
+            };
+            let report =
+                crate::balance::migration::migration_front(&instance, max_budget, &options)
+                    .map_err(|e| e.with_file(&file))?;
+            let rows = report.rows().into_iter().map(crate::registry::to_value).collect();
             let table = crate::export::Table::new(
                 crate::registry::report_context(&crate::registry::to_value(&report)),
                 rows,

@@ -483,7 +483,7 @@ pub fn solve_table<R: Serialize>(report: &R, rows: Vec<Value>) -> Table {
 /// The entry of any [`Problem`] with the standard reports: the shape a new problem starts
 /// from (docs/adding-a-problem.md). `solve` and `compare` report each method's objective, its
 /// ratio to the reference, the solver's account and the runtime; `write-lp` writes
-/// [`Problem::milp`]; `claims` are [`Problem::claims`].
+/// [`Problem::milp`]; `claims` are [`Commands::claims`].
 pub struct ProblemEntry<P>(std::marker::PhantomData<P>);
 
 impl<P> ProblemEntry<P> {

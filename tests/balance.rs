@@ -189,3 +189,42 @@ proptest! {
         }
     }
 }
+
+/// The migration front of a small layer against exhaustive search outside moe-opt: loads
+/// 10, 7, 4, 2, 1 on 8 slots and 4 GPUs, current placement [0 1 | 0 2 | 1 3 | 4 0]. A Python
+/// script, run once, tried all 5^8 plans in exact rationals and took the least busiest GPU per
+/// number of replicas moved: OPT(0) = 22/3, OPT(1) = 7, OPT(B >= 2) = 41/6.
+#[test]
+fn migration_front_is_the_exhaustive_front() {
+    let mut i = instance(vec![vec![10.0, 7.0, 4.0, 2.0, 1.0]], 8, 4);
+    i.current = Some(vec![vec![0, 1, 0, 2, 1, 3, 4, 0]]);
+    let report = moe_opt::balance::migration::migration_front(&i, None, &SolveOptions::default())
+        .unwrap();
+    let layer = &report.layers[0];
+    let front: Vec<(usize, f64)> = layer.front.iter().map(|p| (p.budget, p.max_load)).collect();
+    let expected = [(0, 22.0 / 3.0), (1, 7.0), (2, 41.0 / 6.0)];
+    assert_eq!(front.len(), expected.len(), "{front:?}");
+    for ((b, v), (eb, ev)) in front.iter().zip(expected) {
+        assert_eq!(*b, eb);
+        assert!((v - ev).abs() < 1e-9, "budget {b}: {v} vs {ev}");
+    }
+    for p in &layer.front {
+        assert_eq!(p.status, MilpStatus::Optimal);
+        assert!(p.moved <= p.budget);
+    }
+    assert!((layer.optimum - 41.0 / 6.0).abs() < 1e-9);
+    // EPLB's plan sits on or above the exact front: OPT(EPLB's moves) <= EPLB's load, so the
+    // front reaches EPLB's load within EPLB's moves.
+    let moves = layer.eplb_moved.unwrap();
+    let reached = layer.budget_for_eplb_load.unwrap();
+    assert!(reached <= moves, "{reached} > {moves}");
+}
+
+#[test]
+fn migration_front_refuses_an_instance_without_a_current_placement() {
+    let i = instance(vec![vec![10.0, 7.0, 4.0, 2.0, 1.0]], 8, 4);
+    let e = moe_opt::balance::migration::migration_front(&i, None, &SolveOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("current"), "{e}");
+}

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use moe_opt::claims::{ClaimInfo, Scale};
-use moe_opt::registry::Registry;
+use moe_opt::problems;
 use moe_opt::verdicts::{command, page, read_claims, Run};
 use moe_opt::verify::RunSettings;
 
@@ -79,7 +79,7 @@ fn rerun() {
 
 /// The registry's claims of `paper`, in run order.
 fn registered(paper: &str) -> Vec<(ClaimInfo, Result<&'static str, &'static str>, String)> {
-    let registry = Registry::builtin();
+    let registry = problems::builtin();
     registry
         .claim_groups()
         .iter()

@@ -11,9 +11,10 @@ use super::exact::LayerSolve;
 use super::generate::{self, GeneratorConfig, Preset};
 use super::methods::{Balance, ExactReport, Method, MethodRun, Reference, RunOptions};
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Made, Rendered};
+use crate::generate::Made;
+use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
 use crate::report::{canonical_sha256, VERSION};
-use crate::sweep::{SweepAdapter, SweepProblem, Sweepable};
+use crate::sweepable::{SweepAdapter, SweepProblem, Sweepable};
 
 /// Identity and shape of an instance.
 #[derive(Debug, Clone, Serialize)]

@@ -12,4 +12,5 @@ pub mod commands;
 pub mod exact;
 pub mod generate;
 pub mod methods;
+pub mod migration;
 pub mod redundancy;
