@@ -980,7 +980,11 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             let report =
                 crate::balance::migration::migration_front(&instance, max_budget, &options)
                     .map_err(|e| e.with_file(&file))?;
-            let rows = report.rows().into_iter().map(crate::registry::to_value).collect();
+            let rows = report
+                .rows()
+                .into_iter()
+                .map(crate::registry::to_value)
+                .collect();
             let table = crate::export::Table::new(
                 crate::registry::report_context(&crate::registry::to_value(&report)),
                 rows,

@@ -198,8 +198,8 @@ proptest! {
 fn migration_front_is_the_exhaustive_front() {
     let mut i = instance(vec![vec![10.0, 7.0, 4.0, 2.0, 1.0]], 8, 4);
     i.current = Some(vec![vec![0, 1, 0, 2, 1, 3, 4, 0]]);
-    let report = moe_opt::balance::migration::migration_front(&i, None, &SolveOptions::default())
-        .unwrap();
+    let report =
+        moe_opt::balance::migration::migration_front(&i, None, &SolveOptions::default()).unwrap();
     let layer = &report.layers[0];
     let front: Vec<(usize, f64)> = layer.front.iter().map(|p| (p.budget, p.max_load)).collect();
     let expected = [(0, 22.0 / 3.0), (1, 7.0), (2, 41.0 / 6.0)];

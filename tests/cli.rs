@@ -310,13 +310,21 @@ fn a_closed_standard_output_ends_quietly() {
 fn the_demo_walks_every_problem_and_every_claim() {
     let dir = scratch("demo");
     let text = ok(moe_opt().args(["demo", "--out"]).arg(dir.join("out")));
-    for problem in ["slimcaching", "prism", "cache-offline", "zipmoe", "smoe"] {
+    for problem in [
+        "slimcaching",
+        "prism",
+        "cache-offline",
+        "zipmoe",
+        "smoe",
+        "balance",
+    ] {
         assert!(
             text.contains(&format!("== {problem} (")),
             "{problem} missing:\n{text}"
         );
     }
-    assert_eq!(text.matches("proved optimum").count(), 3, "{text}");
+    // slimcaching, prism, zipmoe and balance name their reference so.
+    assert_eq!(text.matches("proved optimum").count(), 4, "{text}");
     let claims = moe_opt().args(["claims", "--json"]).output().unwrap();
     let claims: serde_json::Value = serde_json::from_slice(&claims.stdout).unwrap();
     for claim in claims.as_array().unwrap() {

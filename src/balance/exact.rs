@@ -422,7 +422,7 @@ pub fn exact_eplb(
     let began = std::time::Instant::now();
     let layers = solve_all(&instance, options).map_err(ExactEplbError::Other)?;
     let reports: Vec<ExactReport> = layers.iter().map(LayerSolve::report).collect();
-    let total = crate::balance::methods::total_report(&layers, began.elapsed().as_secs_f64());
+    let total = total_report(&layers, began.elapsed().as_secs_f64());
     let plan = EplbPlan::from_phy2log(
         policy,
         replicas / gpus,
@@ -464,5 +464,30 @@ impl LayerSolve {
             solve_time_s: self.time_s,
             note: self.note.clone(),
         }
+    }
+}
+
+/// The instance's exact report from its layers' (module doc).
+pub fn total_report(layers: &[LayerSolve], solve_time_s: f64) -> ExactReport {
+    let objective: f64 = layers.iter().map(|l| l.objective).sum();
+    let bound: f64 = layers.iter().map(|l| l.bound).sum();
+    let status = if layers.iter().all(|l| l.status == MilpStatus::Optimal) {
+        MilpStatus::Optimal
+    } else if layers.iter().any(|l| l.status == MilpStatus::TimeLimit) {
+        MilpStatus::TimeLimit
+    } else {
+        MilpStatus::GapLimit
+    };
+    ExactReport {
+        status,
+        objective: Some(objective),
+        best_bound: Some(bound),
+        gap: Some(if objective > 0.0 {
+            ((objective - bound) / objective).max(0.0)
+        } else {
+            0.0
+        }),
+        solve_time_s,
+        note: layers.iter().find_map(|l| l.note.clone()),
     }
 }

@@ -97,7 +97,7 @@ impl Deployment {
 crate::named! {
     /// A generator preset.
     pub enum Preset: "preset" {
-        /// 2 layers x 8 experts, 16 slots on 4 GPUs (exhaustive search and the MILP both run)
+        /// 2 layers x 6 experts, 8 slots on 4 GPUs (exhaustive search and the MILP both run)
         Tiny,
         /// 4 layers x 64 experts (DeepSeek-V2-Lite's skew), 72 slots on 8 GPUs
         Small,
@@ -136,10 +136,10 @@ impl GeneratorConfig {
         match preset {
             Preset::Tiny => GeneratorConfig {
                 layers: 2,
-                experts: 8,
+                experts: 6,
                 tokens_per_layer: 1000.0,
                 sigma: DEEPSEEK_SIGMA,
-                deployment: deployment(4, 2),
+                deployment: deployment(4, 0),
             },
             Preset::Small => GeneratorConfig {
                 layers: 4,

@@ -15,7 +15,7 @@ use std::path::Path;
 use formulations::balance::evaluate::check_layer;
 use formulations::balance::milp::instance_milp;
 use formulations::balance::{evaluate, Evaluation, Instance, Plan};
-use formulations::milp::{Milp, MilpStatus};
+use formulations::milp::Milp;
 use formulations::{Error, ValidationError};
 
 use super::algorithms;
@@ -76,31 +76,6 @@ fn eplb_checked(
         .map_err(|(_, why)| format!("EPLB's plan breaks an option: {why}"))
 }
 
-/// The instance's exact report from its layers' (module doc of [`super::exact`]).
-pub fn total_report(layers: &[LayerSolve], solve_time_s: f64) -> ExactReport {
-    let objective: f64 = layers.iter().map(|l| l.objective).sum();
-    let bound: f64 = layers.iter().map(|l| l.bound).sum();
-    let status = if layers.iter().all(|l| l.status == MilpStatus::Optimal) {
-        MilpStatus::Optimal
-    } else if layers.iter().any(|l| l.status == MilpStatus::TimeLimit) {
-        MilpStatus::TimeLimit
-    } else {
-        MilpStatus::GapLimit
-    };
-    ExactReport {
-        status,
-        objective: Some(objective),
-        best_bound: Some(bound),
-        gap: Some(if objective > 0.0 {
-            ((objective - bound) / objective).max(0.0)
-        } else {
-            0.0
-        }),
-        solve_time_s,
-        note: layers.iter().find_map(|l| l.note.clone()),
-    }
-}
-
 impl Problem for Balance {
     const TAG: &'static str = "balance";
     const ABOUT: &'static str =
@@ -139,7 +114,7 @@ impl Problem for Balance {
         Ok(match method {
             Method::Milp => {
                 let layers = exact::solve_all(instance, &options.solve)?;
-                let report = total_report(
+                let report = exact::total_report(
                     &layers,
                     options
                         .solve

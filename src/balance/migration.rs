@@ -269,7 +269,14 @@ impl MigrationReport {
                 layer.optimum,
                 layer.optimum_bound,
                 crate::render::table(
-                    &["budget", "moved", "max load", "bound", "balancedness", "status"],
+                    &[
+                        "budget",
+                        "moved",
+                        "max load",
+                        "bound",
+                        "balancedness",
+                        "status"
+                    ],
                     &rows,
                     1
                 )

@@ -177,25 +177,20 @@ impl LayerModel {
             counts.push(ks);
             x.push(xs);
         }
-        // Slots and loads per GPU.
-        let load_terms = |g: usize| -> Vec<(VarId, f64)> {
-            let mut terms = Vec::new();
-            for (e, ks) in counts.iter().enumerate() {
-                for (i, &(k, _)) in ks.iter().enumerate() {
-                    terms.push((x[e][i][g], w[e] * scale / k as f64));
+        // Slots and loads per GPU (terms by expert, then count).
+        let mut slot_terms: Vec<Vec<(VarId, f64)>> = vec![Vec::new(); g_count];
+        let mut load_terms: Vec<Vec<(VarId, f64)>> = vec![Vec::new(); g_count];
+        for (e, (ks, xs)) in counts.iter().zip(&x).enumerate() {
+            for (&(k, _), xk) in ks.iter().zip(xs) {
+                for (g, &v) in xk.iter().enumerate() {
+                    slot_terms[g].push((v, 1.0));
+                    load_terms[g].push((v, w[e] * scale / k as f64));
                 }
             }
-            terms
-        };
-        for g in 0..g_count {
-            let slots = counts
-                .iter()
-                .enumerate()
-                .flat_map(|(e, ks)| (0..ks.len()).map(move |i| (e, i)))
-                .map(|(e, i)| (x[e][i][g], 1.0))
-                .collect();
+        }
+        for (g, slots) in slot_terms.into_iter().enumerate() {
             milp.row(format!("{prefix}slots_{g}"), slots, m as f64, m as f64);
-            let mut load = load_terms(g);
+            let mut load = load_terms[g].clone();
             load.push((t, -1.0));
             milp.row(format!("{prefix}load_{g}"), load, f64::NEG_INFINITY, 0.0);
         }
@@ -250,8 +245,8 @@ impl LayerModel {
                     if shape.node_of(g) != shape.node_of(g + 1) {
                         continue;
                     }
-                    let mut terms = load_terms(g);
-                    terms.extend(load_terms(g + 1).into_iter().map(|(v, c)| (v, -c)));
+                    let mut terms = load_terms[g].clone();
+                    terms.extend(load_terms[g + 1].iter().map(|&(v, c)| (v, -c)));
                     milp.row(format!("{prefix}order_{g}"), terms, 0.0, f64::INFINITY);
                 }
             }
