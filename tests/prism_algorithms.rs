@@ -157,3 +157,31 @@ fn migration_under_a_drift_on_the_testbed() {
         assert_eq!(w.migrated, holds);
     }
 }
+
+/// A testbed instance on which Prism's Alg. 1-2 find no feasible placement while Uniform has
+/// one (instances/prism-testbed-no-placement.json, found by `moe-opt verify --paper
+/// 001_612395f5f9077ee7.txt`): a fail of the stated comparison, and outside the repaired one,
+/// which speaks only of Prism's placements.
+#[test]
+fn prism_without_a_placement_fails_the_stated_comparison_only() {
+    let claims = registry();
+    let claim = |id: &str| claims.iter().find(|c| c.info.id == id).unwrap();
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/prism-testbed-no-placement.json");
+    let instance = formulations::prism::load(&path).unwrap();
+    let options = CheckOptions::default();
+    let stated = (claim("prism/eval-beats-baselines").check)(&instance, &options);
+    assert_eq!(stated.outcome, Outcome::Fail, "{}", stated.note);
+    assert!(
+        stated.note.contains("Prism has no feasible placement"),
+        "{}",
+        stated.note
+    );
+    let repaired = (claim("prism/eval-repaired-testbed").check)(&instance, &options);
+    assert_eq!(
+        repaired.outcome,
+        Outcome::NotApplicable,
+        "{}",
+        repaired.note
+    );
+}

@@ -51,7 +51,7 @@ pub fn replicate(w: &[f64], slots: usize, cap: usize) -> Vec<usize> {
 /// Replicas of `experts` (with `counts`, loads `w`) onto `gpus` GPUs of `m` slots: heaviest
 /// first, each to the least loaded GPU with room (and without the expert when `one_per_gpu`);
 /// a replica that finds no such GPU trades places with a replica on a GPU that has room
-/// ([`place_with_swap`]). `None` if even that fails. Returns the experts of each GPU.
+/// (`place_with_swap`). `None` if even that fails. Returns the experts of each GPU.
 pub fn pack(
     w: &[f64],
     experts: &[usize],

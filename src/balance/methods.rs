@@ -1,4 +1,4 @@
-//! Balance as a [`Problem`]: EPLB's load balancing solved exactly ([`exact`](super::exact)),
+//! Balance as a [`Problem`]: EPLB's load balancing solved exactly ([`super::exact`]),
 //! by exhaustive search, by EPLB itself (the port in [`crate::eplb`], unchanged) and by the
 //! greedy and local search of [`super::algorithms`]. Every method returns a plan for every
 //! layer, or none with the reason; the one evaluator (`formulations::balance::evaluate`)

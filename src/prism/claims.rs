@@ -75,12 +75,16 @@
 //!    constrained optimum; against Theorem 1's size-B_n optimum no constant ratio holds (claim
 //!    1's worst ratio, 0.0002), the counts fixed by entropy being the gap. Margin: min_n U_n -
 //!    OPT_n + 1e-12. Family `small`; instances where Alg. 1 fails are inconclusive.
-//! 6. `eval-repaired-testbed` repairs claim 4 (kind `repaired`): the comparison of claim 4 on
-//!    the testbed of Sec. IV-A only ([`family_testbed`]: the two testbed presets; an instance
-//!    outside the evaluation's regime, as the premises of claim 4 define it, is outside the
-//!    statement: not applicable), read from Table II's caption ("achieves the lowest average
-//!    latency"). An empirical sentence: no proof, a verdict. Each check costs about 0.1 s, so
-//!    its searches stop at 100 neighbours and its counterexample is not shrunk.
+//! 6. `eval-repaired-testbed` stands in for a repair of claim 4 (kind `measurement`): on the
+//!    testbed of Sec. IV-A only ([`family_testbed`]: the two testbed presets; an instance
+//!    outside the evaluation's regime, as the premises of claim 4 define it, is not
+//!    applicable), Prism's eq. (1) latency over the fastest feasible baseline's. Table II's
+//!    caption ("achieves the lowest average latency") is about averages over the paper's runs,
+//!    and no per-instance statement holds: the default run's worst-case search finds testbed
+//!    instances where Redundance is faster (by 1.5 %) and where Prism's Alg. 1-2 find no
+//!    feasible placement while Uniform has one (a fail of claim 4, not applicable here). So the
+//!    distribution is the result. Each check costs about 0.1 s, so its searches stop at 100
+//!    neighbours.
 //!
 //! ## At the paper's scale
 //!
@@ -251,16 +255,16 @@ pub fn registry() -> Vec<PrismClaim> {
             info: ClaimInfo {
                 id: "prism/eval-repaired-testbed",
                 paper: PAPER,
-                place: "Sec. IV-A, IV-B, Table II, repaired by moe-opt",
-                statement: "on the testbed of Sec. IV-A (3 servers with 1, 1, 2 GPUs; Mixtral-8x7B or DeepSeek-V2-Lite shapes), Prism has no larger proxy cost (2) and eq. (1) latency than Uniform, Redundance, SmartMoE and EPLB",
-                measured: "proxy cost (2) and eq. (1) on a sampled batch, per feasible baseline",
-                bound: "no baseline strictly better in either metric",
+                place: "Sec. IV-A, IV-B, Table II, measured by moe-opt in place of a repair",
+                statement: "how Prism's eq. (1) latency compares with the fastest baseline's (Uniform, Redundance, SmartMoE, EPLB) on the testbed of Sec. IV-A (3 servers with 1, 1, 2 GPUs; Mixtral-8x7B or DeepSeek-V2-Lite shapes), where Prism's Alg. 1-2 find a feasible placement: Table II reports averages of the paper's runs, not a per-instance bound, so a measurement, its distribution over the instances the result",
+                measured: "Prism's eq. (1) latency on a sampled batch / the least among the feasible baselines' (below 1: Prism is the fastest); proxy cost (2) in the note",
+                bound: "none (a measurement)",
                 family: "testbed",
                 quote: "Bold values represent the best serving latency, and underlined values \
                     represent the second best. *Prism* achieves the lowest average latency, \
                     particularly on models with a larger number of experts such as \
                     DeepSeek-V2-Lite.",
-                kind: ClaimKind::Repaired,
+                kind: ClaimKind::Measurement,
                 repairs: Some("prism/eval-beats-baselines"),
                 search_limit: Some(100),
                 ..ClaimInfo::DEFAULTS
@@ -767,11 +771,18 @@ pub fn check_beats_baselines_in_regime(instance: &Instance, options: &CheckOptio
             c.broken.join("; ")
         ));
     }
-    check_beats_baselines(instance, options)
+    beats_baselines(instance, options, true)
 }
 
 /// Prism against the baselines (module doc).
 pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Check {
+    beats_baselines(instance, options, false)
+}
+
+/// Claims 4 and 6: Prism against every feasible baseline; `repaired` (claim 6): the
+/// measurement, and an instance where Prism's Alg. 1-2 find no feasible placement is outside
+/// it (not applicable) instead of a fail.
+fn beats_baselines(instance: &Instance, options: &CheckOptions, repaired: bool) -> Check {
     let run_opts = run_options(options);
     let batch = sampled_batch(instance, run_opts.seed);
     let measure = |method: Method| -> Result<Option<(f64, f64)>, String> {
@@ -788,6 +799,8 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
         Err(e) => return Check::inconclusive(e),
     };
     let mut skipped = Vec::new();
+    // Every feasible baseline: (baseline, proxy cost (2), eq. (1)).
+    let mut fastest: Vec<(Method, f64, f64)> = Vec::new();
     let mut worst: Option<(Method, &str, f64, f64, f64)> = None; // (baseline, metric, b, p, margin)
     let rel = |b: f64, p: f64| {
         let scale = b.max(p);
@@ -807,6 +820,12 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
             Err(e) => return Check::inconclusive(e),
         };
         let Some(p) = prism else {
+            if repaired {
+                return Check::not_applicable(format!(
+                    "Prism has no feasible placement, {m} has one: outside the repaired \
+                     statement, a fail of prism/eval-beats-baselines"
+                ));
+            }
             return Check {
                 margin: Some(-1.0),
                 ..Check::new(
@@ -815,6 +834,7 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
                 )
             };
         };
+        fastest.push((m, base.0, base.1));
         for (metric, b, q) in [("proxy cost (2)", base.0, p.0), ("eq. (1)", base.1, p.1)] {
             let margin = rel(b, q) + 1e-9;
             if worst.is_none_or(|w| margin < w.4) {
@@ -828,6 +848,31 @@ pub fn check_beats_baselines(instance: &Instance, options: &CheckOptions) -> Che
             skipped.join(", ")
         ));
     };
+    if repaired {
+        let p = prism.expect("a baseline was compared");
+        let fastest = |i: usize| {
+            fastest
+                .iter()
+                .map(|f: &(Method, f64, f64)| (f.0, if i == 0 { f.1 } else { f.2 }))
+                .min_by(|x, y| x.1.total_cmp(&y.1))
+                .expect("a feasible baseline")
+        };
+        let (lat_m, lat) = fastest(1);
+        let (cost_m, cost) = fastest(0);
+        return Check {
+            value: Some(p.1),
+            reference: Some(lat),
+            ratio: (lat > 0.0).then(|| p.1 / lat),
+            ..Check::new(
+                Outcome::Measured,
+                format!(
+                    "eq. (1): Prism {:.6} vs the fastest baseline, {lat_m}, {lat:.6}; proxy cost \
+                     (2): Prism {:.6} vs the least, {cost_m}, {cost:.6}",
+                    p.1, p.0
+                ),
+            )
+        };
+    }
     let outcome = decide(margin - 1e-9, 1e-9, false);
     let fail = outcome == Outcome::Fail;
     let skipped_note = if skipped.is_empty() {
@@ -1189,8 +1234,8 @@ mod tests {
             "{}",
             c.note
         );
-        // On the testbed family (both presets) every premise holds, and the repaired check is
-        // the stated one's comparison.
+        // On the testbed family (both presets) every premise holds, and the measurement is
+        // Prism's eq. (1) over the fastest feasible baseline's, the stated check's comparison.
         let options = CheckOptions::default();
         for seed in 0..2 {
             let inst = family_testbed(seed);
@@ -1200,10 +1245,16 @@ mod tests {
                 &inst,
             );
             assert_eq!(tier.tier, crate::tier::Tier::Regime, "{:?}", tier.broken);
-            assert_eq!(
-                check_beats_baselines_in_regime(&inst, &options),
-                check_beats_baselines(&inst, &options)
-            );
+            let measured = check_beats_baselines_in_regime(&inst, &options);
+            assert_eq!(measured.outcome, Outcome::Measured, "{}", measured.note);
+            assert!(measured.inconsistencies().is_empty());
+            // Where the stated check's closest call is on eq. (1), its Prism value is the
+            // measured one and its baseline at most as fast as the fastest.
+            let stated = check_beats_baselines(&inst, &options);
+            if stated.note.contains("on eq. (1)") {
+                assert_eq!(measured.value, stated.value);
+                assert!(measured.reference.unwrap() <= stated.reference.unwrap());
+            }
         }
     }
 

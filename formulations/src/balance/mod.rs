@@ -10,7 +10,7 @@
 //!
 //! * [`model`]: the instance (serde JSON), its shape and the plan (EPLB's `phy2log`);
 //! * [`validate`]: the rules an instance must satisfy, with the failing field named;
-//! * [`evaluate`]: the one evaluator (feasibility, GPU loads, balancedness, replicas moved);
+//! * [`mod@evaluate`]: the one evaluator (feasibility, GPU loads, balancedness, replicas moved);
 //! * [`bounds`]: lower bounds on a layer's optimum, with their proofs;
 //! * [`milp`]: the exact MILP of a layer (counts by binaries, copies per count).
 
