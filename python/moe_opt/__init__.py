@@ -69,6 +69,8 @@ __all__ = [
     "migrate",
     "plan",
     "eplb",
+    "redundancy",
+    "migration_front",
     "report",
 ]
 
@@ -459,6 +461,19 @@ def plan(file: Optional[Union[Instance, dict, PathLike]] = None, **flags: Any) -
 
 
 # --- EPLB ----------------------------------------------------------------------------------------
+
+
+def redundancy(instance: Union[Instance, dict, PathLike], **flags: Any) -> Result:
+    """How many redundant slots a balance instance needs: the optimum's balancedness per slot
+    count beside EPLB's (``moe-opt redundancy``; ``extra_per_gpu``, ``target``, ``time_limit``)."""
+    return _report("redundancy", [instance], flags)
+
+
+def migration_front(instance: Union[Instance, dict, PathLike], **flags: Any) -> Result:
+    """The exact trade-off between the busiest GPU's load and the replicas moved from a balance
+    instance's ``current`` placement, per layer, with EPLB's plan beside it (``moe-opt
+    migration-front``; ``max_budget``, ``time_limit``)."""
+    return _report("migration-front", [instance], flags)
 
 
 def eplb(weight: Any, num_replicas: int, num_groups: int, num_nodes: int, num_gpus: int,

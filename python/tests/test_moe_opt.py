@@ -125,9 +125,9 @@ def test_help_and_csv_commands_agree_with_the_cli():
     commands = [c for c in re.findall(r"^  ([a-z][a-z-]+)\s", top, flags=re.M) if c != "help"]
     with_csv = {c for c in commands if re.search(r"^\s+--csv <", cli(c, "--help"), flags=re.M)}
     assert with_csv == {"solve", "compare", "claims", "eplb", "migrate", "plan", "replay", "mrc",
-                        "route", "pareto", "tpot"}
+                        "route", "pareto", "tpot", "redundancy", "migration-front"}
     for name in with_csv - {"eplb"}:
-        assert callable(getattr(moe_opt, name))
+        assert callable(getattr(moe_opt, name.replace("-", "_")))
 
 
 def test_claims_table_lists_every_registered_claim():
@@ -375,3 +375,17 @@ def test_eplb_exact_returns_tensors_whose_loads_give_the_optimum():
         moe_opt.eplb(FLASHLB, 16, 1, 1, 8, method="best")
     with pytest.raises(ValueError, match="time_limit"):
         moe_opt.eplb(FLASHLB, 16, 1, 1, 8, time_limit=5)
+
+
+def test_migration_front_is_the_exhaustive_front():
+    # Loads 10, 7, 4, 2, 1 on 8 slots and 4 GPUs from [0 1 | 0 2 | 1 3 | 4 0]: an exhaustive
+    # search over all 5^8 plans in exact rationals (outside moe-opt) gives OPT(0) = 22/3,
+    # OPT(1) = 7 and OPT(B >= 2) = 41/6 (tests/balance.rs holds the same numbers).
+    instance = {"problem": "balance", "name": "front", "loads": [[10, 7, 4, 2, 1]],
+                "num_replicas": 8, "num_gpus": 4, "num_nodes": 1, "num_groups": 1,
+                "current": [[0, 1, 0, 2, 1, 3, 4, 0]]}
+    result = moe_opt.migration_front(instance)
+    front = [(p["budget"], p["max_load"]) for p in result.json["layers"][0]["front"]]
+    assert [b for b, _ in front] == [0, 1, 2]
+    assert [v for _, v in front] == pytest.approx([22 / 3, 7, 41 / 6], rel=1e-9)
+    assert list(result.table.budget) == [0, 1, 2]
