@@ -951,20 +951,11 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             time_limit,
             output,
         } => {
-            let instance = formulations::balance::load(&file)?;
-            let options = SolveOptions {
-                time_limit_s: time_limit,
-                ..SolveOptions::default()
-            };
+            let (instance, options) = balance_input(&file, time_limit)?;
             let report =
                 crate::balance::redundancy::redundancy(&instance, extra_per_gpu, target, &options)
                     .map_err(|e| e.with_file(&file))?;
-            let rows = report.rows.iter().map(crate::registry::to_value).collect();
-            let table = crate::export::Table::new(
-                crate::registry::report_context(&crate::registry::to_value(&report)),
-                rows,
-            );
-            output.emit(Rendered::new(&report, report.text()).with_table(table))
+            emit_with_rows(output, &report, report.text(), report.rows.iter())
         }
         Command::MigrationFront {
             file,
@@ -972,24 +963,11 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             time_limit,
             output,
         } => {
-            let instance = formulations::balance::load(&file)?;
-            let options = SolveOptions {
-                time_limit_s: time_limit,
-                ..SolveOptions::default()
-            };
+            let (instance, options) = balance_input(&file, time_limit)?;
             let report =
                 crate::balance::migration::migration_front(&instance, max_budget, &options)
                     .map_err(|e| e.with_file(&file))?;
-            let rows = report
-                .rows()
-                .into_iter()
-                .map(crate::registry::to_value)
-                .collect();
-            let table = crate::export::Table::new(
-                crate::registry::report_context(&crate::registry::to_value(&report)),
-                rows,
-            );
-            output.emit(Rendered::new(&report, report.text()).with_table(table))
+            emit_with_rows(output, &report, report.text(), report.rows())
         }
         Command::Migrate {
             file,
@@ -1444,12 +1422,45 @@ fn check_text(claim: &ClaimInfo, check: &crate::claims::Check) -> String {
     )
 }
 
-/// `; breaks NAME: reason; ...` for a non-empty list of broken premises.
+/// A balance instance and the solve options of a `--time-limit` (`redundancy`,
+/// `migration-front`).
+fn balance_input(
+    file: &Path,
+    time_limit: Option<f64>,
+) -> Result<(formulations::balance::Instance, SolveOptions), CliError> {
+    let instance = formulations::balance::load(file)?;
+    let options = SolveOptions {
+        time_limit_s: time_limit,
+        ..SolveOptions::default()
+    };
+    Ok((instance, options))
+}
+
+/// A report whose `--csv` table has a row per item of `rows`.
+fn emit_with_rows<R: serde::Serialize, T: serde::Serialize>(
+    output: Output,
+    report: &R,
+    text: String,
+    rows: impl IntoIterator<Item = T>,
+) -> Result<(), CliError> {
+    let rows = rows
+        .into_iter()
+        .map(|r| crate::registry::to_value(&r))
+        .collect();
+    let table = crate::export::Table::new(
+        crate::registry::report_context(&crate::registry::to_value(report)),
+        rows,
+    );
+    output.emit(Rendered::new(report, text).with_table(table))
+}
+
+/// `, premises not met: NAME: reason; ...` for a non-empty list of broken premises (a tier
+/// below `regime` is inside the paper's model or its extension, not a broken model).
 fn broken_text(broken: &[String]) -> String {
     if broken.is_empty() {
         String::new()
     } else {
-        format!(": breaks {}", broken.join("; "))
+        format!(", premises not met: {}", broken.join("; "))
     }
 }
 
@@ -1671,7 +1682,7 @@ fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
                 let broken = if r.counterexample_broken.is_empty() {
                     String::new()
                 } else {
-                    format!(": breaks {}", r.counterexample_broken)
+                    format!(", premises not met: {}", r.counterexample_broken)
                 };
                 format!(", tier {t}{broken}")
             });

@@ -180,7 +180,7 @@ pub fn read(path: &Path, header: &Header) -> Result<ActivationCounts, Error> {
     };
     let experts = counts[0][0].len();
     let experts_per_layer = u32::try_from(experts)
-        .map_err(|_| invalid(path, "shape", format!("{experts} experts per layer")))?;
+        .map_err(|_| Error::invalid(path, "shape", format!("{experts} experts per layer")))?;
     if top_k > experts_per_layer {
         return Err(Error::command_line(
             "--top-k",
@@ -209,7 +209,7 @@ impl Header {
     /// `--top-k`, which a bare file (`kind`) needs.
     fn top_k(&self, path: &Path, kind: &str) -> Result<u32, Error> {
         self.top_k.ok_or_else(|| {
-            invalid(
+            Error::invalid(
                 path,
                 "top_k",
                 format!(
@@ -223,7 +223,7 @@ impl Header {
     /// A v1 file states its header; a flag given with it must say the same.
     fn agrees(&self, path: &Path, counts: &ActivationCounts) -> Result<(), Error> {
         if let Some(k) = self.top_k.filter(|&k| k != counts.top_k) {
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 "top_k",
                 format!(
@@ -234,7 +234,7 @@ impl Header {
             ));
         }
         if let Some(m) = self.model.as_ref().filter(|&m| *m != counts.model) {
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 "model",
                 format!(
@@ -259,14 +259,6 @@ pub fn unknown_model(model: &str, what: &str) -> String {
         )
     } else {
         format!("unknown model '{model}': give {what}")
-    }
-}
-
-fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Invalid {
-        path: path.to_path_buf(),
-        field: field.into(),
-        reason: reason.into(),
     }
 }
 
@@ -314,7 +306,7 @@ fn from_npy(path: &Path) -> Result<Vec<Vec<Vec<u64>>>, Error> {
         [l, e] => (1, l, e),
         [p, l, e] => (p, l, e),
         _ => {
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 "shape",
                 format!(
@@ -327,7 +319,7 @@ fn from_npy(path: &Path) -> Result<Vec<Vec<Vec<u64>>>, Error> {
         }
     };
     if p == 0 || l == 0 || e == 0 {
-        return Err(invalid(
+        return Err(Error::invalid(
             path,
             "shape",
             format!(
@@ -341,7 +333,7 @@ fn from_npy(path: &Path) -> Result<Vec<Vec<Vec<u64>>>, Error> {
     for (i, row) in array.values.chunks_exact(e).enumerate() {
         let (q, m) = (i / l, i % l);
         let row = (row.iter().enumerate())
-            .map(|(x, &v)| whole(v).map_err(|r| invalid(path, at(one_prompt, q, m, x), r)))
+            .map(|(x, &v)| whole(v).map_err(|r| Error::invalid(path, at(one_prompt, q, m, x), r)))
             .collect::<Result<Vec<u64>, _>>()?;
         counts[q].push(row);
     }
@@ -365,7 +357,7 @@ fn from_csv(path: &Path) -> Result<Vec<Vec<Vec<u64>>>, Error> {
             let field = e
                 .position()
                 .map_or_else(|| "csv".into(), |p| format!("line {}", p.line()));
-            invalid(path, field, e.to_string())
+            Error::invalid(path, field, e.to_string())
         })?;
         let line = record.position().map_or(0, |p| p.line());
         let cell = |c: usize| {
@@ -377,10 +369,10 @@ fn from_csv(path: &Path) -> Result<Vec<Vec<Vec<u64>>>, Error> {
                     .map_err(|_| format!("{text:?} is not a number"))
                     .and_then(whole),
             };
-            value.map_err(|r| invalid(path, format!("line {line}, column {}", c + 1), r))
+            value.map_err(|r| Error::invalid(path, format!("line {line}, column {}", c + 1), r))
         };
         if record.len() < 3 {
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 format!("line {line}"),
                 format!(
@@ -393,7 +385,7 @@ fn from_csv(path: &Path) -> Result<Vec<Vec<Vec<u64>>>, Error> {
         let layers = counts.first().map(Vec::len);
         let next = counts.len() as u64;
         let here = counts.last().map(|last| (next - 1, last.len() as u64));
-        let bad = |reason: String| Err(invalid(path, format!("line {line}"), reason));
+        let bad = |reason: String| Err(Error::invalid(path, format!("line {line}"), reason));
         if (p, l) == (next, 0) {
             if let (Some(layers), Some((q, n))) = (layers, here) {
                 if n != layers as u64 {
@@ -433,14 +425,14 @@ fn from_csv(path: &Path) -> Result<Vec<Vec<Vec<u64>>>, Error> {
         counts.last_mut().expect("a prompt was pushed").push(row);
     }
     let Some(first) = counts.first() else {
-        return Err(invalid(path, "csv", "no lines (no counts)"));
+        return Err(Error::invalid(path, "csv", "no lines (no counts)"));
     };
     if let Some((q, prompt)) = counts
         .iter()
         .enumerate()
         .find(|(_, c)| c.len() != first.len())
     {
-        return Err(invalid(
+        return Err(Error::invalid(
             path,
             format!("prompt {q}"),
             format!(
@@ -476,7 +468,7 @@ fn from_json_matrix(path: &Path, text: &str) -> Result<Vec<Vec<Vec<u64>>>, Error
             .collect(),
         _ => {
             nonempty_array(path, &value, "[]")?;
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 "shape",
                 format!(
@@ -515,7 +507,7 @@ fn from_json_matrix(path: &Path, text: &str) -> Result<Vec<Vec<Vec<u64>>>, Error
                         },
                         other => Err(format!("{other} is not a number")),
                     };
-                    value.map_err(|r| invalid(path, at(one_prompt, p, l, e), r))
+                    value.map_err(|r| Error::invalid(path, at(one_prompt, p, l, e), r))
                 })
                 .collect::<Result<Vec<u64>, _>>()?;
             layers.push(row);
@@ -525,7 +517,7 @@ fn from_json_matrix(path: &Path, text: &str) -> Result<Vec<Vec<Vec<u64>>>, Error
     let (layers, experts) = (counts[0].len(), counts[0][0].len());
     for (p, prompt) in counts.iter().enumerate() {
         if prompt.len() != layers {
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 format!("[{p}]"),
                 format!("has {} layers, [0] has {layers}", prompt.len()),
@@ -537,7 +529,7 @@ fn from_json_matrix(path: &Path, text: &str) -> Result<Vec<Vec<Vec<u64>>>, Error
             } else {
                 format!("[{p}][{l}]")
             };
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 row_at,
                 format!("has {} counts, the first row {experts}", row.len()),
@@ -550,13 +542,13 @@ fn from_json_matrix(path: &Path, text: &str) -> Result<Vec<Vec<Vec<u64>>>, Error
 /// The elements of a JSON array at `at` that must hold at least one.
 fn nonempty_array<'a>(path: &Path, v: &'a Value, at: &str) -> Result<&'a [Value], Error> {
     match v {
-        Value::Array(items) if items.is_empty() => Err(invalid(
+        Value::Array(items) if items.is_empty() => Err(Error::invalid(
             path,
             at,
             "is empty (counts need a prompt, a layer and an expert)",
         )),
         Value::Array(items) => Ok(items),
-        other => Err(invalid(path, at, format!("{other} is not an array"))),
+        other => Err(Error::invalid(path, at, format!("{other} is not an array"))),
     }
 }
 

@@ -228,3 +228,18 @@ fn migration_front_refuses_an_instance_without_a_current_placement() {
         .to_string();
     assert!(e.contains("current"), "{e}");
 }
+
+/// The grid bound's rounding by hand: with counts in 1..=2 (L = 2) a bound of 13358.25 rounds
+/// to 13358.5, a bound computed a hair above a multiple stays on it, counts 1..=4 give L = 12,
+/// and fractional loads give no grid.
+#[test]
+fn grid_bound_rounds_up_to_the_least_common_multiple() {
+    let w = [4.0, 3.0, 1.0];
+    assert_eq!(bounds::grid(&w, &[(1, 2), (1, 1), (1, 2)]), Some(2));
+    assert_eq!(bounds::grid(&w, &[(1, 4), (1, 1), (1, 1)]), Some(12));
+    assert_eq!(bounds::grid(&[4.5, 3.0], &[(1, 2), (1, 1)]), None);
+    assert_eq!(bounds::on_grid(13358.25, Some(2)), 13358.5);
+    assert_eq!(bounds::on_grid(13358.5 + 1e-9, Some(2)), 13358.5);
+    assert_eq!(bounds::on_grid(590.0 / 3.0, Some(12)), 590.0 / 3.0);
+    assert_eq!(bounds::on_grid(13358.25, None), 13358.25);
+}

@@ -54,6 +54,20 @@ pub enum Error {
 }
 
 impl Error {
+    /// An invalid value of `field` in the file at `path` (or a placeholder such as
+    /// `<generator config>`), and why.
+    pub fn invalid(
+        path: impl Into<std::path::PathBuf>,
+        field: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Error::Invalid {
+            path: path.into(),
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
     /// A bad value of the command-line flag `flag` (`--capacity`).
     pub fn command_line(flag: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::Flag {

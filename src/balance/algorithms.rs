@@ -245,6 +245,12 @@ impl<'a> State<'a> {
         let Some((_, i, h, j)) = best else {
             return false;
         };
+        self.exchange(g, i, h, j);
+        true
+    }
+
+    /// Swaps the replica in slot i of GPU g with the one in slot j of GPU h.
+    fn exchange(&mut self, g: usize, i: usize, h: usize, j: usize) {
         let (a, b) = (self.gpus[g][i], self.gpus[h][j]);
         let d = self.load(a) - self.load(b);
         self.gpus[g][i] = b;
@@ -255,7 +261,6 @@ impl<'a> State<'a> {
         self.on[b][g] += 1;
         self.loads[g] -= d;
         self.loads[h] += d;
-        true
     }
 
     /// The best exchange of two replicas on the busiest GPU g with two on another GPU that
@@ -295,18 +300,8 @@ impl<'a> State<'a> {
         let Some((_, [i1, i2], h, [j1, j2])) = best else {
             return false;
         };
-        for (i, j) in [(i1, j1), (i2, j2)] {
-            let (a, b) = (self.gpus[g][i], self.gpus[h][j]);
-            let d = self.load(a) - self.load(b);
-            self.gpus[g][i] = b;
-            self.gpus[h][j] = a;
-            self.on[a][g] -= 1;
-            self.on[a][h] += 1;
-            self.on[b][h] -= 1;
-            self.on[b][g] += 1;
-            self.loads[g] -= d;
-            self.loads[h] += d;
-        }
+        self.exchange(g, i1, h, j1);
+        self.exchange(g, i2, h, j2);
         true
     }
 

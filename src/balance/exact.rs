@@ -192,9 +192,12 @@ pub fn solve_plain(
         }
         _ => (plan, upper),
     };
+    // The MILP's bound, rounded up to the grid (bounds module doc) like the others.
     let bound = solved
         .best_bound
-        .map_or(lower, |b| (b / model.scale).max(lower))
+        .map_or(lower, |b| {
+            bounds::on_grid(b / model.scale, bounds::grid(w, &ranges)).max(lower)
+        })
         .min(objective);
     let status = match solved.status {
         MilpStatus::Optimal | MilpStatus::GapLimit if objective <= bound * (1.0 + PROVED_GAP) => {

@@ -115,14 +115,6 @@ struct Record {
     phase: Phase,
 }
 
-fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Invalid {
-        path: path.to_path_buf(),
-        field: field.into(),
-        reason: reason.into(),
-    }
-}
-
 /// Reads a token log file (JSON Lines, gzip or plain) into a validated trace.
 pub fn import_token_log(path: &Path, options: &ImportOptions) -> Result<Trace, Error> {
     let text = read_text_maybe_gz(path)?;
@@ -141,7 +133,7 @@ pub fn import_token_log(path: &Path, options: &ImportOptions) -> Result<Trace, E
         .experts
         .or(known.map(|k| k.experts))
         .ok_or_else(|| {
-            invalid(
+            Error::invalid(
                 path,
                 "experts",
                 "a token log does not state E (experts per layer): give it in the import options",
@@ -212,7 +204,7 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
         })?;
         let k = *top_k.get_or_insert(record.experts.len());
         if record.experts.len() != k || k == 0 {
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 format!("line {n}.experts"),
                 format!(
@@ -223,7 +215,7 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
         }
         for (j, &e) in record.experts.iter().enumerate() {
             if e as usize >= meta.experts {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     format!("line {n}.experts[{j}]"),
                     format!("must be below E = {}, got {e}", meta.experts),
@@ -232,7 +224,7 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
         }
         if let Some(w) = &record.weights {
             if w.len() != k {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     format!("line {n}.weights"),
                     format!("must have {k} entries (one per expert), got {}", w.len()),
@@ -242,7 +234,7 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
             all_weighted = false;
         }
         if record.layer >= MAX_LAYERS {
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 format!("line {n}.layer"),
                 format!(
@@ -259,7 +251,7 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
             .entry((seq, record.token))
             .or_insert_with(|| (n, record.phase, Vec::new()));
         if slot.1 != record.phase {
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 format!("line {n}.phase"),
                 "differs from the other layers of the same token",
@@ -276,7 +268,7 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
         ));
     }
     let Some(top_k) = top_k else {
-        return Err(invalid(path, "lines", "the log has no record"));
+        return Err(Error::invalid(path, "lines", "the log has no record"));
     };
     let ranked = top_k == 1 || all_weighted || meta.listed_order_is_rank;
     let mut keys: Vec<(u32, u32)> = tokens.keys().copied().collect();
@@ -289,7 +281,7 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
         let mut layers_out = Vec::with_capacity(routings.len());
         let mut routings = routings.into_iter();
         let twice = |at: usize, n: usize| {
-            invalid(
+            Error::invalid(
                 path,
                 format!("line {n}.layer"),
                 format!(
@@ -300,7 +292,7 @@ pub fn parse_token_log(path: &Path, text: &str, meta: LogMeta) -> Result<Trace, 
         };
         for l in 0..layers {
             let Some((at, n, mut r)) = routings.next().filter(|&(at, _, _)| at <= l) else {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     format!("line {line}.layer"),
                     format!(
@@ -409,7 +401,7 @@ pub fn import_counts(path: &Path) -> Result<FrequencyWarmStart, Error> {
 
 /// The message for a replay asked of a count file.
 pub fn counts_not_replayable(path: &Path) -> Error {
-    invalid(
+    Error::invalid(
         path,
         "format",
         "an activation-count file (moe-activation-counts/v1) has per-prompt totals and no token \
@@ -486,7 +478,7 @@ pub fn read_trace(path: &Path, options: &ImportOptions) -> Result<TraceFile, Err
                 if source.kind() == std::io::ErrorKind::InvalidData
                     && !head.starts_with(&[0x1f, 0x8b]) =>
             {
-                invalid(
+                Error::invalid(
                     path,
                     "magic",
                     format!(

@@ -205,14 +205,6 @@ pub fn encode(records: &[Record], format: Format) -> Vec<u8> {
     }
 }
 
-fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Invalid {
-        path: path.to_path_buf(),
-        field: field.into(),
-        reason: reason.into(),
-    }
-}
-
 /// Where record `i` is, for errors: `record i` (binary) or its csv line.
 fn place(format: Format, i: usize) -> String {
     match format {
@@ -227,7 +219,7 @@ pub fn decode(path: &Path, bytes: &[u8], format: Format) -> Result<Vec<Record>, 
     let records = match format {
         Format::OracleGeneral => {
             if bytes.len() % RECORD_BYTES != 0 {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     format!("record {}", bytes.len() / RECORD_BYTES),
                     format!(
@@ -250,12 +242,12 @@ pub fn decode(path: &Path, bytes: &[u8], format: Format) -> Result<Vec<Record>, 
         Format::Csv => parse_csv(path, bytes)?,
     };
     if records.is_empty() {
-        return Err(invalid(path, "records", "the file holds no request"));
+        return Err(Error::invalid(path, "records", "the file holds no request"));
     }
     let ids: Vec<u64> = records.iter().map(|r| r.obj_id).collect();
     for (i, (r, want)) in records.iter().zip(next_access(&ids)).enumerate() {
         if r.obj_size == 0 {
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 format!("{}.obj_size", place(format, i)),
                 "0 (libCacheSim skips requests of size 0)",
@@ -280,7 +272,7 @@ pub fn decode(path: &Path, bytes: &[u8], format: Format) -> Result<Vec<Record>, 
                     r.obj_id
                 )
             };
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 format!("{}.next_access_vtime", place(format, i)),
                 format!("{got}, expected {expected}"),
@@ -297,7 +289,7 @@ fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, Error> {
     })?;
     let mut lines = text.lines();
     if lines.next().map(str::trim_end) != Some(CSV_HEADER) {
-        return Err(invalid(
+        return Err(Error::invalid(
             path,
             "line 1",
             format!("the header must be `{CSV_HEADER}`"),
@@ -308,7 +300,7 @@ fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, Error> {
         let at = |field: &str| format!("line {}.{field}", i + 2);
         let cells: Vec<&str> = line.trim_end().split(',').collect();
         if cells.len() != 4 {
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 format!("line {}", i + 2),
                 format!("{} columns, expected 4 ({CSV_HEADER})", cells.len()),
@@ -321,7 +313,7 @@ fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, Error> {
             what: &str,
         ) -> Result<T, Error> {
             cell.parse()
-                .map_err(|_| invalid(path, field, format!("`{cell}` is not {what}")))
+                .map_err(|_| Error::invalid(path, field, format!("`{cell}` is not {what}")))
         }
         records.push(Record {
             time: num(path, at("time"), cells[0], "a u32")?,
@@ -374,7 +366,7 @@ pub fn to_trace(
     let (experts, layers, top_k, tokens) = match shape {
         Shape::Renumber => {
             if records.len() > u32::MAX as usize {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     "records",
                     format!(
@@ -389,7 +381,7 @@ pub fn to_trace(
                 let next = ids.len();
                 let e = *ids.entry(r.obj_id).or_insert(next as u32);
                 if ids.len() > MAX_EXPERTS {
-                    return Err(invalid(
+                    return Err(Error::invalid(
                         path,
                         format!("{}.obj_id", place(format, i)),
                         format!(
@@ -422,7 +414,7 @@ pub fn to_trace(
                          at: usize|
              -> Result<(), Error> {
                 if step.len() != top_k {
-                    return Err(invalid(
+                    return Err(Error::invalid(
                         path,
                         format!("{}.time", place(format, at)),
                         format!(
@@ -445,7 +437,7 @@ pub fn to_trace(
             for (i, r) in records.iter().enumerate() {
                 let at = |field: &str| format!("{}.{field}", place(format, i));
                 if r.obj_size != first_size {
-                    return Err(invalid(
+                    return Err(Error::invalid(
                         path,
                         at("obj_size"),
                         format!(
@@ -467,7 +459,7 @@ pub fn to_trace(
                     )?;
                     step_time = t;
                 } else if t != step_time {
-                    return Err(invalid(
+                    return Err(Error::invalid(
                         path,
                         at("time"),
                         format!(
@@ -479,7 +471,7 @@ pub fn to_trace(
                 let layer = (t % layers as u64) as usize;
                 let base = (layer * experts) as u64;
                 if r.obj_id < base || r.obj_id - base >= experts as u64 {
-                    return Err(invalid(
+                    return Err(Error::invalid(
                         path,
                         at("obj_id"),
                         format!(
@@ -491,7 +483,7 @@ pub fn to_trace(
                 }
                 let e = (r.obj_id - base) as u32;
                 if seen[e as usize] {
-                    return Err(invalid(
+                    return Err(Error::invalid(
                         path,
                         at("obj_id"),
                         format!("{} is requested twice in step {t}", r.obj_id),
@@ -509,7 +501,7 @@ pub fn to_trace(
                 records.len() - 1,
             )?;
             if !current.is_empty() {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     format!("{}.time", place(format, records.len() - 1)),
                     format!(

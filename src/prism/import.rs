@@ -118,14 +118,6 @@ impl Default for ImportConfig {
     }
 }
 
-fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Invalid {
-        path: path.to_path_buf(),
-        field: field.into(),
-        reason: reason.into(),
-    }
-}
-
 /// The result of k-means: the cluster of every point and the number of Lloyd iterations run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Clustering {
@@ -278,7 +270,7 @@ pub fn from_activation_counts(
     let f = crate::counts::read(path, header)?;
     let servers = config.gpus.len();
     if f.prompts < servers {
-        return Err(invalid(
+        return Err(Error::invalid(
             path,
             "prompts",
             format!("{} prompts cannot form {servers} clusters", f.prompts),
@@ -293,7 +285,7 @@ pub fn from_activation_counts(
         })
         .collect();
     if kept.is_empty() {
-        return Err(invalid(path, "counts", "every count is zero"));
+        return Err(Error::invalid(path, "counts", "every count is zero"));
     }
     // Tokens of every prompt (the same in every kept layer).
     let mut tokens = Vec::with_capacity(f.prompts);
@@ -304,7 +296,7 @@ pub fn from_activation_counts(
             let sum: u64 = row.iter().sum();
             let at = || format!("counts[{p}][{l}]");
             if sum % k != 0 || sum == 0 {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     at(),
                     format!("sums to {sum}, not a positive multiple of top_k = {k}"),
@@ -312,14 +304,14 @@ pub fn from_activation_counts(
             }
             let here = sum / k;
             if row.iter().any(|&c| c > here) {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     at(),
                     format!("counts an expert more often than the prompt's {here} tokens"),
                 ));
             }
             if *t.get_or_insert(here) != here {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     at(),
                     format!("has {here} tokens, earlier layers {}", t.unwrap_or(0)),
@@ -343,7 +335,7 @@ pub fn from_activation_counts(
         (Some(s), _) => s,
         (None, Some(m)) => {
             if m.top_k != f.top_k || m.experts_per_layer != f.experts_per_layer {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     "model",
                     format!(

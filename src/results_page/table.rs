@@ -26,7 +26,7 @@ impl Table {
             .map(String::from)
             .collect();
         if header.iter().all(String::is_empty) {
-            return Err(invalid(path, "line 1", "no header (an empty file?)"));
+            return Err(Error::invalid(path, "line 1", "no header (an empty file?)"));
         }
         let rows = reader
             .records()
@@ -55,10 +55,10 @@ impl Table {
     /// The index of a column; refused, naming it, when the header lacks it.
     pub fn column(&self, name: &str) -> Result<usize, Error> {
         self.header.iter().position(|h| h == name).ok_or_else(|| {
-            invalid(
+            Error::invalid(
                 &self.path,
                 "line 1",
-                &format!("no column `{name}` in the header"),
+                format!("no column `{name}` in the header"),
             )
         })
     }
@@ -89,10 +89,10 @@ impl Table {
             .find(|a| **a == cell)
             .copied()
             .ok_or_else(|| {
-                invalid(
+                Error::invalid(
                     &self.path,
-                    &self.at(row, column),
-                    &format!("{cell:?} is not one of {}", allowed.join(", ")),
+                    self.at(row, column),
+                    format!("{cell:?} is not one of {}", allowed.join(", ")),
                 )
             })
     }
@@ -104,10 +104,10 @@ impl Table {
             return Ok(None);
         }
         cell.parse::<f64>().map(Some).map_err(|_| {
-            invalid(
+            Error::invalid(
                 &self.path,
-                &self.at(row, column),
-                &format!("{cell:?} is not a number"),
+                self.at(row, column),
+                format!("{cell:?} is not a number"),
             )
         })
     }
@@ -119,10 +119,10 @@ impl Table {
             return Ok(None);
         }
         cell.parse::<u64>().map(Some).map_err(|_| {
-            invalid(
+            Error::invalid(
                 &self.path,
-                &self.at(row, column),
-                &format!("{cell:?} is not a count (an integer >= 0)"),
+                self.at(row, column),
+                format!("{cell:?} is not a count (an integer >= 0)"),
             )
         })
     }
@@ -130,9 +130,9 @@ impl Table {
     /// A count that must be there.
     pub fn required_count(&self, row: usize, column: usize) -> Result<u64, Error> {
         self.count(row, column)?.ok_or_else(|| {
-            invalid(
+            Error::invalid(
                 &self.path,
-                &self.at(row, column),
+                self.at(row, column),
                 "empty (a count is needed)",
             )
         })
@@ -144,30 +144,22 @@ impl Table {
             "" => Ok(None),
             "true" => Ok(Some(true)),
             "false" => Ok(Some(false)),
-            other => Err(invalid(
+            other => Err(Error::invalid(
                 &self.path,
-                &self.at(row, column),
-                &format!("{other:?} is not true or false"),
+                self.at(row, column),
+                format!("{other:?} is not true or false"),
             )),
         }
     }
 
     /// A refusal of the header for a reason of the caller's.
     pub fn refuse_header(&self, reason: &str) -> Error {
-        invalid(&self.path, "line 1", reason)
+        Error::invalid(&self.path, "line 1", reason)
     }
 
     /// A refusal of a cell for a reason of the caller's.
     pub fn refuse(&self, row: usize, column: usize, reason: &str) -> Error {
-        invalid(&self.path, &self.at(row, column), reason)
-    }
-}
-
-fn invalid(path: &Path, field: &str, reason: &str) -> Error {
-    Error::Invalid {
-        path: path.to_path_buf(),
-        field: field.into(),
-        reason: reason.into(),
+        Error::invalid(&self.path, self.at(row, column), reason)
     }
 }
 
@@ -183,17 +175,17 @@ fn csv_error(path: &Path, e: csv::Error) -> Error {
             source,
         },
         csv::ErrorKind::Utf8 { pos, err } => {
-            invalid(path, &line(pos), &format!("not UTF-8 text ({err})"))
+            Error::invalid(path, line(pos), format!("not UTF-8 text ({err})"))
         }
         csv::ErrorKind::UnequalLengths {
             pos,
             expected_len,
             len,
-        } => invalid(
+        } => Error::invalid(
             path,
-            &line(pos),
-            &format!("{len} fields where the header has {expected_len}"),
+            line(pos),
+            format!("{len} fields where the header has {expected_len}"),
         ),
-        _ => invalid(path, "csv", &text),
+        _ => Error::invalid(path, "csv", &text),
     }
 }

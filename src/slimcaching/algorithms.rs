@@ -151,6 +151,7 @@ use formulations::slimcaching::{
     ExpertId, IncrementalObjective, LatencyModel, LayerId, ModelId, Placement, ServerId,
 };
 use formulations::Error;
+use num_integer::gcd;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -627,13 +628,6 @@ struct Reduced {
     capacity: u64,
     /// Every item fits at once (then no DP is needed).
     all_fit: bool,
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 fn reduce(values: &[f64], sizes: &[u64], capacity: u64) -> Reduced {

@@ -243,14 +243,6 @@ pub fn decompose_row(row: &[u64], top_k: u32) -> Result<SetCounts, String> {
     Ok(out.into_iter().collect())
 }
 
-fn invalid(path: &Path, field: impl Into<String>, reason: impl Into<String>) -> Error {
-    Error::Invalid {
-        path: path.to_path_buf(),
-        field: field.into(),
-        reason: reason.into(),
-    }
-}
-
 /// Builds an instance from the activation-count file at `path`.
 pub fn from_activation_counts(
     path: &Path,
@@ -261,7 +253,7 @@ pub fn from_activation_counts(
     if config.servers == 0
         || config.servers as usize > formulations::slimcaching::validate::MAX_SERVERS
     {
-        return Err(invalid(
+        return Err(Error::invalid(
             Path::new(config_path),
             "servers",
             format!(
@@ -272,14 +264,14 @@ pub fn from_activation_counts(
         ));
     }
     if config.users == 0 {
-        return Err(invalid(
+        return Err(Error::invalid(
             Path::new(config_path),
             "users",
             "must be at least 1",
         ));
     }
     if config.storage_bytes == 0 {
-        return Err(invalid(
+        return Err(Error::invalid(
             Path::new(config_path),
             "storage_bytes",
             "must be positive",
@@ -293,7 +285,7 @@ pub fn from_activation_counts(
         (Some(s), _) => s,
         (None, Some(k)) => {
             if k.top_k != file.top_k {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     "top_k",
                     format!(
@@ -303,7 +295,7 @@ pub fn from_activation_counts(
                 ));
             }
             if k.experts_per_layer != file.experts_per_layer {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     "experts_per_layer",
                     format!(
@@ -315,7 +307,7 @@ pub fn from_activation_counts(
             k.shape()
         }
         (None, None) => {
-            return Err(invalid(
+            return Err(Error::invalid(
                 path,
                 "model",
                 crate::counts::unknown_model(&file.model, "ImportConfig::expert_shape"),
@@ -324,7 +316,7 @@ pub fn from_activation_counts(
     };
     let users = config.users as usize;
     if file.prompts < users {
-        return Err(invalid(
+        return Err(Error::invalid(
             path,
             "prompts",
             format!(
@@ -337,7 +329,7 @@ pub fn from_activation_counts(
         .filter(|&l| file.counts.iter().any(|p| p[l].iter().any(|&c| c > 0)))
         .collect();
     if kept.is_empty() {
-        return Err(invalid(path, "counts", "every layer is all zero"));
+        return Err(Error::invalid(path, "counts", "every layer is all zero"));
     }
     // Per prompt and kept layer: the decomposition (checked for every prompt, not only the
     // ones some user gets, so a bad file fails whatever the grouping).
@@ -347,7 +339,7 @@ pub fn from_activation_counts(
         for &l in &kept {
             rows.push(
                 decompose_row(&prompt[l], file.top_k)
-                    .map_err(|reason| invalid(path, format!("counts[{p}][{l}]"), reason))?,
+                    .map_err(|reason| Error::invalid(path, format!("counts[{p}][{l}]"), reason))?,
             );
         }
         decomposed.push(rows);
@@ -392,7 +384,7 @@ pub fn from_activation_counts(
                 }
             }
             if counts.is_empty() {
-                return Err(invalid(
+                return Err(Error::invalid(
                     path,
                     "counts",
                     format!("user {u}'s prompts {group:?} have no token at layer {l}"),

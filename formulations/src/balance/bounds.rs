@@ -33,6 +33,13 @@
 //!   classical pairing bound p_i + p_{2G+1-i} (the i-th largest replica and the
 //!   (2G+1-i)-th).
 //!
+//! * **Grid** ([`grid`], [`on_grid`]): with integer loads, every replica carries w_e / c_e, a
+//!   multiple of 1 / L for L the least common multiple of every count in the ranges, so every
+//!   GPU's load and T are multiples of 1 / L; a lower bound B on T then rounds up to the next
+//!   multiple, ceil(B L) / L (B L is first lowered by a relative 1e-9, so that a B computed a
+//!   hair above a multiple it equals does not round past it). It applies to any proved bound,
+//!   the MILP's too; without integer loads, or with L above [`MAX_GRID`], it is not used.
+//!
 //! min_c N_a(c) is exact, not relaxed: N_a(c) = sum_e c_e [w_e / c_e >= a] is a sum over experts
 //! of a function of c_e alone, so its minimum over sum c_e = S, c_e in its range, is a
 //! resource-allocation DP over experts and slots ([`min_weight`]; the same for the pair bound's
@@ -183,9 +190,42 @@ fn candidates(w: &[f64], ranges: &[(usize, usize)]) -> Vec<f64> {
     candidates
 }
 
+/// The largest grid denominator L used (module doc: beyond it the rounding gains nothing).
+pub const MAX_GRID: u64 = 1 << 20;
+
+/// L, the least common multiple of every count in `ranges`, when every load is an integer and
+/// L is at most [`MAX_GRID`] (module doc).
+pub fn grid(w: &[f64], ranges: &[(usize, usize)]) -> Option<u64> {
+    if !w.iter().all(|x| x.is_finite() && x.fract() == 0.0) {
+        return None;
+    }
+    let mut l = 1u64;
+    for &(lo, hi) in ranges {
+        for k in lo.max(1)..=hi {
+            l = num_integer::lcm(l, k as u64);
+            if l > MAX_GRID {
+                return None;
+            }
+        }
+    }
+    Some(l)
+}
+
+/// A lower bound rounded up to the grid of 1 / `l` (module doc).
+pub fn on_grid(bound: f64, l: Option<u64>) -> f64 {
+    match l {
+        Some(l) if bound > 0.0 => {
+            let scaled = bound * l as f64;
+            (scaled - 1e-9 * scaled).ceil() / l as f64
+        }
+        _ => bound,
+    }
+}
+
 /// The best of the bounds (module doc) over the plans whose counts lie in `ranges`.
 pub fn lower_bound(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> f64 {
-    mean(shape, w)
+    let best = mean(shape, w)
         .max(threshold(shape, w, ranges))
-        .max(pair(shape, w, ranges))
+        .max(pair(shape, w, ranges));
+    on_grid(best, grid(w, ranges))
 }

@@ -29,6 +29,8 @@
 //! memory leaves coverage slack, e.g. on Sec. IV-C's large GPU ladders, where each server
 //! holds most of the model.
 
+use num_integer::gcd;
+
 use super::model::{Instance, Placement};
 
 /// LB = sum_n (F_n - K_n) of the module doc: no feasible placement has a smaller cost (2).
@@ -109,14 +111,6 @@ pub fn local_capacity_placement(instance: &Instance) -> Option<Placement> {
         }
     }
     covered.iter().all(|&c| c).then_some(placement)
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@
 use super::model::{ExpertRef, Instance, Placement, ServerId};
 use crate::error::Error;
 use crate::milp::{Milp, MilpSolution, Sense, SolveOptions, VarId};
+use num_integer::gcd;
 
 /// The MILP of (2) for one instance and the map from its variables back to a placement.
 #[derive(Debug, Clone)]
@@ -41,14 +42,6 @@ pub struct ExactSolution {
     pub solution: MilpSolution,
     /// The incumbent's placement (every GPU list sorted), if one was found.
     pub placement: Option<Placement>,
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
 }
 
 impl PrismMilp {
