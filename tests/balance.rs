@@ -19,6 +19,9 @@ use moe_opt::balance::methods::{Balance, Method};
 use moe_opt::problem::{self, RunOptions};
 use proptest::prelude::*;
 
+mod common;
+use common::{csv_records, moe_opt, scratch};
+
 fn instance(loads: Vec<Vec<f64>>, slots: usize, gpus: usize) -> Instance {
     Instance {
         problem: ProblemKind::Balance,
@@ -242,4 +245,52 @@ fn grid_bound_rounds_up_to_the_least_common_multiple() {
     assert_eq!(bounds::on_grid(13358.5 + 1e-9, Some(2)), 13358.5);
     assert_eq!(bounds::on_grid(590.0 / 3.0, Some(12)), 590.0 / 3.0);
     assert_eq!(bounds::on_grid(13358.25, None), 13358.25);
+}
+
+/// `sweep` runs the balance problem: on the `tiny` preset with 5 or 6 experts (small enough for
+/// exhaustive search)
+/// the exact method equals exhaustive search in every cell, and EPLB is never below it.
+#[test]
+fn sweep_runs_balance_against_exhaustive_search() {
+    let dir = scratch("balance-sweep");
+    let spec = dir.join("spec.toml");
+    std::fs::write(
+        &spec,
+        "problem = \"balance\"\npreset = \"tiny\"\nseeds = 2\n\
+         methods = [\"milp\", \"exhaustive\", \"eplb\"]\n\n\
+         [[axes]]\npath = \"experts\"\nvalues = [5, 6]\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let run = moe_opt()
+        .arg("sweep")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut cells = std::collections::BTreeMap::<String, Vec<(String, f64)>>::new();
+    for row in csv_records(&out.join("results.csv")) {
+        cells
+            .entry(row["cell"].clone())
+            .or_default()
+            .push((row["method"].clone(), row["objective"].parse().unwrap()));
+    }
+    assert_eq!(cells.len(), 4);
+    for (cell, rows) in &cells {
+        let of = |m: &str| rows.iter().find(|r| r.0 == m).unwrap().1;
+        assert!(
+            (of("milp") - of("exhaustive")).abs() <= 1e-9 * of("exhaustive"),
+            "cell {cell}"
+        );
+        assert!(
+            of("eplb") >= of("exhaustive") * (1.0 - 1e-12),
+            "cell {cell}"
+        );
+    }
 }
