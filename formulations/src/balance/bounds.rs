@@ -114,17 +114,8 @@ pub fn threshold(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> f64 {
     let mut best: f64 = 0.0;
     for j in 0..m {
         // N_a is nonincreasing in a: the largest candidate with min N_a > j G, by bisection.
-        let holds = |a: f64| min_weight(shape, w, ranges, |p| usize::from(p >= a)) > j * g;
-        let (mut lo, mut hi) = (0usize, candidates.len());
-        // Invariant: candidates[..lo] hold, candidates[hi..] do not.
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if holds(candidates[mid]) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
+        let lo = candidates
+            .partition_point(|&a| min_weight(shape, w, ranges, |p| usize::from(p >= a)) > j * g);
         if lo > 0 {
             let a = candidates[lo - 1];
             let rest = low.get(m - j - 1).copied().unwrap_or(0.0);
@@ -146,20 +137,11 @@ pub fn pair(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> f64 {
     let mut best: f64 = 0.0;
     for ai in (0..candidates.len()).rev().take(PAIR_CANDIDATES) {
         let a = candidates[ai];
-        let holds = |b: f64| {
+        let lo = candidates[..=ai].partition_point(|&b| {
             min_weight(shape, w, ranges, |p| {
                 usize::from(p >= a) + usize::from(p >= b)
             }) > 2 * g
-        };
-        let (mut lo, mut hi) = (0usize, ai + 1);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if holds(candidates[mid]) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
+        });
         if lo > 0 {
             let b = candidates[lo - 1];
             let two = a + b + low[m - 2];
