@@ -573,6 +573,12 @@ fn kinds(dir: &Path) -> Vec<Kind> {
         )
         .and(committed(Some("smoe"), "")),
         Kind::new(
+            "balance",
+            Format::Json,
+            generated("balance", "tiny"),
+            &["solve", "FILE", "--method", "greedy", "--csv", "OUT"],
+        ),
+        Kind::new(
             "cache-trace",
             Format::Json,
             read_value(&switch, Format::Json),
@@ -635,6 +641,7 @@ fn kinds(dir: &Path) -> Vec<Kind> {
         ("prism", "tiny"),
         ("zipmoe", "tiny"),
         ("smoe", "tiny"),
+        ("balance", "tiny"),
         ("cache-trace", "switch"),
     ] {
         let config: Value = serde_json::from_str(&ok(moe_opt().args([
@@ -657,7 +664,7 @@ fn kinds(dir: &Path) -> Vec<Kind> {
         // Eight prompts keep a run short; the rest of the file is the real one.
         counts["counts"].as_array_mut().unwrap().truncate(8);
         counts["prompts"] = json!(8);
-        for problem in ["slimcaching", "prism", "zipmoe", "zipmoe-pool"] {
+        for problem in ["slimcaching", "prism", "zipmoe", "zipmoe-pool", "balance"] {
             // SlimCaching's users are groups of prompts: four of two prompts each.
             let users: &[&str] = if problem == "slimcaching" {
                 &["--users", "4"]
@@ -1130,6 +1137,20 @@ const ACCEPTED: &[(&str, &str)] = &[
     ("cache-trace-bin", "model removed"),
     ("cache-trace-bin", "model of the wrong type"),
     ("cache-offline", "trace.shared_experts removed"),
+    // A balance instance's name, nodes and groups have defaults ("", 1, 1), as has every field
+    // of the generator's deployment (8 GPUs, 1 redundant slot each, 1 node, 1 group, no option).
+    ("balance", "name removed"),
+    ("balance", "num_nodes removed"),
+    ("balance", "num_groups removed"),
+    ("balance-config", "deployment.gpus removed"),
+    ("balance-config", "deployment.extra_per_gpu removed"),
+    ("balance-config", "deployment.nodes removed"),
+    ("balance-config", "deployment.groups removed"),
+    ("balance-config", "deployment.hierarchical removed"),
+    ("balance-config", "deployment.one_replica_per_gpu removed"),
+    ("balance-counts", "source removed"),
+    ("balance-counts", "counts_doc removed"),
+    ("balance-counts", "not gzip"),
     ("sweep-spec", "axes removed"),
     ("sweep-spec", "preset removed"),
     ("sweep-spec", "time_limit_s removed"),
@@ -2013,6 +2034,9 @@ fuzz_tests! {
     fuzz_prism_config: "prism-config",
     fuzz_zipmoe_config: "zipmoe-config",
     fuzz_smoe_config: "smoe-config",
+    fuzz_balance: "balance",
+    fuzz_balance_config: "balance-config",
+    fuzz_balance_counts: "balance-counts",
     fuzz_cache_trace_config: "cache-trace-config",
     fuzz_slimcaching_counts: "slimcaching-counts",
     fuzz_prism_counts: "prism-counts",
