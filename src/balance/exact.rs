@@ -178,26 +178,58 @@ pub fn solve_plain(
         }
         Err(e) => return Err(e),
     };
-    let start = model.start(w, &plan);
-    let solved = model.milp.solve(options, start.as_deref())?;
+    let Settled {
+        plan: best,
+        objective,
+        bound,
+        status,
+        note,
+    } = solve_from(
+        &model,
+        shape,
+        w,
+        plan,
+        lower,
+        bounds::grid(w, &ranges),
+        options,
+        |_| true,
+    )?;
+    Ok(done(status, objective, bound, best, true, note))
+}
+
+/// `model` solved from `start` (a feasible plan of the model): the better of the MILP's plan
+/// (valid, and accepted by `fits`) and `start`, its load, the bound (the solver's in load
+/// units, rounded up to `grid`, at least `lower`, at most the load) and the status (`optimal`
+/// once the bound meets the load), and the solver's note. The exact method and the migration front share it.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_from(
+    model: &LayerModel,
+    shape: &Shape,
+    w: &[f64],
+    start: Vec<usize>,
+    lower: f64,
+    grid: Option<u64>,
+    options: &SolveOptions,
+    fits: impl Fn(&[usize]) -> bool,
+) -> Result<Settled, Error> {
+    let upper = max_load(shape, w, &start);
+    let begin = model.start(w, &start);
+    let solved = model.milp.solve(options, begin.as_deref())?;
     let found = solved
         .values
         .as_deref()
         .map(|v| model.decode(v))
-        .filter(|p| check_layer(shape, p).is_ok());
+        .filter(|p| check_layer(shape, p).is_ok() && fits(p));
     let (best, objective) = match found {
         Some(p) if max_load(shape, w, &p) < upper => {
             let v = max_load(shape, w, &p);
             (p, v)
         }
-        _ => (plan, upper),
+        _ => (start, upper),
     };
-    // The MILP's bound, rounded up to the grid (bounds module doc) like the others.
     let bound = solved
         .best_bound
-        .map_or(lower, |b| {
-            bounds::on_grid(b / model.scale, bounds::grid(w, &ranges)).max(lower)
-        })
+        .map_or(lower, |b| bounds::on_grid(b / model.scale, grid).max(lower))
         .min(objective);
     let status = match solved.status {
         MilpStatus::Optimal | MilpStatus::GapLimit if objective <= bound * (1.0 + PROVED_GAP) => {
@@ -212,14 +244,27 @@ pub fn solve_plain(
         }
         other => other,
     };
-    Ok(done(
-        status,
+    Ok(Settled {
+        plan: best,
         objective,
         bound,
-        best,
-        true,
-        solved.note.clone(),
-    ))
+        status,
+        note: solved.note,
+    })
+}
+
+/// What [`solve_from`] settles on.
+pub struct Settled {
+    /// The better plan.
+    pub plan: Vec<usize>,
+    /// Its busiest GPU's load.
+    pub objective: f64,
+    /// The proved lower bound.
+    pub bound: f64,
+    /// `optimal` once the bound meets the load.
+    pub status: MilpStatus,
+    /// The solver's note.
+    pub note: Option<String>,
 }
 
 /// The partitions of `groups` groups into blocks of `per` (unordered: each block listed from its

@@ -27,7 +27,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::commands::InstanceInfo;
-use super::exact::{eplb_layer, solve_layer};
+use super::exact::{eplb_layer, solve_from, solve_layer};
 use crate::report::VERSION;
 
 /// One budget of one layer.
@@ -123,44 +123,34 @@ fn solve_budget(
     lower: f64,
     options: &SolveOptions,
 ) -> Result<(Vec<usize>, f64, f64, MilpStatus), Error> {
-    let upper = max_load(shape, w, start);
     let model = LayerModel::build(
         shape,
         w,
         &LayerOptions {
             lower,
-            upper: Some(upper),
+            upper: Some(max_load(shape, w, start)),
             budget: Some((current.to_vec(), budget)),
         },
         "balance migration".into(),
         "",
     )?;
-    let begin = model.start(w, start);
-    let solved = model.milp.solve(&options.started_now(), begin.as_deref())?;
-    let found = solved
-        .values
-        .as_deref()
-        .map(|v| model.decode(v))
-        .filter(|p| check_layer(shape, p).is_ok() && moved(shape, current, p) <= budget);
-    let (plan, load) = match found {
-        Some(p) if max_load(shape, w, &p) < upper => {
-            let v = max_load(shape, w, &p);
-            (p, v)
-        }
-        _ => (start.to_vec(), upper),
-    };
-    let bound = solved
-        .best_bound
-        .map_or(lower, |b| (b / model.scale).max(lower))
-        .min(load);
-    let status = match solved.status {
-        MilpStatus::Optimal | MilpStatus::GapLimit if load <= bound * (1.0 + PROVED_GAP) => {
-            MilpStatus::Optimal
-        }
-        MilpStatus::Optimal => MilpStatus::GapLimit,
-        other => other,
-    };
-    Ok((plan, load, bound, status))
+    // Each budget's time limit counts from its own start.
+    let settled = solve_from(
+        &model,
+        shape,
+        w,
+        start.to_vec(),
+        lower,
+        None,
+        &options.started_now(),
+        |p| moved(shape, current, p) <= budget,
+    )?;
+    Ok((
+        settled.plan,
+        settled.objective,
+        settled.bound,
+        settled.status,
+    ))
 }
 
 /// One layer's front (module doc).
