@@ -85,6 +85,30 @@ pub fn fit_polynomial(x: &[f64], y: &[f64], degree: usize) -> Result<Vec<f64>, S
 
 /// Eq. (5): fits T(alpha) to the samples and takes the smallest alpha of `search_points`
 /// evenly spaced points over the sampled range whose fitted T is at most `budget_s`.
+///
+/// # Complexity
+/// S samples, degree d <= [`MAX_DEGREE`], P search points. Time: O(S d^2) for the QR fit, O(S d)
+/// for the residual and O(P d) for the search. Memory: O(S d).
+///
+/// # Examples
+/// ```
+/// use moe_opt::smoe::alpha::{select, AlphaSample};
+///
+/// // T(alpha) = 2 - 3 alpha + alpha^2 exactly at 5 points. T = 1 at alpha = (3 - sqrt 5) / 2
+/// // = 0.38197, so the first of the grid 0, 0.001, ..., 1 that meets R = 1 is 0.382.
+/// let samples: Vec<AlphaSample> = [0.0, 0.25, 0.5, 0.75, 1.0]
+///     .iter()
+///     .map(|&alpha| AlphaSample {
+///         alpha,
+///         tpot_s: 2.0 - 3.0 * alpha + alpha * alpha,
+///         gpu_hit_rate: 0.0,
+///         mass_kept: 1.0,
+///     })
+///     .collect();
+/// let selection = select(&samples, 2, 1.0, 1001)?;
+/// assert!((selection.chosen_alpha.unwrap() - 0.382).abs() < 1e-12);
+/// # Ok::<(), String>(())
+/// ```
 pub fn select(
     samples: &[AlphaSample],
     degree: usize,
