@@ -309,6 +309,21 @@ impl EplbError {
 /// goes to pack `i` (the reference's shortcut).
 ///
 /// The caller guarantees `num_packs > 0` and `weight.len() % num_packs == 0`.
+///
+/// # Complexity
+/// n items, P packs. Time: O(n log n + n P) (the sort, then a scan of the packs per item).
+/// Memory: O(n + P).
+///
+/// # Examples
+/// ```
+/// use moe_opt::eplb::balanced_packing;
+///
+/// // Heaviest first into the lightest open pack: 5 -> 0, 4 -> 1, 3 -> 1 (4 < 5), 2 -> 0
+/// // (5 < 7), 1 -> 0 (7 = 7: lower index), and the last 1 -> 1 (pack 0 is full): 8 and 8.
+/// let (pack, rank) = balanced_packing(&[5.0, 4.0, 3.0, 2.0, 1.0, 1.0], 2);
+/// assert_eq!(pack, vec![0, 1, 1, 0, 0, 1]);
+/// assert_eq!(rank, vec![0, 0, 1, 1, 2, 2]);
+/// ```
 pub fn balanced_packing(weight: &[f32], num_packs: usize) -> (Vec<usize>, Vec<usize>) {
     let n = weight.len();
     let per_pack = n / num_packs;
@@ -348,6 +363,22 @@ pub type Replication = (Vec<usize>, Vec<usize>, Vec<usize>);
 /// replica count.
 ///
 /// The caller guarantees `num_phy >= weight.len()`.
+///
+/// # Complexity
+/// X logical experts, R = `num_phy` physical slots. Time: O((R - X) X) (a scan of the loads per
+/// replica per redundant slot). Memory: O(R).
+///
+/// # Examples
+/// ```
+/// use moe_opt::eplb::replicate_experts;
+///
+/// // Loads per replica 6, 3, 2: slot 3 copies expert 0 (now 3 per replica), slot 4 again
+/// // expert 0 (3 = 3: the first wins).
+/// let (phy2log, rank, logcnt) = replicate_experts(&[6.0, 3.0, 2.0], 5);
+/// assert_eq!(phy2log, vec![0, 1, 2, 0, 0]);
+/// assert_eq!(rank, vec![0, 0, 0, 1, 2]);
+/// assert_eq!(logcnt, vec![3, 1, 1]);
+/// ```
 pub fn replicate_experts(weight: &[f32], num_phy: usize) -> Replication {
     let num_log = weight.len();
     let mut phy2log: Vec<usize> = (0..num_log).collect();
@@ -537,6 +568,34 @@ fn check(
 /// the expert groups (consecutive experts); `num_nodes` the server nodes; `num_gpus` all GPUs
 /// (a multiple of `num_nodes` for the hierarchical policy). The hierarchical policy is used
 /// when `num_groups % num_nodes == 0`, the global one otherwise.
+///
+/// # Complexity
+/// L layers, X logical experts, R = `num_replicas` slots, G groups, N nodes, M GPUs (G = N = 1
+/// for the global policy). Time per layer: O(G log G + G N) to pack the groups onto the nodes,
+/// O((R - X) X / N) to replicate within the nodes and O(R log R + R M / N) to pack the
+/// replicas onto the GPUs; the replication or the GPU packing dominates. Memory: O(L R) for the
+/// plan.
+///
+/// # Examples
+/// The example of EPLB's README (2 layers, 12 experts, 16 slots, 4 groups, 2 nodes, 8 GPUs) and
+/// its published output.
+/// ```
+/// use moe_opt::eplb::rebalance_experts;
+///
+/// let weight = vec![
+///     vec![90.0, 132.0, 40.0, 61.0, 104.0, 165.0, 39.0, 4.0, 73.0, 56.0, 183.0, 86.0],
+///     vec![20.0, 107.0, 104.0, 64.0, 19.0, 197.0, 187.0, 157.0, 172.0, 86.0, 16.0, 27.0],
+/// ];
+/// let plan = rebalance_experts(&weight, 16, 4, 2, 8)?;
+/// assert_eq!(
+///     plan.physical_to_logical,
+///     vec![
+///         vec![5, 6, 5, 7, 8, 4, 3, 4, 10, 9, 10, 2, 0, 1, 11, 1],
+///         vec![7, 10, 6, 8, 6, 11, 8, 9, 2, 4, 5, 1, 5, 0, 3, 1],
+///     ]
+/// );
+/// # Ok::<(), moe_opt::eplb::EplbError>(())
+/// ```
 pub fn rebalance_experts(
     weight: &[Vec<f64>],
     num_replicas: usize,

@@ -32,6 +32,18 @@ pub const MAX_EXHAUSTIVE: f64 = 2e6;
 
 /// Counts of `w.len()` experts in `slots` slots: one each, then each further slot to the expert
 /// with the largest load per replica among those below `cap` (first on ties).
+///
+/// # Complexity
+/// E experts, S slots. Time: O((S - E) E) (a scan per redundant slot). Memory: O(E).
+///
+/// # Examples
+/// ```
+/// use moe_opt::balance::algorithms::replicate;
+///
+/// // Loads per replica 6, 3, 2, 1: slot 5 goes to expert 0 (then 3 per replica, at the cap 2),
+/// // slot 6 to expert 1.
+/// assert_eq!(replicate(&[6.0, 3.0, 2.0, 1.0], 6, 2), vec![2, 2, 1, 1]);
+/// ```
 pub fn replicate(w: &[f64], slots: usize, cap: usize) -> Vec<usize> {
     let mut c = vec![1usize; w.len()];
     for _ in w.len()..slots {
@@ -52,6 +64,22 @@ pub fn replicate(w: &[f64], slots: usize, cap: usize) -> Vec<usize> {
 /// first, each to the least loaded GPU with room (and without the expert when `one_per_gpu`);
 /// a replica that finds no such GPU trades places with a replica on a GPU that has room
 /// (`place_with_swap`). `None` if even that fails. Returns the experts of each GPU.
+///
+/// # Complexity
+/// R replicas (the sum of the counts), G GPUs of m slots. Time: O(R log R + R G m) (the sort,
+/// then for each replica the GPUs with room and, one per GPU, the membership test), plus
+/// O((G m)^2 + R) for each replica that needs `place_with_swap`. Memory: O(R + G m).
+///
+/// # Examples
+/// ```
+/// use moe_opt::balance::algorithms::pack;
+///
+/// // Replica loads 3, 3 (expert 0), 2 (2), 1.5, 1.5 (1), 1 (3), heaviest first onto the
+/// // lightest GPU that has room and lacks the expert: GPU 0 = 0, 2, 1 (6.5), GPU 1 = 0, 1, 3
+/// // (5.5).
+/// let bins = pack(&[6.0, 3.0, 2.0, 1.0], &[0, 1, 2, 3], &[2, 2, 1, 1], 2, 3, true);
+/// assert_eq!(bins, Some(vec![vec![0, 2, 1], vec![0, 1, 3]]));
+/// ```
 pub fn pack(
     w: &[f64],
     experts: &[usize],
@@ -130,6 +158,37 @@ fn balanced_packing(weights: &[f64], packs: usize) -> Vec<usize> {
 }
 
 /// The greedy plan of one layer (module doc); `None` if the packing finds no feasible place.
+///
+/// # Complexity
+/// E experts, S slots, G GPUs (m = S / G slots each), K groups and N nodes when hierarchical.
+/// Time: O(K log K + K N) for the groups, O((S - E) E) for the counts and [`pack`]'s
+/// O(S log S + S G m) for the replicas (with its swap fallback), which dominates. Memory: O(S + E).
+///
+/// # Examples
+/// ```
+/// use formulations::balance::Shape;
+///
+/// // E = 4 experts in S = 6 slots on G = 2 GPUs (m = 3 slots each), one replica per GPU (so at
+/// // most 2 replicas each); loads 6, 3, 2, 1.
+/// let shape = Shape {
+///     experts: 4,
+///     slots: 6,
+///     gpus: 2,
+///     nodes: 1,
+///     groups: 1,
+///     one_per_gpu: true,
+///     hierarchical: false,
+/// };
+/// let w = [6.0, 3.0, 2.0, 1.0];
+/// use formulations::balance::evaluate::{check_layer, max_load};
+/// use moe_opt::balance::algorithms::greedy;
+///
+/// let plan = greedy(&shape, &w).expect("a feasible packing");
+/// assert!(check_layer(&shape, &plan).is_ok());
+/// // The optimum by hand: expert 0 needs both GPUs (alone, its GPU carries at least
+/// // 6 + 1 + 0.5); then one other expert doubles, and the best is 3 + 1.5 + 2 = 6.5.
+/// assert!(max_load(&shape, &w, &plan) >= 6.5);
+/// ```
 pub fn greedy(shape: &Shape, w: &[f64]) -> Option<Vec<usize>> {
     let m = shape.per_gpu();
     let cap = shape.cap();
@@ -417,6 +476,42 @@ impl<'a> State<'a> {
 }
 
 /// Local search from a feasible plan (module doc); the result is never worse.
+///
+/// # Complexity
+/// E experts, S slots, G GPUs of m = S / G slots. Each round tries the swaps (O(G m^2)), the
+/// count changes (O(m E G^2)) and the pair exchanges (O(G m^4)), then recomputes the loads
+/// (O(S)); the pair exchanges dominate when m is large. The number of rounds has no polynomial
+/// bound here: each accepted move lowers (busiest load, GPUs at it), so no plan repeats.
+/// Memory: O(E G + S).
+///
+/// # Examples
+/// ```
+/// use formulations::balance::Shape;
+///
+/// // E = 4 experts in S = 6 slots on G = 2 GPUs (m = 3 slots each), one replica per GPU (so at
+/// // most 2 replicas each); loads 6, 3, 2, 1.
+/// let shape = Shape {
+///     experts: 4,
+///     slots: 6,
+///     gpus: 2,
+///     nodes: 1,
+///     groups: 1,
+///     one_per_gpu: true,
+///     hierarchical: false,
+/// };
+/// let w = [6.0, 3.0, 2.0, 1.0];
+/// use formulations::balance::evaluate::{check_layer, max_load};
+/// use moe_opt::balance::algorithms::local_search;
+///
+/// // A poor start: GPU 0 = 0, 1, 2 (6 + 1.5 + 1 = 8.5), GPU 1 = 1, 2, 3 (3.5).
+/// let start = [0, 1, 2, 1, 2, 3];
+/// let plan = local_search(&shape, &w, &start);
+/// assert!(check_layer(&shape, &plan).is_ok());
+/// let busiest = max_load(&shape, &w, &plan);
+/// // The optimum by hand: expert 0 needs both GPUs (alone, its GPU carries at least
+/// // 6 + 1 + 0.5); then one other expert doubles, and the best is 3 + 1.5 + 2 = 6.5.
+/// assert!((6.5..=8.5).contains(&busiest));
+/// ```
 pub fn local_search(shape: &Shape, w: &[f64], phy2log: &[usize]) -> Vec<usize> {
     let mut state = State::new(shape, w, phy2log);
     // Each accepted move lowers (busiest load, GPUs at it) lexicographically (a swap takes the
@@ -443,6 +538,37 @@ fn multisets(e: usize, m: usize, distinct: bool) -> f64 {
 
 /// The optimum of one layer by exhaustive search (module doc); [`Error::TooLarge`] beyond
 /// [`MAX_EXHAUSTIVE`] combinations.
+///
+/// # Complexity
+/// Exponential: C = C(E + m - 1, m) multisets of m experts per GPU (C(E, m) sets with one
+/// replica per GPU), C^G combinations (at most [`MAX_EXHAUSTIVE`]), each checked and scored in
+/// O(S). Time: O(C^G S). Memory: O(C m + S).
+///
+/// # Examples
+/// ```
+/// use formulations::balance::Shape;
+///
+/// // E = 4 experts in S = 6 slots on G = 2 GPUs (m = 3 slots each), one replica per GPU (so at
+/// // most 2 replicas each); loads 6, 3, 2, 1.
+/// let shape = Shape {
+///     experts: 4,
+///     slots: 6,
+///     gpus: 2,
+///     nodes: 1,
+///     groups: 1,
+///     one_per_gpu: true,
+///     hierarchical: false,
+/// };
+/// let w = [6.0, 3.0, 2.0, 1.0];
+/// use formulations::balance::evaluate::max_load;
+/// use moe_opt::balance::algorithms::exhaustive;
+///
+/// let plan = exhaustive(&shape, &w)?;
+/// // The optimum by hand: expert 0 needs both GPUs (alone, its GPU carries at least
+/// // 6 + 1 + 0.5); then one other expert doubles, and the best is 3 + 1.5 + 2 = 6.5.
+/// assert_eq!(max_load(&shape, &w, &plan), 6.5);
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn exhaustive(shape: &Shape, w: &[f64]) -> Result<Vec<usize>, Error> {
     let m = shape.per_gpu();
     let per_gpu = multisets(shape.experts, m, shape.one_per_gpu);

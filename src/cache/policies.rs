@@ -589,6 +589,51 @@ pub struct TraceReplay {
 /// (per layer, or of the pool). `warm_start` seeds LFU's counts (other policies ignore it; it
 /// must match the trace's E and L). Errors: a capacity below K (a step must fit), a policy that
 /// needs scores on a trace without logits, a warm start of another shape.
+///
+/// # Complexity
+/// T tokens, L layers, K experts per step, E experts per layer, c_P the policy's cost per
+/// access (e.g. O(1) for LRU, O(log C) for Belady). Time: O(T L (K c_P + E)), the E for policies
+/// that read the router scores (copied once per step), plus Belady's next-use table, O(T L K).
+/// Memory: O(E) per layer's cache (O(E L) for the pool) and O(T K) for Belady's requests.
+///
+/// # Examples
+/// ```
+/// use formulations::cache::model::{Phase, Routing, Token, Trace};
+/// use formulations::ProblemKind;
+/// use moe_opt::cache::policies::{replay_trace, PolicySpec, Scope};
+///
+/// // One layer, E = 4, K = 2: steps [0, 1], [2, 3], [0, 1], [0, 2].
+/// let token = |token: u32, experts: Vec<u32>| Token {
+///     seq: 0,
+///     token,
+///     phase: Phase::Decode,
+///     layers: vec![Routing { experts, weights: None, logits: None }],
+/// };
+/// let trace = Trace {
+///     problem: ProblemKind::CacheTrace,
+///     name: "hand".into(),
+///     model: "hand".into(),
+///     experts: 4,
+///     top_k: 2,
+///     shared_experts: 0,
+///     layers: 1,
+///     ranked: true,
+///     tokens: vec![
+///         token(0, vec![0, 1]),
+///         token(1, vec![2, 3]),
+///         token(2, vec![0, 1]),
+///         token(3, vec![0, 2]),
+///     ],
+/// };
+/// // With room for all 4 experts only the first request of each misses.
+/// let all = replay_trace(&trace, PolicySpec::Lru, 4, Scope::PerLayer, None)?;
+/// assert_eq!((all.total.requests, all.total.loads), (8, 4));
+/// // At C = K every step evicts; Belady's offline choice never loads more than LRU.
+/// let lru = replay_trace(&trace, PolicySpec::Lru, 2, Scope::PerLayer, None)?;
+/// let belady = replay_trace(&trace, PolicySpec::Belady, 2, Scope::PerLayer, None)?;
+/// assert!(belady.total.loads <= lru.total.loads);
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn replay_trace(
     trace: &Trace,
     policy: PolicySpec,

@@ -67,6 +67,28 @@ pub fn max_rank_ranking(r: &[u32], m: usize, j: usize, cached: impl Fn(u32) -> b
 
 /// The first K of the Max-Rank ranking (eq. (7)) without building it: r\[:J\], then the cached
 /// experts of r[J..M] in rank order, then the rest of r in rank order. `order` is r.
+///
+/// # Complexity
+/// n = `order.len()` ranked experts. Time: O(n) calls of `is_cached` at most (stops once K are
+/// chosen). Memory: O(K) in `chosen`.
+///
+/// # Examples
+/// Appendix B's worked example: r = E1..E6, C = {E3, E4, E6}, M = 4, K = 2, J = 1. r\[:4\] ∩ C =
+/// [E3, E4], so the ranking is [E1, E3, E4, E2, E5, E6] and the top 2 are E1 and E3.
+/// ```
+/// use moe_opt::cache::router::CacheView;
+/// use moe_opt::cache::routers::max_rank_select;
+///
+/// struct Cache(Vec<u32>);
+/// impl CacheView for Cache {
+///     fn is_cached(&self, e: u32) -> bool {
+///         self.0.contains(&e)
+///     }
+/// }
+/// let mut chosen = Vec::new();
+/// max_rank_select(&[1, 2, 3, 4, 5, 6], 2, 4, 1, &Cache(vec![3, 4, 6]), &mut chosen);
+/// assert_eq!(chosen, vec![1, 3]);
+/// ```
 pub fn max_rank_select(
     order: &[u16],
     k: usize,
@@ -99,6 +121,20 @@ pub fn max_rank_select(
 
 /// M of eq. (8) / Alg. 2 lines 1-6: the least i with `sum_{j<=i} p[r_j] >= p`, capped at the
 /// number of experts ranked. `probs` are router probabilities by expert id.
+///
+/// # Complexity
+/// Time: O(M), M the result (at most `order.len()`). Memory: O(1).
+///
+/// # Examples
+/// ```
+/// use moe_opt::cache::routers::cumsum_max_rank;
+///
+/// // Ranked 2, 0, 1, 3 with probabilities 0.5, 0.25, 0.125, 0.125: the prefix sums are 0.5,
+/// // 0.75, 0.875, 1, so p = 0.7 needs M = 2 and p = 0.5 only M = 1.
+/// let probs = [0.25, 0.125, 0.5, 0.125];
+/// assert_eq!(cumsum_max_rank(&[2, 0, 1, 3], &probs, 0.7), 2);
+/// assert_eq!(cumsum_max_rank(&[2, 0, 1, 3], &probs, 0.5), 1);
+/// ```
 pub fn cumsum_max_rank(order: &[u16], probs: &[f32], p: f64) -> usize {
     let mut cum = 0.0f64;
     let mut m = 0;

@@ -137,6 +137,56 @@ pub struct CountAllocation {
 }
 
 /// Algorithm 1 (module doc): N_{n,l} for every server and layer.
+///
+/// # Complexity
+/// N servers, L layers, E experts per layer. Time: O(N L E) for the entropies (lines 2-4), then
+/// at most L E unit moves, each pass over the servers costing O(N L) (line 11's argmax and the
+/// memory check), O(N L^2 E) in the worst case, which dominates. Memory: O(N L).
+///
+/// # Examples
+/// ```
+/// use formulations::prism::{Gpu, Instance, MoeModel, Server};
+/// use formulations::ProblemKind;
+///
+/// // L = 2 layers of E = 4 one-byte experts. Server 0 (one 4-byte GPU): layer 0 = [1, 0, 0, 0]
+/// // (entropy 0), layer 1 uniform (2 bits); server 1 (two 2-byte GPUs): [0.5, 0.5, 0, 0] at both
+/// // layers (1 bit each).
+/// let gpu = |memory_bytes| Gpu {
+///     memory_bytes,
+///     compute_base_s: 0.0,
+///     compute_per_token_s: 0.0,
+///     io_bps: Some(8.0),
+/// };
+/// let server = |gpus, frequencies| Server { name: String::new(), gpus, frequencies };
+/// let instance = Instance {
+///     problem: ProblemKind::Prism,
+///     name: "two servers".into(),
+///     model: MoeModel {
+///         name: "m".into(),
+///         layers: 2,
+///         experts_per_layer: 4,
+///         top_k: 1,
+///         expert_bytes: vec![1; 2],
+///         hidden_bytes: 1,
+///     },
+///     servers: vec![
+///         server(vec![gpu(4)], vec![vec![1.0, 0.0, 0.0, 0.0], vec![0.25; 4]]),
+///         server(vec![gpu(2), gpu(2)], vec![vec![0.5, 0.5, 0.0, 0.0]; 2]),
+///     ],
+///     network: None,
+///     workload: None,
+/// };
+/// use moe_opt::prism::algorithms::alg1_counts;
+///
+/// // Lines 2-4: server 0 shares its 4 slots 0/2 and 2/2 -> [0, 4], server 1 1/2 and 1/2 ->
+/// // [2, 2]; totals [2, 6]. Lines 8-18, layer 0: server 0 lends one of layer 1's slots (6 > 4),
+/// // then server 1 (5 > 4): totals [4, 4].
+/// let a = alg1_counts(&instance)?;
+/// assert_eq!(a.initial, vec![vec![0, 4], vec![2, 2]]);
+/// assert_eq!(a.counts, vec![vec![1, 3], vec![3, 1]]);
+/// assert_eq!(a.moves, 2);
+/// # Ok::<(), moe_opt::prism::algorithms::AlgorithmError>(())
+/// ```
 pub fn alg1_counts(instance: &Instance) -> Result<CountAllocation, AlgorithmError> {
     let (layers, experts) = (instance.layers(), instance.experts_per_layer());
     let size = |l: usize| instance.model.expert_bytes[l] as f64;
@@ -279,6 +329,62 @@ pub fn top_k(row: &[f64], k: usize) -> Vec<usize> {
 }
 
 /// Algorithm 2 (module doc) on the counts `counts[n][l]` of Alg. 1.
+///
+/// # Complexity
+/// N servers, L layers, E experts per layer. Time: O(N L E log E) for the preference lists
+/// (lines 1-3); per layer at most E repair passes, each O(N E) (duplicate counts, line 9's and
+/// line 11's scans), O(N L E^2) in all, which dominates. Memory: O(N L E).
+///
+/// # Examples
+/// The instance of [`alg1_counts`]'s example (two servers, L = 2, E = 4, one-byte experts).
+///
+/// ```
+/// # use formulations::prism::{Gpu, Instance, MoeModel, Server};
+/// # use formulations::ProblemKind;
+/// #
+/// # // L = 2 layers of E = 4 one-byte experts. Server 0 (one 4-byte GPU): layer 0 = [1, 0, 0, 0]
+/// # // (entropy 0), layer 1 uniform (2 bits); server 1 (two 2-byte GPUs): [0.5, 0.5, 0, 0] at both
+/// # // layers (1 bit each).
+/// # let gpu = |memory_bytes| Gpu {
+/// #     memory_bytes,
+/// #     compute_base_s: 0.0,
+/// #     compute_per_token_s: 0.0,
+/// #     io_bps: Some(8.0),
+/// # };
+/// # let server = |gpus, frequencies| Server { name: String::new(), gpus, frequencies };
+/// # let instance = Instance {
+/// #     problem: ProblemKind::Prism,
+/// #     name: "two servers".into(),
+/// #     model: MoeModel {
+/// #         name: "m".into(),
+/// #         layers: 2,
+/// #         experts_per_layer: 4,
+/// #         top_k: 1,
+/// #         expert_bytes: vec![1; 2],
+/// #         hidden_bytes: 1,
+/// #     },
+/// #     servers: vec![
+/// #         server(vec![gpu(4)], vec![vec![1.0, 0.0, 0.0, 0.0], vec![0.25; 4]]),
+/// #         server(vec![gpu(2), gpu(2)], vec![vec![0.5, 0.5, 0.0, 0.0]; 2]),
+/// #     ],
+/// #     network: None,
+/// #     workload: None,
+/// # };
+/// use moe_opt::prism::algorithms::{alg1_counts, alg2_assign, RepairOrder};
+///
+/// let counts = alg1_counts(&instance)?.counts;
+/// let a = alg2_assign(&instance, &counts, RepairOrder::FewestDuplicatesFirst);
+/// for l in 0..2 {
+///     // A_n^l has N_{n,l} experts, and the repair leaves every expert of the layer covered.
+///     for n in 0..2 {
+///         assert_eq!(a.sets[n][l].len(), counts[n][l]);
+///     }
+///     for e in 0..4 {
+///         assert!(a.sets.iter().any(|s| s[l].contains(&e)));
+///     }
+/// }
+/// # Ok::<(), moe_opt::prism::algorithms::AlgorithmError>(())
+/// ```
 pub fn alg2_assign(instance: &Instance, counts: &[Vec<usize>], order: RepairOrder) -> Assignment {
     let (layers, experts, servers) = (
         instance.layers(),
@@ -374,6 +480,60 @@ pub struct GpuAssignment {
 }
 
 /// Places each server's experts `sets[n][l]` on its GPUs (module doc, "GPUs").
+///
+/// # Complexity
+/// K_n experts in server n's sets, G_n its GPUs. Time: O(sum_n K_n (log K_n + G_n)) (one sort
+/// per server, then a scan of its GPUs per expert). Memory: O(L E + max_n K_n).
+///
+/// # Examples
+/// The instance of [`alg1_counts`]'s example (two servers, L = 2, E = 4, one-byte experts).
+///  Server 0 takes 4 one-byte experts on one 4-byte GPU, server 1 four on two 2-byte GPUs:
+/// everything fits.
+/// ```
+/// # use formulations::prism::{Gpu, Instance, MoeModel, Server};
+/// # use formulations::ProblemKind;
+/// #
+/// # // L = 2 layers of E = 4 one-byte experts. Server 0 (one 4-byte GPU): layer 0 = [1, 0, 0, 0]
+/// # // (entropy 0), layer 1 uniform (2 bits); server 1 (two 2-byte GPUs): [0.5, 0.5, 0, 0] at both
+/// # // layers (1 bit each).
+/// # let gpu = |memory_bytes| Gpu {
+/// #     memory_bytes,
+/// #     compute_base_s: 0.0,
+/// #     compute_per_token_s: 0.0,
+/// #     io_bps: Some(8.0),
+/// # };
+/// # let server = |gpus, frequencies| Server { name: String::new(), gpus, frequencies };
+/// # let instance = Instance {
+/// #     problem: ProblemKind::Prism,
+/// #     name: "two servers".into(),
+/// #     model: MoeModel {
+/// #         name: "m".into(),
+/// #         layers: 2,
+/// #         experts_per_layer: 4,
+/// #         top_k: 1,
+/// #         expert_bytes: vec![1; 2],
+/// #         hidden_bytes: 1,
+/// #     },
+/// #     servers: vec![
+/// #         server(vec![gpu(4)], vec![vec![1.0, 0.0, 0.0, 0.0], vec![0.25; 4]]),
+/// #         server(vec![gpu(2), gpu(2)], vec![vec![0.5, 0.5, 0.0, 0.0]; 2]),
+/// #     ],
+/// #     network: None,
+/// #     workload: None,
+/// # };
+/// use moe_opt::prism::algorithms::{alg1_counts, alg2_assign, assign_gpus, RepairOrder};
+///
+/// let counts = alg1_counts(&instance)?.counts;
+/// let sets = alg2_assign(&instance, &counts, RepairOrder::default()).sets;
+/// let gpus = assign_gpus(&instance, &sets);
+/// assert!(gpus.dropped.is_empty());
+/// for (n, server) in instance.servers.iter().enumerate() {
+///     for (g, gpu) in server.gpus.iter().enumerate() {
+///         assert!(gpus.placement.gpus[n][g].len() as u64 <= gpu.memory_bytes);
+///     }
+/// }
+/// # Ok::<(), moe_opt::prism::algorithms::AlgorithmError>(())
+/// ```
 pub fn assign_gpus(instance: &Instance, sets: &[Vec<Vec<usize>>]) -> GpuAssignment {
     let experts = instance.experts_per_layer();
     let mut holders = vec![0usize; instance.expert_count()];
@@ -447,6 +607,57 @@ pub struct PrismOptions {
 }
 
 /// Alg. 1, Alg. 2 and the GPU assignment.
+///
+/// # Complexity
+/// The sum of its three steps' ([`alg1_counts`], [`alg2_assign`], [`assign_gpus`]); Alg. 2's
+/// O(N L E^2) dominates. Memory: O(N L E).
+///
+/// # Examples
+/// The instance of [`alg1_counts`]'s example (two servers, L = 2, E = 4, one-byte experts).
+///  Every expert of every layer ends on some GPU.
+/// ```
+/// # use formulations::prism::{Gpu, Instance, MoeModel, Server};
+/// # use formulations::ProblemKind;
+/// #
+/// # // L = 2 layers of E = 4 one-byte experts. Server 0 (one 4-byte GPU): layer 0 = [1, 0, 0, 0]
+/// # // (entropy 0), layer 1 uniform (2 bits); server 1 (two 2-byte GPUs): [0.5, 0.5, 0, 0] at both
+/// # // layers (1 bit each).
+/// # let gpu = |memory_bytes| Gpu {
+/// #     memory_bytes,
+/// #     compute_base_s: 0.0,
+/// #     compute_per_token_s: 0.0,
+/// #     io_bps: Some(8.0),
+/// # };
+/// # let server = |gpus, frequencies| Server { name: String::new(), gpus, frequencies };
+/// # let instance = Instance {
+/// #     problem: ProblemKind::Prism,
+/// #     name: "two servers".into(),
+/// #     model: MoeModel {
+/// #         name: "m".into(),
+/// #         layers: 2,
+/// #         experts_per_layer: 4,
+/// #         top_k: 1,
+/// #         expert_bytes: vec![1; 2],
+/// #         hidden_bytes: 1,
+/// #     },
+/// #     servers: vec![
+/// #         server(vec![gpu(4)], vec![vec![1.0, 0.0, 0.0, 0.0], vec![0.25; 4]]),
+/// #         server(vec![gpu(2), gpu(2)], vec![vec![0.5, 0.5, 0.0, 0.0]; 2]),
+/// #     ],
+/// #     network: None,
+/// #     workload: None,
+/// # };
+/// use formulations::prism::ExpertRef;
+/// use moe_opt::prism::algorithms::{prism, PrismOptions};
+///
+/// let out = prism(&instance, PrismOptions::default())?;
+/// assert!(out.gpus.dropped.is_empty());
+/// for (layer, expert) in (0..2).flat_map(|l| (0..4).map(move |e| (l, e))) {
+///     let r = ExpertRef { layer, expert };
+///     assert!(out.gpus.placement.gpus.iter().flatten().any(|list| list.contains(&r)));
+/// }
+/// # Ok::<(), moe_opt::prism::algorithms::AlgorithmError>(())
+/// ```
 pub fn prism(instance: &Instance, options: PrismOptions) -> Result<PrismOutcome, AlgorithmError> {
     let allocation = alg1_counts(instance)?;
     let assignment = alg2_assign(instance, &allocation.counts, options.repair_order);
@@ -571,6 +782,69 @@ pub fn migration_cost(
 
 /// Runs the migration rule (3)-(4) over `windows[w][n][l][e]` (module doc) with `planner`
 /// computing a placement from an instance carrying the observed frequencies.
+///
+/// # Complexity
+/// W windows, N servers, L layers, E experts per layer, P the planner's cost. Time: W - 1
+/// planner calls, and per window two proxy costs (2), T_mig (3) (O(k^2) per GPU of k experts)
+/// and the mean of the statistics, O(W N L E) with [`MigrationStats::SinceLastChange`] (O(N L E)
+/// with the last window); O(W P + W^2 N L E) in all, the planner usually dominating. Memory:
+/// O(N L E) for the statistics and two placements.
+///
+/// # Examples
+/// The instance of [`alg1_counts`]'s example (two servers, L = 2, E = 4, one-byte experts).
+///  With the same statistics in every window the candidate P' is the current plan, so
+/// T_mig = 0 and (4), C(P') + T_mig < C(P), never holds.
+/// ```
+/// # use formulations::prism::{Gpu, Instance, MoeModel, Server};
+/// # use formulations::ProblemKind;
+/// #
+/// # // L = 2 layers of E = 4 one-byte experts. Server 0 (one 4-byte GPU): layer 0 = [1, 0, 0, 0]
+/// # // (entropy 0), layer 1 uniform (2 bits); server 1 (two 2-byte GPUs): [0.5, 0.5, 0, 0] at both
+/// # // layers (1 bit each).
+/// # let gpu = |memory_bytes| Gpu {
+/// #     memory_bytes,
+/// #     compute_base_s: 0.0,
+/// #     compute_per_token_s: 0.0,
+/// #     io_bps: Some(8.0),
+/// # };
+/// # let server = |gpus, frequencies| Server { name: String::new(), gpus, frequencies };
+/// # let instance = Instance {
+/// #     problem: ProblemKind::Prism,
+/// #     name: "two servers".into(),
+/// #     model: MoeModel {
+/// #         name: "m".into(),
+/// #         layers: 2,
+/// #         experts_per_layer: 4,
+/// #         top_k: 1,
+/// #         expert_bytes: vec![1; 2],
+/// #         hidden_bytes: 1,
+/// #     },
+/// #     servers: vec![
+/// #         server(vec![gpu(4)], vec![vec![1.0, 0.0, 0.0, 0.0], vec![0.25; 4]]),
+/// #         server(vec![gpu(2), gpu(2)], vec![vec![0.5, 0.5, 0.0, 0.0]; 2]),
+/// #     ],
+/// #     network: None,
+/// #     workload: None,
+/// # };
+/// use moe_opt::prism::algorithms::{migrate, prism, MigrationConfig, MigrationStats};
+///
+/// let planner = |i: &Instance| {
+///     prism(i, Default::default())
+///         .map(|out| out.gpus.placement)
+///         .map_err(|e| e.to_string())
+/// };
+/// let frequencies: Vec<_> = instance.servers.iter().map(|s| s.frequencies.clone()).collect();
+/// let config = MigrationConfig {
+///     tokens_per_window: 100.0,
+///     remote_invocation_s: 0.01,
+///     stats: MigrationStats::SinceLastChange,
+///     charge_removals: true,
+/// };
+/// let run = migrate(&instance, &vec![frequencies; 3], &config, &planner)?;
+/// assert_eq!((run.windows.len(), run.migrations), (3, 0));
+/// assert_eq!(run.total_migration_s, 0.0);
+/// # Ok::<(), String>(())
+/// ```
 pub fn migrate(
     instance: &Instance,
     windows: &[Vec<Vec<Vec<f64>>>],

@@ -209,6 +209,35 @@ fn capacities(model: &LatencyModel) -> Vec<u64> {
 }
 
 /// Algorithm 1 as written (see the module doc): density greedy over the pairs that fit.
+///
+/// # Complexity
+/// N servers, E experts, D routing demands, K the most experts a demand misses, D_e the demands
+/// that need expert e. Time: O(N D K) gain terms to start; a pick (n, e) re-evaluates the
+/// O(N K D_e) terms of the demands that need e, re-sums the gains they touch and updates their
+/// densities in the tournament tree (O(log(N E)) each); at most N E picks. These term
+/// re-evaluations dominate; Alg. 1 as written costs O(N^2 E^2) gains, the count in
+/// [`Outcome::evaluations`]. Memory: O(N D K) cached terms and O(N E) densities.
+///
+/// # Examples
+/// ```
+/// use formulations::slimcaching::{ExpertId, ServerId, LatencyModel};
+/// use moe_opt::slimcaching::generate::{generate, GeneratorConfig, Preset};
+/// use moe_opt::slimcaching::algorithms::{exhaustive, greedy};
+///
+/// let model = LatencyModel::new(&generate(&GeneratorConfig::preset(Preset::Tiny), 1));
+/// let x = greedy(&model).placement;
+/// assert!(model.is_feasible(&x));
+/// // Stopped only when nothing more fits: every expert not on a server exceeds its room.
+/// for n in (0..model.servers() as u32).map(ServerId) {
+///     let used: u64 = x.experts_on(n).map(|e| model.expert_bytes(e)).sum();
+///     for e in (0..model.experts() as u32).map(ExpertId) {
+///         assert!(x.contains(n, e) || model.expert_bytes(e) > model.capacity(n) - used);
+///     }
+/// }
+/// let (_, optimum) = exhaustive(&model)?;
+/// assert!(model.objective(&x) <= optimum + 1e-9);
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn greedy(model: &LatencyModel) -> Outcome {
     greedy_trace(model).0
 }
@@ -458,6 +487,31 @@ impl Eq for Candidate {}
 
 /// Minoux's accelerated greedy (see the module doc): Algorithm 1's picks when every model is
 /// Top-1, with fewer gain evaluations.
+///
+/// # Complexity
+/// N servers, E experts, D_e the routing demands that need expert e (a gain of (n, e) evaluates
+/// their D_e routes). Time: N E gains to start, then each heap pop selects, drops or re-evaluates
+/// one pair, O(log(N E)) per heap operation; in the worst case every pair is re-evaluated at each
+/// of the at most N E picks, O(N^2 E^2) gains as Alg. 1, far fewer when stale ratios are upper
+/// bounds (F submodular). Memory: O(N E) heap entries.
+///
+/// # Examples
+/// ```
+/// use formulations::slimcaching::{ExpertId, ServerId, LatencyModel};
+/// use moe_opt::slimcaching::generate::{generate, GeneratorConfig, Preset};
+/// use moe_opt::slimcaching::algorithms::lazy_greedy;
+///
+/// let model = LatencyModel::new(&generate(&GeneratorConfig::preset(Preset::Tiny), 1));
+/// let x = lazy_greedy(&model).placement;
+/// assert!(model.is_feasible(&x));
+/// // Stopped only when nothing more fits: every expert not on a server exceeds its room.
+/// for n in (0..model.servers() as u32).map(ServerId) {
+///     let used: u64 = x.experts_on(n).map(|e| model.expert_bytes(e)).sum();
+///     for e in (0..model.experts() as u32).map(ExpertId) {
+///         assert!(x.contains(n, e) || model.expert_bytes(e) > model.capacity(n) - used);
+///     }
+/// }
+/// ```
 pub fn lazy_greedy(model: &LatencyModel) -> Outcome {
     lazy_greedy_trace(model).0
 }
@@ -514,12 +568,56 @@ fn lazy_greedy_trace(model: &LatencyModel) -> (Outcome, Vec<(usize, usize)>) {
 type Knapsack = fn(&[f64], &[u64], u64) -> Result<(f64, Vec<usize>), Error>;
 
 /// Algorithm 2: successive decomposition (19)-(22), each P3_n (23) solved by the DP of Alg. 2.
+///
+/// # Complexity
+/// N servers, E experts, C_n = floor(Q_n / g) server n's capacity in units of the gcd g of the
+/// sizes (capped at the items' total). Time: O(N E) gains (E per server) plus the DPs,
+/// O(sum_n E C_n) cell updates, which dominate. Memory: one server's table at a time,
+/// O(E C_n / 64) words of bits and O(C_n) values.
+///
+/// # Examples
+/// ```
+/// use formulations::slimcaching::LatencyModel;
+/// use moe_opt::slimcaching::generate::{generate, GeneratorConfig, Preset};
+/// use moe_opt::slimcaching::algorithms::{exhaustive, successive_dp};
+///
+/// let model = LatencyModel::new(&generate(&GeneratorConfig::preset(Preset::Tiny), 1));
+/// let out = successive_dp(&model)?;
+/// assert!(model.is_feasible(&out.placement));
+/// assert_eq!(out.subproblem_values.len(), model.servers());
+/// assert_eq!(out.evaluations, (model.servers() * model.experts()) as u64);
+/// let (_, optimum) = exhaustive(&model)?;
+/// assert!(model.objective(&out.placement) <= optimum + 1e-9);
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn successive_dp(model: &LatencyModel) -> Result<Successive, Error> {
     successive(model, knapsack_dp)
 }
 
 /// Algorithm 3: successive decomposition, each P3_n solved by (max, +) convolution of the
 /// size classes' concave value sequences (Definition 3).
+///
+/// # Complexity
+/// N servers, E experts, T_n the distinct expert sizes that fit server n, C_n its capacity units
+/// (as [`successive_dp`]). Time: O(N E) gains plus per server O(E log E) to sort the classes and
+/// O(T_n C_n log C_n) for the convolutions, which dominate. Memory: O(T_n C_n) choice-table
+/// cells.
+///
+/// # Examples
+/// The first subproblem P3_1 is the same knapsack for Algs. 2 and 3 (values against an empty
+/// X_{<1}), and both solve it exactly.
+/// ```
+/// use formulations::slimcaching::LatencyModel;
+/// use moe_opt::slimcaching::generate::{generate, GeneratorConfig, Preset};
+/// use moe_opt::slimcaching::algorithms::{successive_dp, successive_maxconv};
+///
+/// let model = LatencyModel::new(&generate(&GeneratorConfig::preset(Preset::Tiny), 1));
+/// let out = successive_maxconv(&model)?;
+/// assert!(model.is_feasible(&out.placement));
+/// let first = successive_dp(&model)?.subproblem_values[0];
+/// assert!((out.subproblem_values[0] - first).abs() <= 1e-9 * first.abs().max(1.0));
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn successive_maxconv(model: &LatencyModel) -> Result<Successive, Error> {
     successive(model, knapsack_maxconv)
 }
@@ -559,6 +657,26 @@ fn successive(model: &LatencyModel, solve: Knapsack) -> Result<Successive, Error
 /// server n (Alg. 1's rule: the pair of n that fits with the largest gain / size, until none
 /// fits) and the best single expert that fits n. Ties: the greedy, then the lowest expert.
 /// `subproblem_values` holds each g_n of the kept candidate. Cost: O(E^2) gains per server.
+///
+/// # Complexity
+/// N servers, E experts, D_e the routing demands that need expert e (one gain of (n, e)
+/// evaluates their routes). Time: O(N E^2) gains, E per greedy step and at most E steps per
+/// server, which dominate. Memory: O(N E) (the placement and its copies).
+///
+/// # Examples
+/// The kept gains telescope to F (eq. (22)): F(X) - F(empty) = sum_n g_n.
+/// ```
+/// use formulations::slimcaching::LatencyModel;
+/// use moe_opt::slimcaching::generate::{generate, GeneratorConfig, Preset};
+/// use moe_opt::slimcaching::algorithms::successive_greedy;
+///
+/// let model = LatencyModel::new(&generate(&GeneratorConfig::preset(Preset::Tiny), 1));
+/// let out = successive_greedy(&model);
+/// assert!(model.is_feasible(&out.placement));
+/// let gained = model.objective(&out.placement) - model.objective(&model.empty_placement());
+/// let sum: f64 = out.subproblem_values.iter().sum();
+/// assert!((gained - sum).abs() <= 1e-9 * gained.abs().max(1.0));
+/// ```
 pub fn successive_greedy(model: &LatencyModel) -> Successive {
     let experts = model.experts();
     let bytes: Vec<u64> = (0..experts).map(|e| model.expert_bytes(eid(e))).collect();
@@ -713,6 +831,22 @@ fn check_cells(r: &Reduced, what: &str, rows: usize, limit: u64) -> Result<(), E
 ///
 /// # Panics
 /// If `values` and `sizes` differ in length.
+///
+/// # Complexity
+/// I items of positive value that fit, C = floor(capacity / g) capacity units (g the gcd of their
+/// sizes; capped at their total). Time: O(I C) cell updates. Memory: O(I C / 64) words of bits for
+/// the traceback and O(C) values.
+///
+/// # Examples
+/// ```
+/// use moe_opt::slimcaching::algorithms::knapsack_dp;
+///
+/// // Capacity 50: items 1 and 2 (sizes 20 + 30, values 10 + 12) beat every other pair; the
+/// // negative item 3 is never taken.
+/// let (optimum, chosen) = knapsack_dp(&[6.0, 10.0, 12.0, -1.0], &[10, 20, 30, 10], 50)?;
+/// assert_eq!((optimum, chosen), (22.0, vec![1, 2]));
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn knapsack_dp(
     values: &[f64],
     sizes: &[u64],
@@ -760,6 +894,21 @@ fn dp_choice(values: &[f64], r: &Reduced) -> Result<Vec<usize>, Error> {
 ///
 /// # Panics
 /// If `values` and `sizes` differ in length.
+///
+/// # Complexity
+/// I items of positive value that fit, T distinct sizes among them, C capacity units (as
+/// [`knapsack_dp`]). Time: O(I log I) to sort the classes and O(T C log C) for the convolutions,
+/// which dominate when T is small against I. Memory: O(T C) choice-table cells.
+///
+/// # Examples
+/// ```
+/// use moe_opt::slimcaching::algorithms::knapsack_maxconv;
+///
+/// // The example of `knapsack_dp`: two size-10 items form one class, so T = 3.
+/// let (optimum, chosen) = knapsack_maxconv(&[6.0, 10.0, 12.0, -1.0], &[10, 20, 30, 10], 50)?;
+/// assert_eq!((optimum, chosen), (22.0, vec![1, 2]));
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn knapsack_maxconv(
     values: &[f64],
     sizes: &[u64],
@@ -893,6 +1042,28 @@ fn fill(model: &LatencyModel, x: &mut Placement, n: usize, order: impl IntoItera
 
 /// LFU baseline (Section VI-A): per server, the experts most requested by its associated users
 /// first (see the module doc for the ranking and tie rules).
+///
+/// # Complexity
+/// N servers, E experts, D routing demands of at most K missing experts each. Time:
+/// O(D K + N E log E) (the request counts, then one sort per server). Memory: O(N E).
+///
+/// # Examples
+/// ```
+/// use formulations::slimcaching::{ExpertId, ServerId, LatencyModel};
+/// use moe_opt::slimcaching::generate::{generate, GeneratorConfig, Preset};
+/// use moe_opt::slimcaching::algorithms::lfu;
+///
+/// let model = LatencyModel::new(&generate(&GeneratorConfig::preset(Preset::Tiny), 1));
+/// let x = lfu(&model);
+/// assert!(model.is_feasible(&x));
+/// // Stopped only when nothing more fits: every expert not on a server exceeds its room.
+/// for n in (0..model.servers() as u32).map(ServerId) {
+///     let used: u64 = x.experts_on(n).map(|e| model.expert_bytes(e)).sum();
+///     for e in (0..model.experts() as u32).map(ExpertId) {
+///         assert!(x.contains(n, e) || model.expert_bytes(e) > model.capacity(n) - used);
+///     }
+/// }
+/// ```
 pub fn lfu(model: &LatencyModel) -> Placement {
     let experts = model.experts();
     let mut global = vec![0.0f64; experts];
@@ -919,6 +1090,28 @@ pub fn lfu(model: &LatencyModel) -> Placement {
 
 /// Random baseline (Section VI-A): per server, experts in a seeded random order, each cached if
 /// it fits. One `ChaCha8Rng::seed_from_u64(seed)` stream serves the servers in order.
+///
+/// # Complexity
+/// N servers, E experts. Time: O(N E) (one shuffle and one pass per server). Memory: O(N E).
+///
+/// # Examples
+/// ```
+/// use formulations::slimcaching::{ExpertId, ServerId, LatencyModel};
+/// use moe_opt::slimcaching::generate::{generate, GeneratorConfig, Preset};
+/// use moe_opt::slimcaching::algorithms::random;
+///
+/// let model = LatencyModel::new(&generate(&GeneratorConfig::preset(Preset::Tiny), 1));
+/// let x = random(&model, 7);
+/// assert!(model.is_feasible(&x));
+/// // Stopped only when nothing more fits: every expert not on a server exceeds its room.
+/// for n in (0..model.servers() as u32).map(ServerId) {
+///     let used: u64 = x.experts_on(n).map(|e| model.expert_bytes(e)).sum();
+///     for e in (0..model.experts() as u32).map(ExpertId) {
+///         assert!(x.contains(n, e) || model.expert_bytes(e) > model.capacity(n) - used);
+///     }
+/// }
+/// assert_eq!(x, random(&model, 7));
+/// ```
 pub fn random(model: &LatencyModel, seed: u64) -> Placement {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut x = model.empty_placement();
@@ -932,6 +1125,32 @@ pub fn random(model: &LatencyModel, seed: u64) -> Placement {
 
 /// U-shaped (layer) baseline (Section VI-A): per server, whole MoE layers ranked by the request
 /// weight reaching the server, middle layers first on ties (see the module doc).
+///
+/// # Complexity
+/// N servers, E experts, B (model, layer) blocks, D routing demands. Time:
+/// O(D + N (B log B + E)) (block weights, one sort and one pass over the layers per server).
+/// Memory: O(N B) block weights and O(N E) for the placement.
+///
+/// # Examples
+/// ```
+/// use formulations::slimcaching::{LayerId, ModelId, ServerId, LatencyModel};
+/// use moe_opt::slimcaching::generate::{generate, GeneratorConfig, Preset};
+/// use moe_opt::slimcaching::algorithms::u_shaped;
+///
+/// let model = LatencyModel::new(&generate(&GeneratorConfig::preset(Preset::Tiny), 1));
+/// let x = u_shaped(&model);
+/// assert!(model.is_feasible(&x));
+/// // Whole layers only: a server holds all of a layer's experts or none.
+/// let cat = model.catalogue();
+/// for n in (0..model.servers() as u32).map(ServerId) {
+///     for m in (0..cat.models() as u32).map(ModelId) {
+///         for l in (0..cat.shape(m).0).map(LayerId) {
+///             let held = cat.layer_experts(m, l).filter(|&e| x.contains(n, e)).count();
+///             assert!(held == 0 || held == cat.layer_experts(m, l).count());
+///         }
+///     }
+/// }
+/// ```
 pub fn u_shaped(model: &LatencyModel) -> Placement {
     let cat = model.catalogue();
     let mut blocks: Vec<(ModelId, LayerId)> = Vec::new();
@@ -984,6 +1203,27 @@ pub fn u_shaped(model: &LatencyModel) -> Placement {
 /// module doc); returns the best placement (the first found in depth-first order, exclusion
 /// before inclusion, on ties) and its F. [`Error::TooLarge`] above [`EXHAUSTIVE_LIMIT`]
 /// relevant pairs.
+///
+/// # Complexity
+/// Exponential: P relevant pairs (P <= [`EXHAUSTIVE_LIMIT`]) give at most 2^P feasible
+/// placements, each scored by one full evaluation of F over the D routing demands, O(2^P D K)
+/// with K the most experts a demand misses; this dominates. Memory: O(P) recursion depth and
+/// O(N E) for the current and best placements.
+///
+/// # Examples
+/// ```
+/// use formulations::slimcaching::LatencyModel;
+/// use moe_opt::slimcaching::generate::{generate, GeneratorConfig, Preset};
+/// use moe_opt::slimcaching::algorithms::{exhaustive, greedy};
+///
+/// let model = LatencyModel::new(&generate(&GeneratorConfig::preset(Preset::Tiny), 1));
+/// let (x, optimum) = exhaustive(&model)?;
+/// assert!(model.is_feasible(&x));
+/// assert_eq!(model.objective(&x), optimum);
+/// assert!(optimum >= model.objective(&greedy(&model).placement));
+/// assert!(optimum >= model.objective(&model.empty_placement()));
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn exhaustive(model: &LatencyModel) -> Result<(Placement, f64), Error> {
     let mut pairs: Vec<(ServerId, ExpertId, u64)> = Vec::new();
     for n in 0..model.servers() {

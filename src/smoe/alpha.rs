@@ -3,9 +3,8 @@
 //! The paper fits "a low-degree polynomial to the empirical relation between alpha and
 //! T(alpha)" and takes "the smallest value whose predicted T(alpha) satisfies the constraint".
 //! Here T(alpha) is measured by the pipeline model ([`super::pipeline::simulate`]) at a grid of
-//! alphas, fitted by least squares (normal equations solved by Gaussian elimination with
-//! partial pivoting; degree at most [`MAX_DEGREE`], alpha in [0, 1], so they are well
-//! conditioned), and the fit is searched on an even grid over the sampled range.
+//! alphas, fitted by least squares (the QR factorisation of the Vandermonde matrix; degree at
+//! most [`MAX_DEGREE`]), and the fit is searched on an even grid over the sampled range.
 //!
 //! ## Readings
 //! * A(alpha), the accuracy loss, is not modelled (no language model runs here); like the
@@ -14,6 +13,7 @@
 //! * The search is restricted to the sampled range (no extrapolation of the fit).
 //! * When no alpha of the range meets R, there is no selection (`chosen_alpha` null).
 
+use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 
 /// Highest polynomial degree accepted.
@@ -72,41 +72,43 @@ pub fn fit_polynomial(x: &[f64], y: &[f64], degree: usize) -> Result<Vec<f64>, S
             distinct.len()
         ));
     }
-    let n = degree + 1;
-    // Normal equations [A^T A | A^T y], A_ij = x_i^j.
-    let mut m = vec![vec![0.0; n + 1]; n];
-    for (&xi, &yi) in x.iter().zip(y) {
-        let powers: Vec<f64> = (0..n).map(|j| xi.powi(j as i32)).collect();
-        for r in 0..n {
-            for c in 0..n {
-                m[r][c] += powers[r] * powers[c];
-            }
-            m[r][n] += powers[r] * yi;
-        }
-    }
-    for col in 0..n {
-        let pivot = (col..n)
-            .max_by(|&a, &b| m[a][col].abs().total_cmp(&m[b][col].abs()))
-            .expect("non-empty range");
-        if m[pivot][col].abs() < 1e-300 {
-            return Err("singular normal equations".into());
-        }
-        m.swap(col, pivot);
-        let pivot_row = m[col].clone();
-        for (r, row) in m.iter_mut().enumerate() {
-            if r != col {
-                let f = row[col] / pivot_row[col];
-                for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
-                    *x -= f * p;
-                }
-            }
-        }
-    }
-    Ok((0..n).map(|i| m[i][n] / m[i][i]).collect())
+    // min ||V c - y|| with V the Vandermonde matrix V_ij = x_i^j, by V's Householder QR
+    // (R c = Q^T y): no normal equations, whose condition number is V's squared.
+    let vandermonde = DMatrix::from_fn(x.len(), degree + 1, |i, j| x[i].powi(j as i32));
+    let qr = vandermonde.qr();
+    qr.r()
+        .solve_upper_triangular(&qr.q().tr_mul(&DVector::from_column_slice(y)))
+        .filter(|c| c.iter().all(|v| v.is_finite()))
+        .map(|c| c.as_slice().to_vec())
+        .ok_or_else(|| "singular least-squares system".into())
 }
 
 /// Eq. (5): fits T(alpha) to the samples and takes the smallest alpha of `search_points`
 /// evenly spaced points over the sampled range whose fitted T is at most `budget_s`.
+///
+/// # Complexity
+/// S samples, degree d <= [`MAX_DEGREE`], P search points. Time: O(S d^2) for the QR fit, O(S d)
+/// for the residual and O(P d) for the search. Memory: O(S d).
+///
+/// # Examples
+/// ```
+/// use moe_opt::smoe::alpha::{select, AlphaSample};
+///
+/// // T(alpha) = 2 - 3 alpha + alpha^2 exactly at 5 points. T = 1 at alpha = (3 - sqrt 5) / 2
+/// // = 0.38197, so the first of the grid 0, 0.001, ..., 1 that meets R = 1 is 0.382.
+/// let samples: Vec<AlphaSample> = [0.0, 0.25, 0.5, 0.75, 1.0]
+///     .iter()
+///     .map(|&alpha| AlphaSample {
+///         alpha,
+///         tpot_s: 2.0 - 3.0 * alpha + alpha * alpha,
+///         gpu_hit_rate: 0.0,
+///         mass_kept: 1.0,
+///     })
+///     .collect();
+/// let selection = select(&samples, 2, 1.0, 1001)?;
+/// assert!((selection.chosen_alpha.unwrap() - 0.382).abs() < 1e-12);
+/// # Ok::<(), String>(())
+/// ```
 pub fn select(
     samples: &[AlphaSample],
     degree: usize,

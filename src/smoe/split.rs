@@ -26,6 +26,23 @@ pub enum Alg2Rule {
 }
 
 /// Alg. 2 on the missed experts `by_score` (decreasing score).
+///
+/// # Complexity
+/// n missed experts. Time: O(n) (each step moves one pointer), plus objective (4) on the split.
+/// Memory: O(n).
+///
+/// # Examples
+/// ```
+/// use formulations::smoe::Costs;
+/// use moe_opt::smoe::split::{alg2, Alg2Rule};
+///
+/// // C_load = 3, C_CPU = 1, experts 10..=13 by score: 0 <= 0 loads 10 (T_load = 3); then
+/// // T_load > T_CPU sends 13, 12 and 11 to the CPU (T_CPU = 1, 2, 3): T = max(3, 3) = 3.
+/// let costs = Costs::Uniform { load_s: 3.0, cpu_s: 1.0, gpu_s: 0.0 };
+/// let split = alg2(&[10, 11, 12, 13], &costs, Alg2Rule::Paper);
+/// assert_eq!((split.load, split.cpu), (vec![10], vec![13, 12, 11]));
+/// assert_eq!(split.objective_s, 3.0);
+/// ```
 pub fn alg2(by_score: &[u32], costs: &Costs, rule: Alg2Rule) -> Split {
     let (mut t_load, mut t_cpu) = (0.0, 0.0);
     let mut load = Vec::new();

@@ -348,6 +348,34 @@ impl Timeline {
 /// Alg. 1 (App. A): the cache-affinity blocks. Each candidate costs one incremental
 /// evaluation (`Timeline`): K list-scheduling steps when its E-chunks are read, the steps
 /// from the first idle one when they are cached.
+///
+/// # Complexity
+/// T tasks, K shards per tensor, L decompression threads. Time: O(T log T) for sigma_I and
+/// sigma_II, then one incremental evaluation per task: O(K L) list-scheduling steps when its
+/// E-chunks are read, up to every release so far, O(T K L), when they are cached (the steps from
+/// the first idle one are replayed); O(T^2 K L) in the worst case, which dominates. Memory:
+/// O(T K) releases.
+///
+/// # Examples
+/// Every task is in exactly one block, and no schedule beats the resource bound
+/// (`formulations::zipmoe::resource_lower_bound`) or the exhaustive optimum.
+/// ```
+/// use formulations::zipmoe::Simulator;
+/// use moe_opt::zipmoe::generate::{generate, GeneratorConfig, Preset};
+/// use formulations::zipmoe::resource_lower_bound;
+/// use moe_opt::zipmoe::algorithms::{cache_affinity, exhaustive, Candidates};
+///
+/// let instance = generate(&GeneratorConfig::preset(Preset::Tiny), 1);
+/// let sim = Simulator::new(&instance);
+/// let alg1 = cache_affinity(&instance, Candidates::Algorithm1);
+/// let mut order = alg1.priority.order();
+/// order.sort_unstable();
+/// assert_eq!(order, (0..instance.tasks().len()).collect::<Vec<_>>());
+/// let makespan = sim.run(&alg1.priority)?.makespan_s;
+/// assert!(makespan >= resource_lower_bound(&instance).value_s - 1e-9);
+/// assert!(makespan >= exhaustive(&instance)?.makespan_s - 1e-9);
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffinity {
     let facts: Vec<Facts> = instance
         .tasks()
@@ -443,12 +471,51 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
 }
 
 /// Baseline FIFO: tasks in instance (gate) order, one block each.
+///
+/// # Complexity
+/// T tasks. Time and memory: O(T).
+///
+/// # Examples
+/// ```
+/// use formulations::zipmoe::Simulator;
+/// use moe_opt::zipmoe::generate::{generate, GeneratorConfig, Preset};
+/// use moe_opt::zipmoe::algorithms::{exhaustive, fifo};
+///
+/// let instance = generate(&GeneratorConfig::preset(Preset::Tiny), 1);
+/// let sim = Simulator::new(&instance);
+/// let priority = fifo(&instance);
+/// assert_eq!(priority.order(), (0..instance.tasks().len()).collect::<Vec<_>>());
+/// assert!(sim.run(&priority)?.makespan_s >= exhaustive(&instance)?.makespan_s - 1e-9);
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn fifo(instance: &Instance) -> Priority {
     let n = instance.tasks().len();
     Priority::singletons(&(0..n).collect::<Vec<_>>())
 }
 
 /// Baseline: type-I tasks first, then type II, each in instance order, one block each.
+///
+/// # Complexity
+/// T tasks. Time: O(T log T) (a stable sort by type). Memory: O(T).
+///
+/// # Examples
+/// ```
+/// use formulations::zipmoe::Simulator;
+/// use moe_opt::zipmoe::generate::{generate, GeneratorConfig, Preset};
+/// use formulations::zipmoe::TaskType;
+/// use moe_opt::zipmoe::algorithms::type1_first;
+///
+/// let instance = generate(&GeneratorConfig::preset(Preset::Tiny), 1);
+/// let sim = Simulator::new(&instance);
+/// let tasks = instance.tasks();
+/// let types: Vec<_> = type1_first(&instance)
+///     .order()
+///     .into_iter()
+///     .map(|t| instance.state_of(tasks[t]).task_type())
+///     .collect();
+/// // No type-I task after a type-II one.
+/// assert!(types.windows(2).all(|w| !(w[0] == Some(TaskType::II) && w[1] == Some(TaskType::I))));
+/// ```
 pub fn type1_first(instance: &Instance) -> Priority {
     let tasks = instance.tasks();
     let mut order: Vec<usize> = (0..tasks.len()).collect();
@@ -499,6 +566,29 @@ fn multinomial(counts: &[usize]) -> f64 {
 
 /// The optimal schedule of a tiny layer, by enumeration (see the module doc for why it is
 /// exact). [`Error::TooLarge`] beyond [`EXHAUSTIVE_MAX_PAIRS`].
+///
+/// # Complexity
+/// Exponential: P = [`exhaustive_pairs`] (I/O order, decompression order) pairs, the multiset
+/// interleavings of the T tasks' K shards (P <= [`EXHAUSTIVE_MAX_PAIRS`]), each evaluated
+/// incrementally along the depth-first search; O(P T K) in the worst case, fewer after pruning.
+/// Memory: O(T K), the current orders and the best ones.
+///
+/// # Examples
+/// ```
+/// use formulations::zipmoe::Simulator;
+/// use moe_opt::zipmoe::generate::{generate, GeneratorConfig, Preset};
+/// use formulations::zipmoe::resource_lower_bound;
+/// use moe_opt::zipmoe::algorithms::{exhaustive, fifo, type1_first};
+///
+/// let instance = generate(&GeneratorConfig::preset(Preset::Tiny), 1);
+/// let sim = Simulator::new(&instance);
+/// let optimum = exhaustive(&instance)?.makespan_s;
+/// assert!(optimum >= resource_lower_bound(&instance).value_s - 1e-9);
+/// for baseline in [fifo(&instance), type1_first(&instance)] {
+///     assert!(optimum <= sim.run(&baseline)?.makespan_s + 1e-9);
+/// }
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn exhaustive(instance: &Instance) -> Result<Schedule, Error> {
     let pairs = exhaustive_pairs(instance);
     if pairs > EXHAUSTIVE_MAX_PAIRS {

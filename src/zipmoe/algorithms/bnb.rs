@@ -60,6 +60,28 @@ pub const DEFAULT_LIMIT_S: f64 = 60.0;
 const PRUNE_TOLERANCE: f64 = 1e-9;
 
 /// Solves a layer by branch and bound within the options' time limit and relative gap.
+///
+/// # Complexity
+/// Exponential in the worst case: the tree of [`super::exhaustive`] (the multiset interleavings
+/// of the T tasks' K shards), cut by the bounds, the symmetry and the active orders, and stopped
+/// by the time limit. Each node's bound costs O(T K log(T K)) (three one-resource relaxations
+/// over the at most T K pending decompressions). Memory: O(T K) along the depth-first path.
+///
+/// # Examples
+/// When the search proves an optimum it is the exhaustive one.
+/// ```
+/// use formulations::milp::{MilpStatus, SolveOptions};
+/// use moe_opt::zipmoe::algorithms::{branch_and_bound, exhaustive};
+/// use moe_opt::zipmoe::generate::{generate, GeneratorConfig, Preset};
+///
+/// let instance = generate(&GeneratorConfig::preset(Preset::Tiny), 1);
+/// let bnb = branch_and_bound(&instance, &SolveOptions::default())?;
+/// assert!(bnb.lower_s <= bnb.schedule.makespan_s + 1e-9);
+/// if bnb.status == MilpStatus::Optimal {
+///     assert!((bnb.schedule.makespan_s - exhaustive(&instance)?.makespan_s).abs() <= 1e-9);
+/// }
+/// # Ok::<(), formulations::Error>(())
+/// ```
 pub fn branch_and_bound(
     instance: &Instance,
     options: &SolveOptions,
