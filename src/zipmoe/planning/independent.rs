@@ -24,6 +24,7 @@
 //! this.
 
 use formulations::zipmoe::pool::{estimate_makespan_s, PoolSizes, ReconstructionCosts};
+use nalgebra::{DMatrix, DVector};
 
 /// Most k-subsets enumerated.
 pub const MAX_SUBSETS: usize = 500_000;
@@ -145,34 +146,6 @@ pub struct MaxEntropy {
     pub residual: f64,
 }
 
-/// Solves `a x = b` by Gaussian elimination with partial pivoting; `None` if singular.
-fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
-    let n = b.len();
-    for col in 0..n {
-        let pivot = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
-        if a[pivot][col].abs() < 1e-300 {
-            return None;
-        }
-        a.swap(col, pivot);
-        b.swap(col, pivot);
-        let (top, rest) = a.split_at_mut(col + 1);
-        let pivot_row = &top[col];
-        for (offset, row) in rest.iter_mut().enumerate() {
-            let factor = row[col] / pivot_row[col];
-            for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
-                *x -= factor * p;
-            }
-            b[col + 1 + offset] -= factor * b[col];
-        }
-    }
-    let mut x = vec![0.0; n];
-    for row in (0..n).rev() {
-        let s: f64 = (row + 1..n).map(|c| a[row][c] * x[c]).sum();
-        x[row] = (b[row] - s) / a[row][row];
-    }
-    Some(x)
-}
-
 /// The maximum-entropy distribution over the k-subsets `subsets` of 0..f.len() with
 /// inclusion probabilities f (module doc), to `tolerance` on the marginals. Errors: no
 /// convergence in 500 Newton steps, or a singular system.
@@ -245,23 +218,26 @@ pub fn max_entropy(f: &[f64], subsets: &[u64], tolerance: f64) -> Result<MaxEntr
         if g.iter().all(|v| v.abs() <= tolerance) {
             return Ok(finish(p, iteration));
         }
-        let mut h = vec![vec![1.0; d]; d];
+        let mut h = DMatrix::from_element(d, d, 1.0);
         for (row, &pj) in x.iter().zip(&p) {
             for a in 0..d {
                 if row[a] == 0.0 {
                     continue;
                 }
                 for b in 0..d {
-                    h[a][b] += pj * row[b];
+                    h[(a, b)] += pj * row[b];
                 }
             }
         }
         for a in 0..d {
             for b in 0..d {
-                h[a][b] -= m[a] * m[b];
+                h[(a, b)] -= m[a] * m[b];
             }
         }
-        let step = solve(h, g.iter().map(|v| -v).collect()).ok_or("singular Newton system")?;
+        let step = h
+            .lu()
+            .solve(&DVector::from_iterator(d, g.iter().map(|v| -v)))
+            .ok_or("singular Newton system")?;
         let slope: f64 = g.iter().zip(&step).map(|(a, b)| a * b).sum();
         let mut t = 1.0;
         loop {
