@@ -523,12 +523,12 @@ fn check(
             limit,
         });
     }
-    let policy = if num_groups % num_nodes == 0 {
+    let policy = if num_groups.is_multiple_of(num_nodes) {
         EplbPolicy::Hierarchical
     } else {
         EplbPolicy::Global
     };
-    if policy == EplbPolicy::Hierarchical && num_log % num_groups != 0 {
+    if policy == EplbPolicy::Hierarchical && !num_log.is_multiple_of(num_groups) {
         return Err(EplbError::NotMultiple {
             argument: "experts",
             value: num_log,
@@ -536,7 +536,7 @@ fn check(
             of: num_groups,
         });
     }
-    if policy == EplbPolicy::Hierarchical && num_gpus % num_nodes != 0 {
+    if policy == EplbPolicy::Hierarchical && !num_gpus.is_multiple_of(num_nodes) {
         return Err(EplbError::NotMultiple {
             argument: "gpus",
             value: num_gpus,
@@ -544,7 +544,7 @@ fn check(
             of: num_nodes,
         });
     }
-    if num_replicas % num_gpus != 0 {
+    if !num_replicas.is_multiple_of(num_gpus) {
         return Err(EplbError::NotMultiple {
             argument: "replicas",
             value: num_replicas,

@@ -224,7 +224,7 @@ fn hand_worked() -> Knapsack {
 
 /// One seed in four gives the hand-worked instance; the others are random.
 fn family(seed: u64) -> Knapsack {
-    if seed % 4 == 0 {
+    if seed.is_multiple_of(4) {
         return hand_worked();
     }
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed);

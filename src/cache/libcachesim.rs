@@ -218,7 +218,7 @@ fn place(format: Format, i: usize) -> String {
 pub fn decode(path: &Path, bytes: &[u8], format: Format) -> Result<Vec<Record>, Error> {
     let records = match format {
         Format::OracleGeneral => {
-            if bytes.len() % RECORD_BYTES != 0 {
+            if !bytes.len().is_multiple_of(RECORD_BYTES) {
                 return Err(Error::invalid(
                     path,
                     format!("record {}", bytes.len() / RECORD_BYTES),

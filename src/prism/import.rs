@@ -295,7 +295,7 @@ pub fn from_activation_counts(
             let row = &prompt[l];
             let sum: u64 = row.iter().sum();
             let at = || format!("counts[{p}][{l}]");
-            if sum % k != 0 || sum == 0 {
+            if !sum.is_multiple_of(k) || sum == 0 {
                 return Err(Error::invalid(
                     path,
                     at(),

@@ -97,7 +97,7 @@ pub fn family_paper_testbed(seed: u64) -> Instance {
 /// The instance of `config` for draw `j` (module doc).
 pub fn paper_instance(config: PaperConfig, j: u64) -> Instance {
     // Table II: BigBench every 10 s, MultiData every 20 s; Fig. 8a: every 8 s or 15 s.
-    let table2 = if j % 2 == 0 { 0.1 } else { 0.05 };
+    let table2 = if j.is_multiple_of(2) { 0.1 } else { 0.05 };
     let mut instance = match config {
         PaperConfig::TestbedMixtral => preset(Preset::TestbedMixtral, j),
         PaperConfig::TestbedDeepseek => preset(Preset::TestbedDeepseek, j),
@@ -107,7 +107,11 @@ pub fn paper_instance(config: PaperConfig, j: u64) -> Instance {
             let gpus = 4u32 << (2 * (j % 4));
             let inst = try_generate(&deepseek_with_gpus(gpus), j);
             let mut inst = inst.expect("the ladder's configurations generate");
-            let rate = if j % 2 == 0 { 1.0 / 8.0 } else { 1.0 / 15.0 };
+            let rate = if j.is_multiple_of(2) {
+                1.0 / 8.0
+            } else {
+                1.0 / 15.0
+            };
             set_arrivals(&mut inst, rate);
             return inst;
         }

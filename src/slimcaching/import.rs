@@ -202,7 +202,7 @@ pub fn decompose_row(row: &[u64], top_k: u32) -> Result<SetCounts, String> {
         return Err(format!("top_k {top_k} is not in 1..={}", row.len()));
     }
     let sum: u128 = row.iter().map(|&c| u128::from(c)).sum();
-    if sum % k as u128 != 0 {
+    if !sum.is_multiple_of(k as u128) {
         return Err(format!(
             "counts sum to {sum}, not a multiple of top_k {top_k}"
         ));

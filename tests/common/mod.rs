@@ -111,7 +111,7 @@ pub const SLIMCACHING_METHODS: [&str; 9] = [
 /// header dict padded to 64 bytes, the data.
 pub fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {
     let mut h = header.to_string();
-    while (10 + h.len() + 1) % 64 != 0 {
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
     h.push('\n');

@@ -22,7 +22,7 @@ pub const MAX_LAYERS: usize = 4096;
 pub const MAX_EXPERTS: usize = 4096;
 
 fn multiple(field: &str, value: usize, of_name: &str, of: usize) -> Check {
-    if value % of == 0 {
+    if value.is_multiple_of(of) {
         Ok(())
     } else {
         fail(

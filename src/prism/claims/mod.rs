@@ -285,7 +285,7 @@ pub fn registry() -> Vec<PrismClaim> {
 /// The `testbed` family (module doc): the testbed presets, Mixtral on even seeds, DeepSeek on
 /// odd ones.
 pub fn family_testbed(seed: u64) -> Instance {
-    let preset = if seed % 2 == 0 {
+    let preset = if seed.is_multiple_of(2) {
         Preset::TestbedMixtral
     } else {
         Preset::TestbedDeepseek

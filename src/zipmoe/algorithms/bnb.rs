@@ -262,7 +262,7 @@ impl<'a> Search<'a> {
     /// Counts a node; true when the search must stop (checked every 1,024 nodes).
     fn tick(&mut self) -> bool {
         self.nodes += 1;
-        if !self.stopped && self.nodes % 1024 == 0 {
+        if !self.stopped && self.nodes.is_multiple_of(1024) {
             self.stopped = self.deadline.is_some_and(|d| Instant::now() >= d);
         }
         self.stopped

@@ -75,7 +75,7 @@ pub fn inclusion_probabilities(
                 continue;
             }
             let field = || format!("counts[{p}][{l}]");
-            if sum % k != 0 {
+            if !sum.is_multiple_of(k) {
                 return Err(ValidationError::new(
                     field(),
                     format!("counts sum to {sum}, not a multiple of top_k {k}"),
