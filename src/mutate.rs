@@ -10,14 +10,17 @@ pub fn factor(rng: &mut ChaCha8Rng) -> f64 {
     2f64.powf(rng.random_range(-1.0..=1.0))
 }
 
-/// `x` rounded to two significant digits (0 and non-finite values unchanged).
+/// `x` rounded to two significant digits: its exact decimal value rounded, then the nearest
+/// double (0 and non-finite values unchanged; `x` itself where the result would overflow).
 pub fn round_real(x: f64) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return x;
     }
-    let digits = 1 - x.abs().log10().floor() as i32;
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
+    format!("{x:.1e}")
+        .parse::<f64>()
+        .ok()
+        .filter(|y| y.is_finite())
+        .unwrap_or(x)
 }
 
 /// Whether [`round_real`] leaves `x` unchanged.
@@ -77,6 +80,15 @@ mod tests {
         assert_eq!(round_real(0.0123), 0.012);
         assert_eq!(round_real(987.0), 990.0);
         assert!(is_round(3.5) && !is_round(3.55) && !is_round(0.333));
+        // The exact decimal value is rounded: 61.474213e6 to 61e6, 1.2345e13 to 1.2e13.
+        assert_eq!(round_real(61.474213e6), 61e6);
+        assert_eq!(round_real(1.2345e13), 1.2e13);
+        // Overflow keeps the value.
+        assert_eq!(round_real(f64::MAX), f64::MAX);
+        for x in [1.2345e13, 0.0123, 3.33333e8, 1.0 / 3.0, 7.123e-5] {
+            let r = round_real(x);
+            assert!(is_round(r) && !is_round(x), "{x} -> {r}");
+        }
     }
 
     #[test]
