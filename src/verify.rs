@@ -245,11 +245,14 @@ pub struct ClaimRow {
     /// Instances without a conclusion (boundary cases among them); with `checked`, `vacuous`
     /// and `not_applicable`, every instance.
     pub inconclusive: usize,
-    /// Checked instances whose outcome a proved optimum decided ([`Certificate::Optimum`]).
+    /// Checked instances whose outcome a proved optimum decided
+    /// ([`crate::claims::Certificate::Optimum`]).
     pub by_optimum: usize,
-    /// Passes decided by a proved bound on OPT alone ([`Certificate::Bound`]).
+    /// Passes decided by a proved bound on OPT alone
+    /// ([`crate::claims::Certificate::Bound`]).
     pub by_bound: usize,
-    /// Fails decided by a feasible solution alone ([`Certificate::Incumbent`]).
+    /// Fails decided by a feasible solution alone
+    /// ([`crate::claims::Certificate::Incumbent`]).
     pub by_incumbent: usize,
     /// Lowest margin ([`Check::margin`]) over the claim's instances, generated and searched:
     /// < 0 when violated (how badly), otherwise how close the claim came to failing.

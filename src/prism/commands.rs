@@ -159,12 +159,31 @@ impl MethodLine {
         ]
     }
 
-    /// The text table of some lines.
+    /// The text table of some lines; a note longer than [`NOTE_WIDTH`] stands below the
+    /// table as a footnote (`[1]`), so that one long note does not widen every row.
     fn table(lines: &[&MethodLine]) -> String {
-        let rows: Vec<Vec<String>> = lines.iter().map(|l| l.row()).collect();
-        crate::render::table(&Self::HEADERS, &rows, 2)
+        let mut footnotes = Vec::new();
+        let rows: Vec<Vec<String>> = lines
+            .iter()
+            .map(|l| {
+                let mut row = l.row();
+                if row[1].chars().count() > NOTE_WIDTH {
+                    footnotes.push(std::mem::take(&mut row[1]));
+                    row[1] = format!("[{}]", footnotes.len());
+                }
+                row
+            })
+            .collect();
+        let mut text = crate::render::table(&Self::HEADERS, &rows, 2);
+        for (i, note) in footnotes.iter().enumerate() {
+            text.push_str(&format!("  [{}] {note}\n", i + 1));
+        }
+        text
     }
 }
+
+/// The widest status / note cell of a text table; longer notes become footnotes.
+const NOTE_WIDTH: usize = 40;
 
 /// Output of `moe-opt solve` for a Prism instance.
 #[derive(Debug, Clone, Serialize)]

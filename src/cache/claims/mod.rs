@@ -60,8 +60,9 @@
 //!
 //! ## Families
 //! Traces come from the calibrated generator ([`crate::cache::generate`]), one layer:
-//! * `small`: [`GeneratorConfig::synthetic`] with the calibrated localities in turn (OLMoE,
-//!   Kimi, Switch by seed mod 3), sized for the exhaustive search.
+//! * `small`: [`GeneratorConfig::synthetic`](crate::cache::generate::GeneratorConfig::synthetic)
+//!   with the calibrated localities in turn (OLMoE, Kimi, Switch by seed mod 3), sized for the
+//!   exhaustive search.
 //! * `half`: the presets in turn (seed mod 7), their own (E, K) and locality, 2000 tokens.
 //! * `prior`: the Table 1 presets in turn (Mixtral, Phi, DeepSeek, Qwen; seed mod 4), 500
 //!   tokens, C = E/2.
