@@ -94,27 +94,18 @@ impl MethodReport {
     }
 
     /// The columns of [`MethodReport::row`].
-    const HEADERS: [&'static str; 6] = [
-        "method",
-        "makespan (s)",
-        "ratio",
-        "status",
-        "bound (s)",
-        "gap",
-    ];
+    const HEADERS: [&'static str; 5] = ["method", "makespan (ms)", "ratio", "status", "bound (ms)"];
 
-    /// The line's cells for the text table.
+    /// The line's cells for the text table (milliseconds, as the other problems' tables).
     fn row(&self) -> Vec<String> {
-        let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6e}"));
         vec![
             self.method.name().to_string(),
-            f(self.makespan_s),
+            ms(self.makespan_s),
             self.ratio.map_or("-".into(), |r| format!("{r:.4}")),
             self.exact
                 .as_ref()
-                .map_or("-".into(), |e| e.status.to_string()),
-            f(self.exact.as_ref().and_then(|e| e.best_bound)),
-            f(self.exact.as_ref().and_then(|e| e.gap)),
+                .map_or("-".into(), crate::render::status),
+            ms(self.exact.as_ref().and_then(|e| e.best_bound)),
         ]
     }
 
@@ -123,6 +114,23 @@ impl MethodReport {
         let rows: Vec<Vec<String>> = lines.iter().map(|l| l.row()).collect();
         crate::render::table(&Self::HEADERS, &rows, 1)
     }
+}
+
+/// Seconds as milliseconds with 4 decimals, `-` for none.
+fn ms(seconds: Option<f64>) -> String {
+    seconds.map_or("-".to_string(), |v| format!("{:.4}", v * 1e3))
+}
+
+/// Lemma B.3's bound and its terms, in milliseconds.
+fn lower_bound_text(lb: &LowerBound) -> String {
+    format!(
+        "Lemma B.3 lower bound {} ms (I {}, C/L {}, P {}, critical path Z {})",
+        ms(Some(lb.value_s)),
+        ms(Some(lb.io_s)),
+        ms(Some(lb.compute_per_thread_s)),
+        ms(Some(lb.token_s)),
+        ms(Some(lb.critical_path_s))
+    )
 }
 
 /// Output of `solve`.
@@ -144,14 +152,10 @@ impl SolveReport {
     /// For humans.
     pub fn text(&self) -> String {
         format!(
-            "{}\n{}Lemma B.3 lower bound {:.6e} s (I {:.3e}, C/L {:.3e}, P {:.3e}, Z {:.3e})\n",
+            "{}\n{}{}\n",
             self.layer.name,
             MethodReport::table(&[&self.result]),
-            self.lower_bound.value_s,
-            self.lower_bound.io_s,
-            self.lower_bound.compute_per_thread_s,
-            self.lower_bound.token_s,
-            self.lower_bound.critical_path_s
+            lower_bound_text(&self.lower_bound)
         )
     }
 }
@@ -207,7 +211,12 @@ impl CompareReport {
         let mut s = format!(
             "{}\nreference: {}\n",
             self.layer.name,
-            crate::render::reference(self.reference)
+            match self.reference {
+                Reference::Optimum(v) => format!("proved optimum {} ms", ms(Some(v))),
+                Reference::Bound(v) =>
+                    format!("no proved optimum; best proved bound {} ms", ms(Some(v))),
+                Reference::None => crate::render::reference(Reference::None),
+            }
         );
         s.push_str(&MethodReport::table(
             &self.methods.iter().collect::<Vec<_>>(),
@@ -215,12 +224,7 @@ impl CompareReport {
         for (m, why) in &self.skipped {
             let _ = writeln!(s, "{:<20} skipped: {why}", m.name());
         }
-        let lb = &self.lower_bound;
-        let _ = writeln!(
-            s,
-            "Lemma B.3 lower bound {:.6e} s (I {:.3e}, C/L {:.3e}, P {:.3e}, critical path Z {:.3e})",
-            lb.value_s, lb.io_s, lb.compute_per_thread_s, lb.token_s, lb.critical_path_s
-        );
+        let _ = writeln!(s, "{}", lower_bound_text(&self.lower_bound));
         s
     }
 }
