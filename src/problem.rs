@@ -17,7 +17,15 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::named::Named;
-pub use crate::report::RunOptions;
+
+/// Options shared by the methods of every problem.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunOptions {
+    /// MILP options (time limit, relative gap, threads).
+    pub solve: formulations::milp::SolveOptions,
+    /// Seed of the randomised methods.
+    pub seed: u64,
+}
 
 /// Whether a problem's objective is minimised or maximised: which side a solver's bound is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -23,9 +23,9 @@ use crate::export::Table;
 use crate::family::Family;
 use crate::generate::{Generator, Made};
 use crate::named::Named;
+use crate::problem::RunOptions;
 use crate::problem::{self, ExactReport, MethodRun, Problem, Reference, Runs, Sense};
 use crate::render::table;
-use crate::report::RunOptions;
 use crate::sweepable::SweepProblem;
 use crate::verify::ClaimGroup;
 

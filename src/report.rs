@@ -1,6 +1,5 @@
 //! What every report of every problem carries: the moe-opt version and the instance's hash, so
-//! a result can be tied to the exact input it came from, and the options every method takes.
-//! Field names are documented and stable, with units in the names (`_s` seconds, `_bytes`
+//! a result can be tied to the exact input it came from. Field names are documented and stable, with units in the names (`_s` seconds, `_bytes`
 //! bytes); the reference and a method's run are [`crate::problem`]'s.
 
 use serde::Serialize;
@@ -8,15 +7,6 @@ use sha2::{Digest, Sha256};
 
 /// This build's version, as written in every report.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Options shared by the methods of every problem.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RunOptions {
-    /// MILP options (time limit, relative gap, threads).
-    pub solve: formulations::milp::SolveOptions,
-    /// Seed of the randomised methods.
-    pub seed: u64,
-}
 
 /// SHA-256 (hex) of a value's canonical JSON (serde_json's compact serialisation of the parsed
 /// value), so whitespace and key order in the file it was read from do not matter.

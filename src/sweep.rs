@@ -69,8 +69,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::problem::RunOptions;
 use crate::registry::Registry;
-use crate::report::{canonical_sha256, RunOptions};
+use crate::report::canonical_sha256;
 use crate::sweepable::{Row, SweepProblem};
 
 /// A sweep specification (TOML).

@@ -11,8 +11,9 @@ use serde_json::Value;
 
 use crate::generate::Generator;
 use crate::named::Named;
+use crate::problem::RunOptions;
 use crate::problem::{run_all, MethodRun, Problem};
-use crate::report::{canonical_sha256, RunOptions};
+use crate::report::canonical_sha256;
 
 /// One method's result on one cell: a row of results.csv.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

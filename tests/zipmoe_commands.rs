@@ -7,7 +7,7 @@ use common::ok;
 use formulations::zipmoe::Instance;
 use moe_opt::counts::Header;
 use moe_opt::problem::Problem;
-use moe_opt::report::RunOptions;
+use moe_opt::problem::RunOptions;
 use moe_opt::zipmoe::commands::{compare, gantt_csv, solve, write_lp};
 use moe_opt::zipmoe::generate::{
     device_for_model, import, try_generate, GeneratorConfig, ImportConfig, DEVICE_RATES,

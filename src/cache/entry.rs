@@ -17,8 +17,8 @@ use super::import::ImportOptions;
 use super::libcachesim::Shape;
 use crate::export::Table;
 use crate::generate::Made;
+use crate::problem::RunOptions;
 use crate::registry::{self, Entry, GeneratorEntry, ImportArgs, LpModel, MethodInfo, Rendered};
-use crate::report::RunOptions;
 use crate::verify::ClaimGroup;
 
 /// A stream of router decisions (papers 002 and 004).

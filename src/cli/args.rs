@@ -7,8 +7,8 @@ use formulations::milp::SolveOptions;
 
 use super::{cache, flags, CliError};
 use crate::claims::Scale;
+use crate::problem::RunOptions;
 use crate::registry::{ImportArgs, LpFormat, LpModel, Rendered};
-use crate::report::RunOptions;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum Command {

@@ -7,8 +7,9 @@ use formulations::milp::SolveOptions;
 use super::text::verify_text;
 use super::{flags, write_file, CliError};
 use crate::claims::{CheckOptions, Scale};
+use crate::problem::RunOptions;
 use crate::registry::Registry;
-use crate::report::{RunOptions, VERSION};
+use crate::report::VERSION;
 use crate::verify::{ClaimGroup, VerifyOptions};
 
 /// Most instances per problem of `demo` (`--instances`): each is solved exactly.

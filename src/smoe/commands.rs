@@ -32,8 +32,9 @@ use crate::cache::commands::TraceInfo;
 use crate::cache::policy::Lru;
 use crate::export::Table;
 use crate::generate::{Generator, Made};
+use crate::problem::RunOptions;
 use crate::registry::{self, Entry, GeneratorEntry, LpModel, MethodInfo, Rendered};
-use crate::report::{canonical_sha256, RunOptions, VERSION};
+use crate::report::{canonical_sha256, VERSION};
 use crate::verify::ClaimGroup;
 use std::path::Path;
 
