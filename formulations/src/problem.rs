@@ -67,16 +67,46 @@ pub const BINARY_TRACE_MAGIC: &[u8; 8] = b"MOETRACE";
 /// tag is read as text, so a problem outside [`ProblemKind`] (one registered by a user) has
 /// its files recognised too. A binary trace ([`crate::cache::binary`]) is a `cache-trace`.
 /// Errors name the file: unreadable, not JSON, or a tag that is not a string.
+///
+/// Only the file's first [`HEAD_BYTES`] are read when they open the object with the tag, as
+/// every file moe-opt writes does (`problem` is every instance's first field): the problem's
+/// `load` then reads the file once. Any other file is read and parsed whole.
 pub fn detect_tag(path: &Path) -> Result<Option<String>, Error> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+    use std::io::Read;
+    let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.by_ref()
+        .take(HEAD_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
     if bytes.starts_with(BINARY_TRACE_MAGIC) {
         return Ok(Some(ProblemKind::CacheTrace.name().into()));
     }
+    if let Some(tag) = leading_tag(&bytes) {
+        return Ok(Some(tag));
+    }
+    file.read_to_end(&mut bytes).map_err(io)?;
     let text = crate::error::utf8(path, bytes)?;
     detect_tag_in(path, &text)
+}
+
+/// How much of a file [`detect_tag`] reads first.
+pub const HEAD_BYTES: u64 = 4096;
+
+/// The tag when `head` opens a JSON object whose first key is `problem` with a string value
+/// (white space allowed around the tokens); `None` for anything else, including a head cut
+/// inside the string.
+fn leading_tag(head: &[u8]) -> Option<String> {
+    let mut rest = head;
+    for token in [&b"{"[..], b"\"problem\"", b":"] {
+        rest = rest.trim_ascii_start().strip_prefix(token)?;
+    }
+    let mut value = serde_json::Deserializer::from_slice(rest.trim_ascii_start());
+    String::deserialize(&mut value).ok()
 }
 
 /// [`detect_tag`] on a file's text, already read.
@@ -118,5 +148,18 @@ mod tests {
         let e = detect_tag(&number).unwrap_err().to_string();
         assert!(e.contains("number.json") && e.contains("problem"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_leading_tag_is_read_from_the_head_alone() {
+        assert_eq!(
+            leading_tag(br#" { "problem" : "a\"b", "x": ["#).as_deref(),
+            Some("a\"b")
+        );
+        // Not first, not a string, or cut inside the string: the whole file decides.
+        assert_eq!(leading_tag(br#"{"name": "x", "problem": "prism"}"#), None);
+        assert_eq!(leading_tag(br#"{"problem": 3}"#), None);
+        assert_eq!(leading_tag(br#"{"problem": "pri"#), None);
+        assert_eq!(leading_tag(b""), None);
     }
 }
