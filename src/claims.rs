@@ -1,4 +1,4 @@
-//! The claims registry: every claim of the papers that moe-opt checks, as a hypothesis with
+//! The claims: every claim of the papers that moe-opt checks, as a hypothesis with
 //! an id, its place in the paper, the paper's sentence, what is measured and the bound, and the
 //! outcome of checking it on one instance. The verdict of a claim comes only from these
 //! per-instance outcomes ([`Verdict::of`]), in the vocabulary of its [`Quantifier`]: a
@@ -80,7 +80,7 @@ pub struct ClaimInfo {
 
 impl ClaimInfo {
     /// What most claims share: stated by the paper, universal, repairing none, searched with
-    /// the default budget. A registry writes its claim's text and ends with
+    /// the default budget. A claim table writes its claim's text and ends with
     /// `..ClaimInfo::DEFAULTS`; the text here is empty, and a test refuses a registered claim
     /// with an empty text field (`tests/cli_consistency.rs`).
     pub const DEFAULTS: ClaimInfo = ClaimInfo {

@@ -16,7 +16,7 @@ pub struct Run {
     pub paper: String,
     /// `--scale`.
     pub scale: Scale,
-    /// Its claims.csv, in registry order.
+    /// Its claims.csv, in table order.
     pub rows: Vec<ClaimRow>,
 }
 

@@ -2,7 +2,7 @@
 //! that makes runs resumable and outputs that depend only on the seed.
 //!
 //! Claims of any problem take part: a problem's instance type implements [`Searchable`] and its
-//! registry (a `Vec<Claim<I>>`) is a [`ClaimGroup`]; one run may mix groups (every paper's
+//! claim table (a `Vec<Claim<I>>`) is a [`ClaimGroup`]; one run may mix groups (every paper's
 //! claims, or a paper with two instance types), sharing one journal and one pair of tables
 //! whose size columns are the union of the groups' [`Searchable::DIMS`].
 //!
@@ -486,7 +486,7 @@ pub struct Saved {
 /// The claims of one problem, with their instance type erased so that claims of several
 /// problems (or several instance types of one paper) share a run.
 pub trait ClaimGroup: Sync {
-    /// The claims, in registry order.
+    /// The claims, in table order.
     fn infos(&self) -> Vec<ClaimInfo>;
     /// Size column names of the group's instances.
     fn dims(&self) -> &'static [&'static str];
@@ -890,7 +890,7 @@ impl Journal {
     }
 }
 
-/// Runs the claims of every group; returns one row per claim, in group and registry order.
+/// Runs the claims of every group; returns one row per claim, in group and table order.
 pub fn run(
     groups: &[&dyn ClaimGroup],
     options: &VerifyOptions,

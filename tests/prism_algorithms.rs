@@ -7,7 +7,7 @@ use std::path::Path;
 
 use moe_opt::claims::{CheckOptions, Outcome};
 use moe_opt::prism::algorithms::MigrationStats;
-use moe_opt::prism::claims::{lemma1_rows, registry, Lemma1Form};
+use moe_opt::prism::claims::{lemma1_rows, table, Lemma1Form};
 use moe_opt::prism::commands::{compare, migrate_instance, MigrateConfig};
 use moe_opt::prism::generate::{try_generate, GeneratorConfig, Preset};
 use moe_opt::prism::methods::{Method, RunOptions};
@@ -39,7 +39,7 @@ fn methods_on_the_deepseek_testbed() {
 #[test]
 fn claims_on_the_small_family() {
     let options = CheckOptions::default();
-    for claim in registry() {
+    for claim in table() {
         let mut tally = [0usize; 7];
         for seed in 0..12 {
             let c = (claim.check)(&(claim.family)(seed), &options);
@@ -164,7 +164,7 @@ fn migration_under_a_drift_on_the_testbed() {
 /// which speaks only of Prism's placements.
 #[test]
 fn prism_without_a_placement_fails_the_stated_comparison_only() {
-    let claims = registry();
+    let claims = table();
     let claim = |id: &str| claims.iter().find(|c| c.info.id == id).unwrap();
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/prism-testbed-no-placement.json");

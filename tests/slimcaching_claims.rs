@@ -32,7 +32,7 @@ use moe_opt::claims::{Check, Outcome, ReferenceKind};
 use moe_opt::slimcaching::algorithms;
 use moe_opt::slimcaching::claims::{
     family_prop6_multi, family_prop6_single, family_small, family_tiny_mixed, family_tiny_top1,
-    family_tiny_top2, registry, CheckOptions, SlimClaim,
+    family_tiny_top2, table, CheckOptions, SlimClaim,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -48,7 +48,7 @@ fn at_least(a: f64, b: f64) -> bool {
 }
 
 fn claim(id: &str) -> SlimClaim {
-    registry()
+    table()
         .into_iter()
         .find(|c| c.info.id == id)
         .unwrap_or_else(|| panic!("claim {id} is registered"))

@@ -7,7 +7,7 @@ use formulations::smoe::{Costs, Instance};
 use moe_opt::cache::generate::{generate, GeneratorConfig, Locality};
 use moe_opt::cache::policy::Lru;
 use moe_opt::claims::{CheckOptions, Outcome};
-use moe_opt::smoe::claims::registry;
+use moe_opt::smoe::claims::table;
 use moe_opt::smoe::commands::{self, RoutingMethod, SplitMethod};
 use moe_opt::smoe::generate::{try_generate, Preset};
 use moe_opt::smoe::pipeline::{simulate, PipelineConfig, PipelineCosts, Predictor, SplitChoice};
@@ -177,7 +177,7 @@ fn one_miss_layer() -> Instance {
 fn alg2_fails_the_uniform_claim_on_a_single_miss() {
     // One miss, C_load 3 > C_CPU 1: Alg. 2 loads it (3 s), the optimum computes it on the CPU
     // (1 s). Margin (1 - 3 + t) / 1 ~ -2.
-    let claim = registry()
+    let claim = table()
         .into_iter()
         .find(|c| c.info.id == "smoe/alg2-uniform-optimal")
         .unwrap();
@@ -198,7 +198,7 @@ fn the_literal_alg1_claim_fails_where_a_resident_low_score_expert_is_dropped() {
     i.alpha = 0.2;
     i.gpu_cache = vec![3, 5];
     let o = CheckOptions::default();
-    for c in registry() {
+    for c in table() {
         let check = (c.check)(&i, &o);
         match c.info.id {
             "smoe/alg1-literal-optimal" => {
@@ -222,7 +222,7 @@ fn the_literal_alg1_claim_fails_where_a_resident_low_score_expert_is_dropped() {
 }
 
 fn claim(id: &str) -> moe_opt::smoe::claims::SmoeClaim {
-    registry().into_iter().find(|c| c.info.id == id).unwrap()
+    table().into_iter().find(|c| c.info.id == id).unwrap()
 }
 
 #[test]

@@ -411,14 +411,14 @@ impl Commands for KnapsackProblem {
 
 // 6. The registry line.
 
-fn registry() -> Registry {
+fn table() -> Registry {
     moe_opt::problems::builtin().with(Box::new(ProblemEntry::<KnapsackProblem>::new()))
 }
 
 fn cli(args: &[&str]) {
     let cli = Cli::try_parse_from(std::iter::once("moe-opt").chain(args.iter().copied()))
         .expect("the arguments parse");
-    if let Err(e) = run_with(&registry(), cli) {
+    if let Err(e) = run_with(&table(), cli) {
         panic!("{args:?}: {}", e.message);
     }
 }
@@ -436,7 +436,7 @@ fn a_toy_problem_added_through_the_registry_is_solved_compared_written_and_verif
     // `solve` has no table in the standard entry: --json only.
     cli(&["solve", f, "--method", "milp", "--json"]);
     let e = Cli::try_parse_from(["moe-opt", "solve", f, "--method", "milp", "--csv", solved_s])
-        .map(|c| run_with(&registry(), c))
+        .map(|c| run_with(&table(), c))
         .unwrap()
         .unwrap_err();
     assert!(e.message.contains("--csv"), "{}", e.message);

@@ -2,7 +2,7 @@
 //! under docs/verdicts/ (`SCALE/PAPER/claims.csv` and `run.json`: every paper with the claims'
 //! own families and at the papers' scale, seed 0 and the scale's defaults). This test renders
 //! the page again and fails when it differs from the file, when a committed run no longer
-//! matches the registry (a claim added, removed or reworded: its place, bound or family), or
+//! matches the claim tables (a claim added, removed or reworded: its place, bound or family), or
 //! when a run was made with other settings than the page's commands.
 //!
 //! `MOE_OPT_UPDATE_DOCS=1 ./dev cargo test --test verdicts` rewrites the page from the
@@ -77,7 +77,7 @@ fn rerun() {
     }
 }
 
-/// The registry's claims of `paper`, in run order.
+/// The claims of `paper` in the claim tables, in run order.
 fn registered(paper: &str) -> Vec<(ClaimInfo, Result<&'static str, &'static str>, String)> {
     let registry = problems::builtin();
     registry
@@ -123,14 +123,14 @@ fn the_verdict_page_is_the_committed_runs() {
                 "{}",
                 dir.display()
             );
-            // Every claim of the paper, as the registry states it today.
+            // Every claim of the paper, as the claim tables state it today.
             let claims = registered(paper);
             let ids: Vec<&str> = claims.iter().map(|c| c.0.id).collect();
             let run_ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
             assert_eq!(
                 run_ids,
                 ids,
-                "{}: the run's claims are not the registry's: rerun (module doc)",
+                "{}: the run's claims are not the claim tables': rerun (module doc)",
                 dir.display()
             );
             assert_eq!(settings.claims, ids, "{}", dir.display());

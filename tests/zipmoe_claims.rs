@@ -2,7 +2,7 @@
 
 use formulations::zipmoe::Instance;
 use moe_opt::claims::{CheckOptions, Outcome, ReferenceKind};
-use moe_opt::zipmoe::claims::{family_tiny, registry};
+use moe_opt::zipmoe::claims::{family_tiny, table};
 
 fn layer(json: serde_json::Value) -> Instance {
     let i: Instance = serde_json::from_value(json).unwrap();
@@ -11,7 +11,7 @@ fn layer(json: serde_json::Value) -> Instance {
 }
 
 fn claim(id: &str) -> moe_opt::zipmoe::claims::ZipClaim {
-    registry().into_iter().find(|c| c.info.id == id).unwrap()
+    table().into_iter().find(|c| c.info.id == id).unwrap()
 }
 
 /// The tolerance of the claims' `a <= b` (zipmoe::claims, module doc): 1e-12 + 1e-9 max(a, b).
@@ -128,7 +128,7 @@ fn checks_on_the_tiny_family_are_consistent() {
     let mut lemma_fails = 0;
     for seed in 0..16 {
         let i = family_tiny(seed);
-        for c in registry() {
+        for c in table() {
             let check = (c.check)(&i, &options);
             assert_eq!(
                 check.reference_kind,

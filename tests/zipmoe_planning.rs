@@ -13,7 +13,7 @@ use formulations::zipmoe::pool::{
 use moe_opt::claims::{CheckOptions, Outcome};
 use moe_opt::zipmoe::planning::claims::{
     brute_force_grid, entropy_gap_bound, family_paper, family_tiny, independent_cost,
-    measure_thm_d1, registry,
+    measure_thm_d1, table,
 };
 use moe_opt::zipmoe::planning::commands::{self, ImportOptions};
 use moe_opt::zipmoe::planning::counts::{self, Header, RankScope};
@@ -111,7 +111,7 @@ fn alg4_by_hand() {
 }
 
 fn claim_check(id: &str, instance: &PoolInstance) -> moe_opt::claims::Check {
-    let claim = registry().into_iter().find(|c| c.info.id == id).unwrap();
+    let claim = table().into_iter().find(|c| c.info.id == id).unwrap();
     (claim.check)(instance, &CheckOptions::default())
 }
 
@@ -178,7 +178,7 @@ fn thm_d1_passes_where_one_distribution_fits() {
 #[test]
 fn every_claim_holds_on_its_family() {
     let options = CheckOptions::default();
-    for claim in registry() {
+    for claim in table() {
         let mut passed = 0;
         for seed in 0..12 {
             let instance = (claim.family)(seed);
@@ -466,7 +466,7 @@ fn the_gibbs_bound_is_above_the_entropy_gap() {
 /// k-subsets): decided by the Gibbs bound, passing.
 #[test]
 fn max_entropy_on_real_layers_is_decided_by_the_gibbs_bound() {
-    let claim = registry()
+    let claim = table()
         .into_iter()
         .find(|c| c.info.id == "zipmoe/thmD1-max-entropy")
         .unwrap();

@@ -214,7 +214,7 @@ impl Entry for CacheOfflineEntry {
     }
 
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
+        vec![Box::new(super::claims::table())]
     }
 
     fn hint(&self, _: &Path) -> String {

@@ -168,7 +168,7 @@ mod tests {
     fn belady_lru_cycle_breaks_the_bound_as_proved() {
         for (x, check, classified) in checked_as_proved(
             &BELADY_LRU_CYCLE,
-            &[Box::new(crate::cache::claims::registry())],
+            &[Box::new(crate::cache::claims::table())],
         ) {
             // Both loads as counted by hand, LRU's a baseline.
             assert_eq!(check.value, Some(x + 4.0), "X = {x}");

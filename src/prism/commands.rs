@@ -567,7 +567,7 @@ crate::generator!(
 /// Prism's commands (`migrate` is its own).
 impl Commands for Prism {
     fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
+        vec![Box::new(super::claims::table())]
     }
 
     fn generator() -> Option<Box<dyn GeneratorEntry>> {

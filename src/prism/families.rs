@@ -212,7 +212,7 @@ mod tests {
     fn thm1_entropy_starved_breaks_the_bound_as_proved() {
         for (x, check, _) in checked_as_proved(
             &THM1_ENTROPY_STARVED,
-            &[Box::new(crate::prism::claims::registry())],
+            &[Box::new(crate::prism::claims::table())],
         ) {
             assert_eq!(check.certificate, Some(Certificate::Optimum), "X = {x}");
         }
@@ -223,7 +223,7 @@ mod tests {
         // The check decides over every delta exactly; it compares with no optimum.
         for (x, check, _) in checked_as_proved(
             &LEMMA1_HALF_MASS,
-            &[Box::new(crate::prism::claims::registry())],
+            &[Box::new(crate::prism::claims::table())],
         ) {
             assert_eq!(check.certificate, None, "X = {x}");
         }

@@ -340,7 +340,7 @@ crate::generator!(
 
 impl Commands for SlimCaching {
     fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
+        vec![Box::new(super::claims::table())]
     }
 
     fn generator() -> Option<Box<dyn GeneratorEntry>> {

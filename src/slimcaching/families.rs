@@ -173,7 +173,7 @@ mod tests {
     fn prop3_size_ratio_breaks_the_bound_as_proved() {
         for (x, check, _) in checked_as_proved(
             &PROP3_SIZE_RATIO,
-            &[Box::new(crate::slimcaching::claims::registry())],
+            &[Box::new(crate::slimcaching::claims::table())],
         ) {
             assert_eq!(check.certificate, Some(Certificate::Optimum), "X = {x}");
         }

@@ -75,7 +75,7 @@ const TINY: &str = "tiny: E in 6..=10, k in 2..=4, 1-3 tokens, softmax scores of
     logits (sigma in [0.3, 1.5]), alpha in [0, 0.6], G a random 20-60% of E, uniform costs";
 
 /// Every SMoE claim.
-pub fn registry() -> Vec<SmoeClaim> {
+pub fn table() -> Vec<SmoeClaim> {
     // Objective (1) read two ways: Sec. IV-B's text and Alg. 1 as printed.
     let router = ClaimInfo {
         id: "smoe/eq1-router-optimal",
@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn registry_ids_and_paper() {
-        let r = registry();
+        let r = table();
         assert_eq!(r.len(), 3);
         for c in &r {
             assert!(c.info.id.starts_with("smoe/"));
@@ -276,7 +276,7 @@ mod tests {
         let o = CheckOptions::default();
         for seed in 0..40 {
             let i = family_tiny(seed);
-            for c in registry() {
+            for c in table() {
                 let check = (c.check)(&i, &o);
                 assert_eq!(
                     check.inconsistencies(),
@@ -321,7 +321,7 @@ mod tests {
             let k = if seed % 3 == 2 { 8 } else { 6 };
             let tokens = if seed % 6 < 3 { 1 } else { 3 };
             assert_eq!((i.experts, i.top_k, i.scores.len()), (64, k, tokens));
-            for c in registry() {
+            for c in table() {
                 let tier = classify(&premises, c.info.id, &i);
                 assert_eq!(tier.tier, Tier::Regime, "{}: {:?}", c.info.id, tier.broken);
                 let check = (c.check)(&i, &o);

@@ -666,7 +666,7 @@ impl Entry for SmoeEntry {
     }
 
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
+        vec![Box::new(super::claims::table())]
     }
 
     fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {

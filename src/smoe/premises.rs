@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn each_premise_just_inside_and_just_outside() {
         let base = generate(Preset::Qwen2_57b, 0);
-        for claim in crate::smoe::claims::registry() {
+        for claim in crate::smoe::claims::table() {
             let c = classify(&premises(), claim.info.id, &base);
             assert_eq!(c.tier, Tier::Regime, "{}: {:?}", claim.info.id, c.broken);
         }

@@ -1,9 +1,9 @@
 use super::*;
 use crate::claims::PaperScale;
-use crate::slimcaching::claims::{registry, SlimClaim};
+use crate::slimcaching::claims::{table, SlimClaim};
 
 fn claims(ids: &[&str]) -> Vec<SlimClaim> {
-    registry()
+    table()
         .into_iter()
         .filter(|c| ids.contains(&c.info.id))
         .collect()
@@ -96,17 +96,17 @@ fn size_column_names_are_those_of_the_mutate_modules() {
     fn names(d: Vec<(&'static str, u64)>) -> Vec<&'static str> {
         d.into_iter().map(|(n, _)| n).collect()
     }
-    let prism = (crate::prism::claims::registry()[0].family)(0);
+    let prism = (crate::prism::claims::table()[0].family)(0);
     assert_eq!(
         names(crate::prism::mutate::dims(&prism)),
         <formulations::prism::Instance as Searchable>::DIMS
     );
-    let zip = (crate::zipmoe::claims::registry()[0].family)(0);
+    let zip = (crate::zipmoe::claims::table()[0].family)(0);
     assert_eq!(
         names(crate::zipmoe::mutate::dims(&zip)),
         <formulations::zipmoe::Instance as Searchable>::DIMS
     );
-    let pool = (crate::zipmoe::planning::claims::registry()[0].family)(0);
+    let pool = (crate::zipmoe::planning::claims::table()[0].family)(0);
     assert_eq!(
         names(crate::zipmoe::planning::mutate::dims(&pool)),
         <formulations::zipmoe::pool::PoolInstance as Searchable>::DIMS

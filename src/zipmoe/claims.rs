@@ -86,7 +86,7 @@ const LEMMAB3_QUOTE: &str =
     \\right\\}. \\quad (4)$$";
 
 /// Every ZipMoE scheduling claim.
-pub fn registry() -> Vec<ZipClaim> {
+pub fn table() -> Vec<ZipClaim> {
     vec![
         ZipClaim {
             info: ClaimInfo {
@@ -590,7 +590,7 @@ mod tests {
         );
         assert_eq!(paper_layer(2).tensors_per_expert, 2);
         let options = CheckOptions::default();
-        for claim in registry() {
+        for claim in table() {
             let check = (claim.check)(&paper_layer(1), &options);
             assert_eq!(
                 check.outcome,

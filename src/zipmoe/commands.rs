@@ -281,7 +281,7 @@ crate::generator!(
 /// [`crate::zipmoe::planning::commands::PoolEntry`]).
 impl Commands for ZipMoe {
     fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
+        vec![Box::new(super::claims::table())]
     }
 
     fn generator() -> Option<Box<dyn GeneratorEntry>> {

@@ -112,10 +112,9 @@ mod tests {
 
     #[test]
     fn lemmab3_shards_breaks_the_bound_as_proved() {
-        for (x, check, classified) in checked_as_proved(
-            &LEMMAB3_SHARDS,
-            &[Box::new(crate::zipmoe::claims::registry())],
-        ) {
+        for (x, check, classified) in
+            checked_as_proved(&LEMMAB3_SHARDS, &[Box::new(crate::zipmoe::claims::table())])
+        {
             assert_eq!(check.certificate, Some(Certificate::Optimum), "X = {x}");
             assert_eq!(
                 check.solver_status.as_deref(),

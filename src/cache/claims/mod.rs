@@ -187,7 +187,7 @@ const PRIOR_QUOTE: &str = "As can be seen in Figure 9, our Cache-Prior method ac
     even lower miss rates with only minimal perplexity increases.";
 
 /// Every offline caching claim.
-pub fn registry() -> Vec<CacheClaim> {
+pub fn table() -> Vec<CacheClaim> {
     let mut claims = vec![
         CacheClaim {
             info: ClaimInfo {

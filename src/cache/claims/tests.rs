@@ -278,10 +278,7 @@ fn router_gaps_are_never_negative() {
     // Loads >= the flexible optimum of the used freedom is a theorem (the router's own
     // schedule is feasible there): every check passes with a non-negative margin.
     let options = CheckOptions::default();
-    for claim in registry()
-        .iter()
-        .filter(|c| c.info.id.contains("router-gap"))
-    {
+    for claim in table().iter().filter(|c| c.info.id.contains("router-gap")) {
         for seed in 0..3 {
             let c = (claim.check)(&family_gap(seed), &options);
             assert_eq!(c.outcome, Outcome::Pass, "{}: {}", claim.info.id, c.note);
@@ -356,7 +353,7 @@ fn belady_below_lru_by_hand() {
 #[test]
 fn small_family_claims_hold_on_a_few_seeds() {
     let options = CheckOptions::default();
-    for claim in registry().iter().take(2) {
+    for claim in table().iter().take(2) {
         for seed in 0..4 {
             let c = (claim.check)(&(claim.family)(seed), &options);
             assert_eq!(c.outcome, Outcome::Pass, "{}: {}", claim.info.id, c.note);

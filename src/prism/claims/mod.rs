@@ -151,7 +151,7 @@ const LEMMA1_QUOTE: &str =
     \\geq 2^{H(\\mathbf{p}) - \\delta \\log E}.$$";
 
 /// Every Prism claim.
-pub fn registry() -> Vec<PrismClaim> {
+pub fn table() -> Vec<PrismClaim> {
     vec![
         Claim {
             info: ClaimInfo {

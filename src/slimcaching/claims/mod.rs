@@ -3,7 +3,7 @@
 //! its [`Outcome`] from measurements only (the evaluator's F, exhaustive set-function checks,
 //! exhaustive search or a HiGHS solve with a proved status). Nothing here assumes a claim holds.
 //!
-//! This module holds the registry and what every check shares (tolerance, margins, premises);
+//! This module holds the claim table and what every check shares (tolerance, margins, premises);
 //! the rest is in layers: `families` (the instance families), `set_functions` (F and its
 //! restrictions over (server, expert) pairs), `witnesses` (failure evidence as JSON),
 //! `properties` (Props. 1, 2 and 4), `references` (optima and the ratio claims against them:
@@ -394,7 +394,7 @@ const PROP6_MULTI_QUOTE: &str =
     -approximation ratio.";
 
 /// Every SlimCaching claim, in the paper's order.
-pub fn registry() -> Vec<SlimClaim> {
+pub fn table() -> Vec<SlimClaim> {
     const TINY_TOP1: &str = "tiny-top1: tiny preset (Sec. VI-A wireless model and compute, \
         synthetic library) with every model Top-1, N = 1-3 servers, N x E <= 16";
     const TINY_TOP2: &str = "tiny-top2: tiny preset with every model Top-2, N = 1-3 servers, \

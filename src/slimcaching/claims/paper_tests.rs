@@ -76,7 +76,7 @@ fn paper_families_have_the_papers_sizes_and_tier() {
 
 #[test]
 fn every_claim_has_a_paper_family_or_a_reason() {
-    for c in registry() {
+    for c in table() {
         match c.paper {
             PaperScale::Family(what, _) => assert!(what.starts_with("paper"), "{}", c.info.id),
             PaperScale::Without(why) => assert!(why.len() > 80, "{}: {why}", c.info.id),

@@ -35,7 +35,7 @@ fn instance(v: Value) -> Instance {
 }
 
 fn claim(id: &str) -> SlimClaim {
-    registry()
+    table()
         .into_iter()
         .find(|c| c.info.id == id)
         .unwrap_or_else(|| panic!("claim {id} registered"))
@@ -43,7 +43,7 @@ fn claim(id: &str) -> SlimClaim {
 
 #[test]
 fn ids_are_unique_and_well_formed() {
-    let reg = registry();
+    let reg = table();
     let ids: std::collections::BTreeSet<&str> = reg.iter().map(|c| c.info.id).collect();
     assert_eq!(ids.len(), reg.len());
     assert_eq!(reg.len(), 14);
@@ -61,7 +61,7 @@ fn ids_are_unique_and_well_formed() {
 
 #[test]
 fn families_validate_and_are_deterministic() {
-    for c in registry() {
+    for c in table() {
         for seed in [0, 1, 5, 17] {
             let i = (c.family)(seed);
             assert_eq!(validate(&i), Ok(()), "{} seed {seed}", c.info.id);
@@ -237,7 +237,7 @@ fn margins_agree_with_outcomes_on_every_claim() {
     let opts = options();
     let mut with_margin = std::collections::BTreeMap::<&str, usize>::new();
     let mut fails = 0;
-    for c in registry() {
+    for c in table() {
         for seed in 0..6 {
             let i = (c.family)(seed);
             let check = (c.check)(&i, &opts);
@@ -257,7 +257,7 @@ fn margins_agree_with_outcomes_on_every_claim() {
 #[test]
 fn every_check_is_consistent_on_three_seeds() {
     let opts = options();
-    for c in registry() {
+    for c in table() {
         for seed in [0, 1, 2] {
             let i = (c.family)(seed);
             let check = (c.check)(&i, &opts);

@@ -105,7 +105,7 @@ const PAPER_SCALE: &str = "real counts: seed % 3 picks Qwen1.5-MoE-A2.7B (60 exp
     25% of the layer, all four pools, grid step 0.05 (1,771 splits), eq. (24) to 1e-10";
 
 /// Every planning claim, in the paper's order.
-pub fn registry() -> Vec<PoolClaim> {
+pub fn table() -> Vec<PoolClaim> {
     const TINY: &str = "tiny-synthetic: one layer, E = 4-10, k = 1-4, synthetic per-prompt \
         Zipf counts (2-12 prompts of 2-8 tokens), random pools, grid step 1/2-1/8";
     const SMALL: &str = "small-synthetic: 1-2 layers, E = 8-16, k = 1-4, synthetic counts \

@@ -380,7 +380,7 @@ impl Entry for PoolEntry {
     }
 
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
-        vec![Box::new(super::claims::registry())]
+        vec![Box::new(super::claims::table())]
     }
 }
 

@@ -139,12 +139,12 @@ mod tests {
     use super::*;
     use crate::tier::boundary::{assert_boundaries, Boundary};
     use crate::tier::{classify, Tier};
-    use crate::zipmoe::planning::claims::registry;
+    use crate::zipmoe::planning::claims::table;
     use crate::zipmoe::planning::generate::{instance, PlanConfig};
 
     #[test]
     fn the_synthetic_families_are_the_model_at_best() {
-        for claim in registry() {
+        for claim in table() {
             let p = (claim.family)(0);
             let c = classify(&premises(), claim.info.id, &p);
             assert_ne!(c.tier, Tier::Regime, "{}: {:?}", claim.info.id, c.broken);
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn a_second_layer_leaves_alg4s_model_only() {
-        let p = (registry()
+        let p = (table()
             .into_iter()
             .find(|c| c.info.id == ALG4)
             .expect("alg4's claim")
@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn each_premise_just_inside_and_just_outside() {
         let base = base();
-        for claim in registry() {
+        for claim in table() {
             let c = classify(&premises(), claim.info.id, &base);
             assert_eq!(c.tier, Tier::Regime, "{}: {:?}", claim.info.id, c.broken);
         }
