@@ -233,6 +233,52 @@ fn mrc_tables_are_drawn_from_a_file_or_a_folder() {
     assert!(tables.join("switch-mrc.html").is_file());
 }
 
+#[test]
+fn redundancy_tables_are_drawn_from_a_file_or_a_folder() {
+    let dir = scratch("redundancy");
+    // Two layers at two slot counts. Over layers, balancedness is the sum of the means over
+    // the sum of the maxima (mean = balancedness x max_load): at 0 redundant slots the means
+    // are 90 and 45, so the best plan 135 / 150 = 0.9, the bound 135 / 143 = 0.9441 and EPLB
+    // 135 / 180 = 0.75; at 4, the best plan and the bound 135 / 135 = 1 and EPLB 135 / 150.
+    let header = "moe_opt_version,instance_name,instance_sha256,slots,redundant_slots,layer,\
+                  max_load,bound,eplb_max_load,balancedness,balancedness_upper,status,\
+                  eplb_balancedness";
+    let rows = [
+        "x,i,h,8,0,0,100,95,120,0.9,0.947,time_limit,0.75",
+        "x,i,h,8,0,1,50,48,60,0.9,0.9375,time_limit,0.75",
+        "x,i,h,12,4,0,90,90,100,1.0,1.0,optimal,0.9",
+        "x,i,h,12,4,1,45,45,50,1.0,1.0,optimal,0.9",
+    ];
+    let tables = dir.join("tables");
+    std::fs::create_dir_all(&tables).unwrap();
+    let table = tables.join("redundancy.csv");
+    std::fs::write(&table, format!("{header}\n{}\n", rows.join("\n"))).unwrap();
+    for page in [
+        report(&table, &dir.join("file.html")),
+        report(&tables, &dir.join("folder.html")),
+    ] {
+        assert_eq!(figures(&page), 1);
+        for row in [
+            ["0", "8", "2", "0.9000", "0.9441", "0.7500"],
+            ["4", "12", "2", "1.0000", "1.0000", "0.9000"],
+        ] {
+            let cells: String = row.iter().map(|c| format!("<td class=\"num\">{c}</td>")).collect();
+            assert!(page.contains(&cells), "{cells}");
+        }
+    }
+    // A load that is not a number is refused, naming the file, line and column.
+    std::fs::write(
+        &table,
+        format!("{header}\n{}\n", rows[0].replace(",100,", ",x,")),
+    )
+    .unwrap();
+    let err = report_refused(&table, &dir.join("bad.html"));
+    assert!(
+        err.contains("redundancy.csv") && err.contains("max_load"),
+        "{err}"
+    );
+}
+
 /// A change to one line of a file.
 type Edit = fn(&str) -> String;
 

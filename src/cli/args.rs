@@ -372,13 +372,15 @@ pub(super) enum Command {
         out: PathBuf,
     },
     /// One self-contained HTML page (tables, SVG figures) of a verify, sweep or merge output
-    /// folder, or of an `mrc --csv` table.
+    /// folder, or of an `mrc --csv` or `redundancy --csv` table.
     ///
     /// A verify folder (claims.csv): per claim its verdict, certificate counts, ratios against
     /// the bound and counterexample with its re-check command. A sweep or merge folder
     /// (results.csv): the summary per method and each method's objective and ratio along every
-    /// axis. `mrc --csv` tables in the folder (or given as INPUT): the miss-ratio curves. No
-    /// script, font or network: the page opens anywhere; the same input gives the same bytes.
+    /// axis. `mrc --csv` tables in the folder (or given as INPUT): the miss-ratio curves;
+    /// `redundancy --csv` tables: balancedness over layers against the redundant slots (best
+    /// plan, proved upper bound, EPLB). No script, font or network: the page opens anywhere;
+    /// the same input gives the same bytes.
     Report {
         /// An output folder of `verify --out`, `sweep --out` or `merge --out`, or an `mrc --csv`
         /// table.

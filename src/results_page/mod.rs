@@ -8,8 +8,10 @@
 //!   the bound and the counterexample with its re-check command (`claims.rs`);
 //! * `results.csv` (with `sweep.json`): a `sweep --out` or `merge --out` folder. The summary
 //!   per method and, per axis, each method's objective and ratio (`sweep.rs`);
-//! * any other CSV whose header is that of `mrc --csv`: miss-ratio curves; an mrc
-//!   table may also be given as the file itself (`mrc.rs`).
+//! * any other CSV whose header is that of `mrc --csv`: miss-ratio curves (`mrc.rs`); or of
+//!   `redundancy --csv`: balancedness against the redundant slots, the best plan, the proved
+//!   upper bound and EPLB's (`redundancy.rs`). Either table may also be given as the file
+//!   itself.
 //!
 //! A folder may hold several (a verify run beside a sweep); a folder with none is refused,
 //! naming it and what is missing, and a malformed file is refused naming the file, the line
@@ -29,12 +31,15 @@
 mod claims;
 mod figure;
 mod mrc;
+mod redundancy;
 mod sweep;
 mod table;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use formulations::Error;
+
+use table::Table;
 
 /// A rendered page.
 #[derive(Debug, Clone)]
@@ -172,18 +177,41 @@ pub fn render(input: &Path) -> Result<Page, Error> {
         figures: 0,
     };
     if !meta.is_dir() {
-        mrc::require(input)?;
-        mrc::section(&[input.to_path_buf()], &mut page)?;
+        let header = Table::read(input)?.header;
+        if has_columns(&header, &mrc::COLUMNS) {
+            mrc::section(&[input.to_path_buf()], &mut page)?;
+        } else if has_columns(&header, &redundancy::COLUMNS) {
+            redundancy::section(&[input.to_path_buf()], &mut page)?;
+        } else {
+            let missing = |columns: &[&str]| -> String {
+                (columns.iter().copied())
+                    .filter(|c| !header.iter().any(|h| h == c))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(Error::Invalid {
+                path: input.to_path_buf(),
+                field: "line 1".into(),
+                reason: format!(
+                    "not a table of `mrc --csv` (no column {}) nor of `redundancy --csv` (no \
+                     column {}); a file to report on is one of those tables or an output folder",
+                    missing(&mrc::COLUMNS),
+                    missing(&redundancy::COLUMNS)
+                ),
+            });
+        }
         return Ok(page);
     }
     let has = |name: &str| input.join(name).is_file();
-    let curves = mrc::tables_in(input)?;
-    if !has("claims.csv") && !has("results.csv") && curves.is_empty() {
+    let curves = tables_in(input, &mrc::COLUMNS)?;
+    let redundancy = tables_in(input, &redundancy::COLUMNS)?;
+    if !has("claims.csv") && !has("results.csv") && curves.is_empty() && redundancy.is_empty() {
         return Err(Error::Invalid {
             path: input.to_path_buf(),
             field: "folder".into(),
             reason: "not an output folder of `verify --out` (no claims.csv), `sweep --out` or \
-                     `merge --out` (no results.csv), and no table of `mrc --csv` in it"
+                     `merge --out` (no results.csv), and no table of `mrc --csv` or \
+                     `redundancy --csv` in it"
                 .into(),
         });
     }
@@ -203,7 +231,42 @@ pub fn render(input: &Path) -> Result<Page, Error> {
     if !curves.is_empty() {
         mrc::section(&curves, &mut page)?;
     }
+    if !redundancy.is_empty() {
+        redundancy::section(&redundancy, &mut page)?;
+    }
     Ok(page)
+}
+
+/// Whether a table's header has every one of `columns`.
+fn has_columns(header: &[String], columns: &[&str]) -> bool {
+    columns.iter().all(|c| header.iter().any(|h| h == c))
+}
+
+/// The tables among a folder's CSV files whose header has `columns`, by name (the tables of
+/// verify and sweep left aside).
+fn tables_in(dir: &Path, columns: &[&str]) -> Result<Vec<PathBuf>, Error> {
+    let io = |source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let ours = ["claims.csv", "instances.csv", "results.csv"].contains(&name);
+        if path.is_file()
+            && !ours
+            && path.extension().is_some_and(|e| e == "csv")
+            && Table::header_of(&path).is_some_and(|h| has_columns(&h, columns))
+        {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
 }
 
 #[cfg(test)]

@@ -27,57 +27,6 @@ const MAX_CURVE_POINTS: usize = 2000;
 /// Points at which a curve gets no dots.
 const DOTTED_UP_TO: usize = 40;
 
-fn is_mrc(header: &[String]) -> bool {
-    COLUMNS.iter().all(|c| header.iter().any(|h| h == c))
-}
-
-/// Refuses a file that is not an `mrc --csv` table, naming the columns it lacks.
-pub(super) fn require(path: &Path) -> Result<(), Error> {
-    let header = Table::read(path)?.header;
-    let missing: Vec<&str> = (COLUMNS.iter().copied())
-        .filter(|c| !header.iter().any(|h| h == c))
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    Err(Error::Invalid {
-        path: path.to_path_buf(),
-        field: "line 1".into(),
-        reason: format!(
-            "not a table of `mrc --csv` (a file to report on is an mrc table or an output \
-             folder): no column {}",
-            missing.join(", ")
-        ),
-    })
-}
-
-/// The `mrc --csv` tables among a folder's CSV files, by name (the tables of verify and sweep
-/// left aside).
-pub(super) fn tables_in(dir: &Path) -> Result<Vec<PathBuf>, Error> {
-    let io = |source| Error::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let path = entry.map_err(io)?.path();
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        let ours = ["claims.csv", "instances.csv", "results.csv"].contains(&name);
-        if path.is_file()
-            && !ours
-            && path.extension().is_some_and(|e| e == "csv")
-            && Table::header_of(&path).is_some_and(|h| is_mrc(&h))
-        {
-            found.push(path);
-        }
-    }
-    found.sort();
-    Ok(found)
-}
-
 /// A policy's curve over the whole trace: (capacity, miss rate), by capacity.
 struct Curve {
     policy: String,

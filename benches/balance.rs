@@ -1,0 +1,81 @@
+//! The exact method of `balance` (EPLB's problem solved exactly), one layer at a time: the
+//! FlashLB example (8 experts, 16 slots on 8 GPUs: proved), the `deepseek-v3` preset's layer
+//! (256 experts, 320 slots on 64 GPUs) to a 1 % gap, and every layer of the real activation
+//! counts (../shared/data/activation-counts, or `MOE_OPT_DATA`; skipped when absent) at two
+//! serving shapes, each to a 0.1 % gap under a 60 s limit: DeepSeek-V2-Lite on 8 GPUs without
+//! redundant slots (64 slots), and switch-large-128 on 8 GPUs with one redundant slot per GPU
+//! (136 slots). Times include the heuristics, the bounds and the MILP, on one thread.
+//! Run: `./dev bench --bench balance` (figures in docs/benchmarks.md).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use formulations::balance::Instance;
+use formulations::milp::SolveOptions;
+use moe_opt::balance::exact::solve_layer;
+use moe_opt::balance::generate::{generate, import, Deployment, GeneratorConfig, Preset};
+use moe_opt::counts::Header;
+
+/// The solve of one layer to a relative gap, at most 60 s.
+fn options(gap: f64) -> SolveOptions {
+    SolveOptions {
+        time_limit_s: Some(60.0),
+        mip_rel_gap: gap,
+        threads: 1,
+        ..SolveOptions::default()
+    }
+}
+
+/// Every layer of `instance`, each its own benchmark.
+fn layers(c: &mut Criterion, group: &str, instance: &Instance, gap: f64) {
+    let mut group = c.benchmark_group(group);
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_millis(100));
+    for l in 0..instance.loads.len() {
+        group.bench_function(format!("layer {l}"), |b| {
+            b.iter(|| solve_layer(instance, l, &options(gap)).expect("the layer solves"))
+        });
+    }
+    group.finish();
+}
+
+/// A real count file at a deployment, `None` without the data.
+fn real(file: &str, deployment: Deployment) -> Option<Instance> {
+    let data = std::env::var_os("MOE_OPT_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+    let path = data.join("activation-counts").join(file);
+    if !path.exists() {
+        eprintln!("{}: absent, its layers are not benchmarked", path.display());
+        return None;
+    }
+    Some(import(&path, &Header::default(), &deployment).expect("the count file imports"))
+}
+
+fn balance(c: &mut Criterion) {
+    let deployment = |gpus, extra_per_gpu| Deployment {
+        gpus,
+        extra_per_gpu,
+        ..Deployment::default()
+    };
+    let flashlb = deployment(8, 1)
+        .instance(
+            "flashlb".into(),
+            vec![vec![600.0, 560.0, 120.0, 120.0, 20.0, 10.0, 10.0, 10.0]],
+        )
+        .expect("valid");
+    layers(c, "balance-flashlb-8x16", &flashlb, 0.0);
+    let v3 =
+        generate(&GeneratorConfig::preset(Preset::DeepseekV3), 1).expect("the preset generates");
+    layers(c, "balance-deepseek-v3-256x320", &v3, 0.01);
+    if let Some(instance) = real("deepseek.json.gz", deployment(8, 0)) {
+        layers(c, "balance-deepseek-v2-lite-g8-x0", &instance, 1e-3);
+    }
+    if let Some(instance) = real("switch.json.gz", deployment(8, 1)) {
+        layers(c, "balance-switch-large-128-g8-x1", &instance, 1e-3);
+    }
+}
+
+criterion_group!(benches, balance);
+criterion_main!(benches);
