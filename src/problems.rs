@@ -7,13 +7,13 @@ use crate::registry::{ProblemEntry, Registry};
 /// moe-opt's problems, in paper order.
 pub fn builtin() -> Registry {
     Registry::new(vec![
-        Box::new(ProblemEntry::<crate::slimcaching::methods::SlimCaching>::new()),
-        Box::new(ProblemEntry::<crate::prism::methods::Prism>::new()),
+        Box::new(ProblemEntry::<crate::slimcaching::methods::SlimCaching>::sweepable()),
+        Box::new(ProblemEntry::<crate::prism::methods::Prism>::sweepable()),
         Box::new(crate::cache::entry::CacheTraceEntry),
         Box::new(crate::cache::entry::CacheOfflineEntry),
-        Box::new(ProblemEntry::<crate::zipmoe::methods::ZipMoe>::new()),
+        Box::new(ProblemEntry::<crate::zipmoe::methods::ZipMoe>::sweepable()),
         Box::new(crate::zipmoe::planning::commands::PoolEntry),
         Box::new(crate::smoe::commands::SmoeEntry),
-        Box::new(ProblemEntry::<crate::balance::methods::Balance>::new()),
+        Box::new(ProblemEntry::<crate::balance::methods::Balance>::sweepable()),
     ])
 }

@@ -26,7 +26,7 @@ use crate::named::Named;
 use crate::problem::RunOptions;
 use crate::problem::{self, ExactReport, MethodRun, Problem, Reference, Runs, Sense};
 use crate::render::table;
-use crate::sweepable::SweepProblem;
+use crate::sweepable::{SweepAdapter, SweepProblem, Sweepable};
 use crate::verify::ClaimGroup;
 
 /// A report as the command line shows it.
@@ -483,13 +483,30 @@ pub fn solve_table<R: Serialize>(report: &R, rows: Vec<Value>) -> Table {
 /// The entry of any [`Problem`] with the standard reports: the shape a new problem starts
 /// from (docs/adding-a-problem.md). `solve` and `compare` report each method's objective, its
 /// ratio to the reference, the solver's account and the runtime; `write-lp` writes
-/// [`Problem::milp`]; `claims` are [`Commands::claims`].
-pub struct ProblemEntry<P>(std::marker::PhantomData<P>);
+/// [`Problem::milp`]; `claims` are [`Commands::claims`]; `sweep` runs it when its registry
+/// line says so ([`ProblemEntry::sweepable`]).
+pub struct ProblemEntry<P> {
+    sweep: Option<fn() -> Box<dyn SweepProblem>>,
+    problem: std::marker::PhantomData<P>,
+}
 
 impl<P> ProblemEntry<P> {
-    /// The entry.
+    /// The entry, without sweeps.
     pub fn new() -> Self {
-        ProblemEntry(std::marker::PhantomData)
+        ProblemEntry {
+            sweep: None,
+            problem: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<P: Sweepable> ProblemEntry<P> {
+    /// The entry of a problem that `sweep` runs, through its [`Sweepable`] implementation.
+    pub fn sweepable() -> Self {
+        ProblemEntry {
+            sweep: Some(|| Box::new(SweepAdapter::<P>::new())),
+            problem: std::marker::PhantomData,
+        }
     }
 }
 
@@ -607,10 +624,6 @@ pub trait Commands: Problem {
     ) -> Result<Rendered, Error> {
         Ok(standard_compare(instance, runs))
     }
-    /// The sweep adapter.
-    fn sweep() -> Option<Box<dyn SweepProblem>> {
-        None
-    }
     /// The parametric families breaking its claims.
     fn families() -> Vec<Family> {
         Vec::new()
@@ -684,7 +697,7 @@ impl<P: Commands> Entry for ProblemEntry<P> {
     }
 
     fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
-        P::sweep()
+        self.sweep.map(|adapter| adapter())
     }
 
     fn families(&self) -> Vec<Family> {

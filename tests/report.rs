@@ -262,7 +262,10 @@ fn redundancy_tables_are_drawn_from_a_file_or_a_folder() {
             ["0", "8", "2", "0.9000", "0.9441", "0.7500"],
             ["4", "12", "2", "1.0000", "1.0000", "0.9000"],
         ] {
-            let cells: String = row.iter().map(|c| format!("<td class=\"num\">{c}</td>")).collect();
+            let cells: String = row
+                .iter()
+                .map(|c| format!("<td class=\"num\">{c}</td>"))
+                .collect();
             assert!(page.contains(&cells), "{cells}");
         }
     }

@@ -14,7 +14,7 @@ use crate::generate::Made;
 use crate::problem::{Problem, Runs};
 use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
 use crate::report::{canonical_sha256, VERSION};
-use crate::sweepable::{SweepAdapter, SweepProblem, Sweepable};
+use crate::sweepable::Sweepable;
 
 /// Identity and shape of an instance.
 #[derive(Debug, Clone, Serialize)]
@@ -322,10 +322,6 @@ impl Commands for Balance {
             &generate::import(counts, &header, &config).map_err(|e| args.name_source(e))?,
             String::new(),
         ))
-    }
-
-    fn sweep() -> Option<Box<dyn SweepProblem>> {
-        Some(Box::new(SweepAdapter::<Self>::new()))
     }
 
     /// `--csv`: a row per layer.

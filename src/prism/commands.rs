@@ -26,7 +26,7 @@ use crate::generate::Made;
 use crate::problem::{Problem, Runs};
 use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
 use crate::report::{canonical_sha256, VERSION};
-use crate::sweepable::{SweepAdapter, SweepProblem, Sweepable};
+use crate::sweepable::Sweepable;
 
 /// Identity and size of the instance a report is about.
 #[derive(Debug, Clone, Serialize)]
@@ -616,10 +616,6 @@ impl Commands for Prism {
     ) -> Result<Rendered, Error> {
         let report = compare_report(instance, runs, options)?;
         Ok(Rendered::compare(&report, report.text()))
-    }
-
-    fn sweep() -> Option<Box<dyn SweepProblem>> {
-        Some(Box::new(SweepAdapter::<Self>::new()))
     }
 
     fn families() -> Vec<crate::family::Family> {

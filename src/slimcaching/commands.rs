@@ -15,7 +15,7 @@ use crate::problem::{Problem, Runs};
 use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
 use crate::render::{ms, table};
 use crate::report::{canonical_sha256, VERSION};
-use crate::sweepable::{SweepAdapter, SweepProblem, Sweepable};
+use crate::sweepable::Sweepable;
 
 /// Identity and size of the instance a report is about.
 #[derive(Debug, Clone, Serialize)]
@@ -379,10 +379,6 @@ impl Commands for SlimCaching {
     ) -> Result<Rendered, Error> {
         let report = compare_report(instance, runs)?;
         Ok(Rendered::new(&report, report.text()).with_table(report.table()))
-    }
-
-    fn sweep() -> Option<Box<dyn SweepProblem>> {
-        Some(Box::new(SweepAdapter::<Self>::new()))
     }
 
     fn families() -> Vec<crate::family::Family> {

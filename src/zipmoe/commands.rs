@@ -14,7 +14,7 @@ use crate::generate::Made;
 use crate::problem::{Problem, Runs};
 use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
 use crate::report::{canonical_sha256, VERSION};
-use crate::sweepable::{SweepAdapter, SweepProblem, Sweepable};
+use crate::sweepable::Sweepable;
 
 /// Identity and size of a layer.
 #[derive(Debug, Clone, Serialize)]
@@ -319,10 +319,6 @@ impl Commands for ZipMoe {
     ) -> Result<Rendered, Error> {
         let report = compare_report(instance, runs);
         Ok(Rendered::compare(&report, report.text()))
-    }
-
-    fn sweep() -> Option<Box<dyn SweepProblem>> {
-        Some(Box::new(SweepAdapter::<Self>::new()))
     }
 
     fn families() -> Vec<crate::family::Family> {
