@@ -13,6 +13,7 @@ use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions
 use crate::generate::Made;
 use crate::problem::{Problem, Runs};
 use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
+use crate::render::ms;
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweepable::Sweepable;
 
@@ -114,11 +115,6 @@ impl MethodReport {
         let rows: Vec<Vec<String>> = lines.iter().map(|l| l.row()).collect();
         crate::render::table(&Self::HEADERS, &rows, 1)
     }
-}
-
-/// Seconds as milliseconds with 4 decimals, `-` for none.
-fn ms(seconds: Option<f64>) -> String {
-    seconds.map_or("-".to_string(), |v| format!("{:.4}", v * 1e3))
 }
 
 /// Lemma B.3's bound and its terms, in milliseconds.
