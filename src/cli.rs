@@ -49,8 +49,8 @@ use clap::Parser;
 use formulations::milp::SolveOptions;
 
 use crate::claims::{CheckOptions, ClaimInfo, ClaimKind, Scale, Verdict};
-use crate::family::Family;
 use crate::generate::Made;
+use crate::parametric::ParametricFamily;
 use crate::registry::{Entry, LpFormat, Registry, Rendered};
 use crate::report::VERSION;
 use crate::verify::{ClaimGroup, VerifyOptions};
@@ -410,7 +410,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                         "methods": e.methods().into_iter().map(|(n, d)| serde_json::json!({"name": n, "description": d})).collect::<Vec<_>>(),
                         "presets": e.presets().into_iter().map(|(n, d)| serde_json::json!({"name": n, "description": d})).collect::<Vec<_>>(),
                         "claims": e.claims().iter().flat_map(|g| g.infos()).map(|i| i.id).collect::<Vec<_>>(),
-                        "families": e.families().iter().map(Family::listing).collect::<Vec<_>>(),
+                        "families": e.families().iter().map(ParametricFamily::listing).collect::<Vec<_>>(),
                     })
                 })
                 .collect();

@@ -20,9 +20,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::export::Table;
-use crate::family::Family;
 use crate::generate::{Generator, Made};
 use crate::named::Named;
+use crate::parametric::ParametricFamily;
 use crate::problem::RunOptions;
 use crate::problem::{self, ExactReport, MethodRun, Problem, Reference, Runs, Sense};
 use crate::render::table;
@@ -312,7 +312,7 @@ pub trait Entry: Sync {
         None
     }
     /// The parametric families breaking its claims (`generate --family`).
-    fn families(&self) -> Vec<Family> {
+    fn families(&self) -> Vec<ParametricFamily> {
         Vec::new()
     }
     /// What to do with a file of this problem instead of a command it does not take.
@@ -625,7 +625,7 @@ pub trait Commands: Problem {
         Ok(standard_compare(instance, runs))
     }
     /// The parametric families breaking its claims.
-    fn families() -> Vec<Family> {
+    fn families() -> Vec<ParametricFamily> {
         Vec::new()
     }
     /// The paper's claims, for `claims` and `verify` (here, beside the command line's glue,
@@ -700,7 +700,7 @@ impl<P: Commands> Entry for ProblemEntry<P> {
         self.sweep.map(|adapter| adapter())
     }
 
-    fn families(&self) -> Vec<Family> {
+    fn families(&self) -> Vec<ParametricFamily> {
         P::families()
     }
 

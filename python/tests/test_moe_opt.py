@@ -76,7 +76,7 @@ def test_generate_writes_the_cli_bytes(tmp_path, capsys):
 
 
 def test_family_checks_each_listed_x_against_its_closed_form(tmp_path):
-    # prop3-size-ratio's closed form is 2/X (proved in src/slimcaching/families.rs): 2/4 at X = 4.
+    # prop3-size-ratio's closed form is 2/X (proved in src/slimcaching/parametric.rs): 2/4 at X = 4.
     d = moe_opt.family("slimcaching", "prop3-size-ratio", tmp_path)
     assert list(d.columns) == ["x", "measured", "expected", "claimed", "limit", "outcome", "tier"]
     assert d.x.iloc[0] == 4 and d.expected.iloc[0] == 0.5

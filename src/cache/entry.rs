@@ -119,8 +119,8 @@ impl Entry for CacheOfflineEntry {
 
     /// The families breaking paper 002's claims on one layer's request stream, the instances
     /// those claims check.
-    fn families(&self) -> Vec<crate::family::Family> {
-        super::families::families()
+    fn families(&self) -> Vec<crate::parametric::ParametricFamily> {
+        super::parametric::families()
     }
 
     fn methods(&self) -> Vec<MethodInfo> {

@@ -17,7 +17,7 @@
 //! * [`mrc`]: miss-ratio curves of LRU and Belady at every capacity in one pass;
 //! * [`bounds`]: the exact offline bounds (MILPs, exhaustive search) and their reports;
 //! * [`claims`]: paper 002's offline caching claims (Sec. 4.8);
-//! * [`families`]: parametric families breaking them;
+//! * [`parametric`]: parametric families breaking them;
 //! * [`mutate`]: moves on offline instances for the worst-case search and shrinking;
 //! * [`router`]: the [`router::Router`] trait every (cache-aware) router implements, the
 //!   [`router::Row`] a routing is read as, and the original top-K;
@@ -30,13 +30,13 @@ pub mod bounds;
 pub mod claims;
 pub mod commands;
 pub mod entry;
-pub mod families;
 pub mod fast;
 pub mod generate;
 pub mod import;
 pub mod libcachesim;
 pub mod mrc;
 pub mod mutate;
+pub mod parametric;
 pub mod pareto;
 pub mod policies;
 pub mod policy;

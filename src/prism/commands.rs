@@ -618,8 +618,8 @@ impl Commands for Prism {
         Ok(Rendered::compare(&report, report.text()))
     }
 
-    fn families() -> Vec<crate::family::Family> {
-        super::families::families()
+    fn families() -> Vec<crate::parametric::ParametricFamily> {
+        super::parametric::families()
     }
 }
 

@@ -381,8 +381,8 @@ impl Commands for SlimCaching {
         Ok(Rendered::new(&report, report.text()).with_table(report.table()))
     }
 
-    fn families() -> Vec<crate::family::Family> {
-        super::families::families()
+    fn families() -> Vec<crate::parametric::ParametricFamily> {
+        super::parametric::families()
     }
 }
 

@@ -317,8 +317,8 @@ impl Commands for ZipMoe {
         Ok(Rendered::compare(&report, report.text()))
     }
 
-    fn families() -> Vec<crate::family::Family> {
-        super::families::families()
+    fn families() -> Vec<crate::parametric::ParametricFamily> {
+        super::parametric::families()
     }
 }
 

@@ -11,9 +11,9 @@
 pub mod algorithms;
 pub mod claims;
 pub mod commands;
-pub mod families;
 pub mod generate;
 pub mod methods;
 pub mod mutate;
+pub mod parametric;
 pub mod planning;
 pub mod premises;

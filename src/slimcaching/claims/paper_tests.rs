@@ -10,7 +10,7 @@ use super::tests::assert_consistent;
 use super::*;
 use crate::claims::{Certificate, Outcome, PaperScale, ReferenceKind};
 use crate::slimcaching::algorithms;
-use crate::slimcaching::families::PROP3_SIZE_RATIO;
+use crate::slimcaching::parametric::PROP3_SIZE_RATIO;
 use crate::slimcaching::premises::premises;
 use crate::tier::{classify, Tier};
 use verification::supermodular_curvature;

@@ -1,4 +1,4 @@
-//! Prism's parametric families (see [`crate::family`]).
+//! Prism's parametric families (see [`crate::parametric`]).
 //!
 //! ## `thm1-entropy-starved`: Alg. 1's entropy counts against Theorem 1
 //!
@@ -95,16 +95,16 @@ use formulations::prism::{Gpu, Instance, Server};
 use formulations::Error;
 
 use super::claims::small_shape;
-use crate::family::{integer_param, Family};
 use crate::generate::Made;
+use crate::parametric::{integer_param, ParametricFamily};
 
 /// Prism's families, in claim order.
-pub fn families() -> Vec<Family> {
+pub fn families() -> Vec<ParametricFamily> {
     vec![THM1_ENTROPY_STARVED, LEMMA1_HALF_MASS]
 }
 
 /// The first family of the module doc.
-pub const THM1_ENTROPY_STARVED: Family = Family {
+pub const THM1_ENTROPY_STARVED: ParametricFamily = ParametricFamily {
     name: "thm1-entropy-starved",
     claim: "prism/thm1-greedy-ratio",
     about: "2 layers of X experts, Top-1; server 0 has 1 slot, a uniform layer 0 and a point \
@@ -121,7 +121,7 @@ pub const THM1_ENTROPY_STARVED: Family = Family {
 };
 
 /// The second family of the module doc.
-pub const LEMMA1_HALF_MASS: Family = Family {
+pub const LEMMA1_HALF_MASS: ParametricFamily = ParametricFamily {
     name: "lemma1-half-mass",
     claim: "prism/lemma1-entropy-coverage",
     about: "one layer of X experts with shares (1/2, 1/(2(X-1)), ..., 1/(2(X-1))): at \
@@ -206,7 +206,7 @@ fn lemma1_half_mass(x: f64) -> Result<Made, Error> {
 mod tests {
     use super::*;
     use crate::claims::Certificate;
-    use crate::family::checked_as_proved;
+    use crate::parametric::checked_as_proved;
 
     #[test]
     fn thm1_entropy_starved_breaks_the_bound_as_proved() {

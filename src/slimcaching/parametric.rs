@@ -1,4 +1,4 @@
-//! SlimCaching's parametric families (see [`crate::family`]).
+//! SlimCaching's parametric families (see [`crate::parametric`]).
 //!
 //! ## `prop3-size-ratio`: Alg. 1 against Prop. 3
 //!
@@ -54,16 +54,16 @@ use formulations::Error;
 
 use super::architectures::MIB;
 use super::network::{rate_bps, ComputeConfig, WirelessConfig};
-use crate::family::{integer_param, Family};
 use crate::generate::Made;
+use crate::parametric::{integer_param, ParametricFamily};
 
 /// SlimCaching's families, in claim order.
-pub fn families() -> Vec<Family> {
+pub fn families() -> Vec<ParametricFamily> {
     vec![PROP3_SIZE_RATIO]
 }
 
 /// The family of the module doc.
-pub const PROP3_SIZE_RATIO: Family = Family {
+pub const PROP3_SIZE_RATIO: ParametricFamily = ParametricFamily {
     name: "prop3-size-ratio",
     claim: "slimcaching/prop3-greedy-ratio",
     about: "one server of X MiB; Top-1 models A (one X-MiB expert, requested with p X/(X+2)) \
@@ -167,7 +167,7 @@ fn prop3_size_ratio(x: f64) -> Result<Made, Error> {
 mod tests {
     use super::*;
     use crate::claims::Certificate;
-    use crate::family::checked_as_proved;
+    use crate::parametric::checked_as_proved;
 
     #[test]
     fn prop3_size_ratio_breaks_the_bound_as_proved() {

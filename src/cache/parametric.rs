@@ -1,4 +1,4 @@
-//! Paper 002's parametric families (see [`crate::family`]).
+//! Paper 002's parametric families (see [`crate::parametric`]).
 //!
 //! ## `belady-lru-cycle`: Belady against LRU on a cycle one expert longer than LRU keeps
 //!
@@ -72,16 +72,16 @@ use formulations::cache::Trace;
 use formulations::Error;
 
 use super::bounds::instance_from_trace;
-use crate::family::{integer_param, Family};
 use crate::generate::Made;
+use crate::parametric::{integer_param, ParametricFamily};
 
 /// Paper 002's families, in claim order.
-pub fn families() -> Vec<Family> {
+pub fn families() -> Vec<ParametricFamily> {
     vec![BELADY_LRU_CYCLE]
 }
 
 /// The family of the module doc.
-pub const BELADY_LRU_CYCLE: Family = Family {
+pub const BELADY_LRU_CYCLE: ParametricFamily = ParametricFamily {
     name: "belady-lru-cycle",
     claim: "cache/sec48-belady-halves-lru",
     about: "Mixtral-8x7B shape (E = 8, K = 2), C = 4: 3X + 1 tokens routed to expert 0 and to \
@@ -161,7 +161,7 @@ fn belady_lru_cycle(x: f64) -> Result<Made, Error> {
 mod tests {
     use super::*;
     use crate::claims::ReferenceKind;
-    use crate::family::checked_as_proved;
+    use crate::parametric::checked_as_proved;
     use crate::tier::Tier;
 
     #[test]

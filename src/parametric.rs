@@ -14,7 +14,7 @@ use crate::verify::ClaimGroup;
 
 /// One family (module doc).
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Family {
+pub struct ParametricFamily {
     /// Its name on the command line.
     pub name: &'static str,
     /// The registered claim whose bound it breaks.
@@ -42,7 +42,7 @@ pub struct Family {
     pub build: fn(f64) -> Result<Made, Error>,
 }
 
-impl Family {
+impl ParametricFamily {
     /// The instance at `x`, its summary naming the family, X and the closed form's value.
     pub fn make(&self, x: f64) -> Result<Made, Error> {
         let mut made = (self.build)(x)?;
@@ -109,7 +109,7 @@ pub fn integer_param(family: &str, x: f64, least: u64, most: u64) -> Result<u64,
 /// `verify --claim ID --instance FILE` checks it (the instance written to `dir`), with the
 /// instance's tier: what its test and the notebook compare with the closed form.
 pub fn check_at(
-    family: &Family,
+    family: &ParametricFamily,
     x: f64,
     dir: &std::path::Path,
     claims: &[Box<dyn ClaimGroup>],
@@ -133,7 +133,7 @@ pub fn check_at(
 /// before its own numbers.
 #[cfg(test)]
 pub(crate) fn checked_as_proved(
-    family: &Family,
+    family: &ParametricFamily,
     claims: &[Box<dyn ClaimGroup>],
 ) -> Vec<(f64, Check, crate::tier::Classified)> {
     let dir = std::env::temp_dir().join(format!(

@@ -1,4 +1,4 @@
-//! ZipMoE's parametric families (see [`crate::family`]).
+//! ZipMoE's parametric families (see [`crate::parametric`]).
 //!
 //! ## `lemmab3-shards`: Def. B.2's critical path against the optimum
 //!
@@ -48,16 +48,16 @@ use formulations::zipmoe::{CompressionState, Instance, SelectedExpert};
 use formulations::{Error, ProblemKind};
 
 use super::generate::orin_device;
-use crate::family::{integer_param, Family};
 use crate::generate::Made;
+use crate::parametric::{integer_param, ParametricFamily};
 
 /// ZipMoE's families, in claim order.
-pub fn families() -> Vec<Family> {
+pub fn families() -> Vec<ParametricFamily> {
     vec![LEMMAB3_SHARDS]
 }
 
 /// The family of the module doc.
-pub const LEMMAB3_SHARDS: Family = Family {
+pub const LEMMAB3_SHARDS: ParametricFamily = ParametricFamily {
     name: "lemmab3-shards",
     claim: "zipmoe/lemmab3-lower-bound",
     about: "one SM-cached expert, 1 tensor of K = X exponent shards, L = 1 thread, E-chunk \
@@ -107,7 +107,7 @@ fn lemmab3_shards(x: f64) -> Result<Made, Error> {
 mod tests {
     use super::*;
     use crate::claims::Certificate;
-    use crate::family::checked_as_proved;
+    use crate::parametric::checked_as_proved;
     use crate::tier::Tier;
 
     #[test]
