@@ -319,6 +319,24 @@ impl LatencyModel {
         c.cloud_visit + d.missing.len() as f64 * c.cloud_return
     }
 
+    /// The least routing latency any placement can give demand `d`: each lacking expert is
+    /// served at the associated server (its compute once), on one other server n' (its visit
+    /// once and a return per expert) or by the cloud (its visit once and a return per expert).
+    /// A route that mixes places pays each place's once-cost and no less per expert than the
+    /// cheapest place it uses, so one place alone is at least as fast; the routing rule (an
+    /// expert cached at n_u is served there, the cloud only for experts no edge server holds)
+    /// only removes routes. So G_d(X) >= this for every X.
+    pub fn least_latency(&self, d: &RoutingDemand) -> f64 {
+        let c = self.costs(d.model, d.server);
+        let r = d.missing.len();
+        let own = d.server.index();
+        let remote = (0..self.servers)
+            .filter(|&n| n != own)
+            .map(|n| c.at_server(n, r))
+            .fold(f64::INFINITY, f64::min);
+        c.associated_compute.min(remote).min(self.cloud_latency(d))
+    }
+
     /// The latency-optimal route of a demand given which (server, expert) pairs are cached.
     pub fn route(&self, d: &RoutingDemand, holds: impl Fn(ServerId, ExpertId) -> bool) -> Route {
         route(self.costs(d.model, d.server), d, self.servers, holds)

@@ -47,14 +47,22 @@ struct DemandVars {
     serve: Vec<Vec<Option<VarId>>>,
 }
 
-/// The P1 / P2_n model of an instance and the map from its variables back to a placement.
+/// The P1 / P2_n model of an instance (or a part of it, [`SlimCachingMilp::part`]) and the map
+/// from its variables back to a placement.
 #[derive(Debug, Clone)]
 pub struct SlimCachingMilp {
     /// The model.
     pub milp: Milp,
+    /// The experts that have placement variables, in id order (all of them but in a part).
+    experts: Vec<ExpertId>,
+    /// Experts in the instance's catalogue (a decoded placement's shape).
+    catalogue: usize,
+    /// x[n][k] is x_{n, experts[k]}.
     x: Vec<Vec<VarId>>,
+    /// The cloud variable of experts[k], if some modelled demand needs it.
     cloud: Vec<Option<VarId>>,
-    demands: Vec<DemandVars>,
+    /// The modelled demands (indices into [`LatencyModel::demands`]) and their variables.
+    demands: Vec<(usize, DemandVars)>,
 }
 
 /// An exact solve: the solver's outcome in F's units (seconds) and the decoded placement.
@@ -86,25 +94,66 @@ impl SlimCachingMilp {
     /// Builds P1 (all servers free) or a restricted model (one [`Scope`] per server).
     pub fn build(model: &LatencyModel, scope: &[Scope]) -> Self {
         assert_eq!(scope.len(), model.servers(), "one scope per server");
+        let experts = (0..model.experts()).map(|e| ExpertId(e as u32)).collect();
+        Self::assemble(
+            model,
+            Some(scope),
+            (0..model.demands().len()).collect(),
+            experts,
+        )
+    }
+
+    /// The part of P1 over some demands (indices into [`LatencyModel::demands`]) without the
+    /// storage rows (18b): placement variables for their experts only, every server free.
+    /// F is a sum over demands, so P1 with (18b) dropped splits into such parts, one per
+    /// group of demands that share no expert (the Lagrangian bound, [`super::lagrangian`]).
+    pub fn part(model: &LatencyModel, demands: Vec<usize>) -> Self {
+        let mut experts: Vec<ExpertId> = demands
+            .iter()
+            .flat_map(|&d| model.demands()[d].missing.iter().copied())
+            .collect();
+        experts.sort_unstable();
+        experts.dedup();
+        Self::assemble(model, None, demands, experts)
+    }
+
+    /// The model over `demands` and the placement variables of `experts` (sorted; they hold
+    /// every expert the demands need); with a scope per server, its storage rows or fixings.
+    fn assemble(
+        model: &LatencyModel,
+        scope: Option<&[Scope]>,
+        demand_ids: Vec<usize>,
+        experts: Vec<ExpertId>,
+    ) -> Self {
         let servers = model.servers();
-        let experts = model.experts();
         let mut milp = Milp::new(
-            format!("SlimCaching P1 (18): {servers} servers, {experts} experts, objective F in ms"),
+            format!(
+                "SlimCaching P1 (18): {servers} servers, {} experts, objective F in ms",
+                experts.len()
+            ),
             Sense::Maximize,
         );
         milp.set_objective_name("latency_reduction_ms");
         let x: Vec<Vec<VarId>> = (0..servers)
             .map(|n| {
-                (0..experts)
+                experts
+                    .iter()
                     .map(|e| milp.binary(format!("x_s{n}_e{e}")))
                     .collect()
             })
             .collect();
-        for (n, s) in scope.iter().enumerate() {
+        let slot = |e: ExpertId| {
+            experts
+                .binary_search(&e)
+                .expect("a modelled demand's expert has placement variables")
+        };
+        for (n, s) in scope.into_iter().flatten().enumerate() {
             match s {
                 Scope::Free => {
-                    let terms = (0..experts)
-                        .map(|e| (x[n][e], model.expert_bytes(ExpertId(e as u32)) as f64))
+                    let terms = experts
+                        .iter()
+                        .zip(&x[n])
+                        .map(|(&e, &v)| (v, model.expert_bytes(e) as f64))
                         .collect();
                     let q = model.capacity(ServerId(n as u32)) as f64;
                     milp.row(format!("cap_s{n}"), terms, f64::NEG_INFINITY, q);
@@ -113,35 +162,37 @@ impl SlimCachingMilp {
                     for &v in &x[n] {
                         milp.fix(v, 0.0);
                     }
-                    for e in set {
-                        milp.fix(x[n][e.index()], 1.0);
+                    for &e in set {
+                        milp.fix(x[n][slot(e)], 1.0);
                     }
                 }
             }
         }
-        let mut cloud = vec![None; experts];
-        for d in model.demands() {
-            for &e in &d.missing {
-                if cloud[e.index()].is_some() {
+        let mut cloud = vec![None; experts.len()];
+        for &di in &demand_ids {
+            for &e in &model.demands()[di].missing {
+                let k = slot(e);
+                if cloud[k].is_some() {
                     continue;
                 }
                 let c = milp.continuous(format!("cloud_e{e}"), 0.0, 1.0);
                 let mut any: Vec<(VarId, f64)> = vec![(c, 1.0)];
                 for (n, xs) in x.iter().enumerate() {
-                    any.push((xs[e.index()], 1.0));
+                    any.push((xs[k], 1.0));
                     milp.row(
                         format!("cloud_up_e{e}_s{n}"),
-                        vec![(c, 1.0), (xs[e.index()], 1.0)],
+                        vec![(c, 1.0), (xs[k], 1.0)],
                         f64::NEG_INFINITY,
                         1.0,
                     );
                 }
                 milp.row(format!("cloud_lo_e{e}"), any, 1.0, f64::INFINITY);
-                cloud[e.index()] = Some(c);
+                cloud[k] = Some(c);
             }
         }
-        let mut demands = Vec::with_capacity(model.demands().len());
-        for (di, d) in model.demands().iter().enumerate() {
+        let mut demands = Vec::with_capacity(demand_ids.len());
+        for di in demand_ids {
+            let d = &model.demands()[di];
             let costs = model.costs(d.model, d.server);
             let w = d.weight * OBJECTIVE_SCALE;
             let nu = d.server.index();
@@ -153,7 +204,7 @@ impl SlimCachingMilp {
                 for &e in &d.missing {
                     milp.row(
                         format!("use_d{di}_e{e}"),
-                        vec![(v, 1.0), (x[nu][e.index()], -1.0)],
+                        vec![(v, 1.0), (x[nu][slot(e)], -1.0)],
                         0.0,
                         f64::INFINITY,
                     );
@@ -164,7 +215,7 @@ impl SlimCachingMilp {
                 let v = milp.continuous(format!("v_d{di}"), 0.0, 1.0);
                 milp.add_objective(v, -w * costs.cloud_visit);
                 for &e in &d.missing {
-                    let c = cloud[e.index()].expect("cloud variable of a demanded expert");
+                    let c = cloud[slot(e)].expect("cloud variable of a demanded expert");
                     milp.row(
                         format!("cloudvisit_d{di}_e{e}"),
                         vec![(v, 1.0), (c, -1.0)],
@@ -185,9 +236,9 @@ impl SlimCachingMilp {
                 .collect();
             let mut serve = Vec::with_capacity(d.missing.len());
             for &e in &d.missing {
-                let c = cloud[e.index()].expect("cloud variable of a demanded expert");
+                let c = cloud[slot(e)].expect("cloud variable of a demanded expert");
                 milp.add_objective(c, -w * costs.cloud_return);
-                let mut assign = vec![(x[nu][e.index()], 1.0), (c, 1.0)];
+                let mut assign = vec![(x[nu][slot(e)], 1.0), (c, 1.0)];
                 let ys: Vec<Option<VarId>> = (0..servers)
                     .map(|n| {
                         (n != nu).then(|| {
@@ -196,7 +247,7 @@ impl SlimCachingMilp {
                             milp.add_objective(y, -w * (costs.edge_return[n] + visit_cost));
                             milp.row(
                                 format!("hold_d{di}_e{e}_s{n}"),
-                                vec![(y, 1.0), (x[n][e.index()], -1.0)],
+                                vec![(y, 1.0), (x[n][slot(e)], -1.0)],
                                 f64::NEG_INFINITY,
                                 0.0,
                             );
@@ -216,15 +267,20 @@ impl SlimCachingMilp {
                 milp.row(format!("assign_d{di}_e{e}"), assign, 1.0, 1.0);
                 serve.push(ys);
             }
-            demands.push(DemandVars {
-                associated,
-                cloud_visit,
-                visit,
-                serve,
-            });
+            demands.push((
+                di,
+                DemandVars {
+                    associated,
+                    cloud_visit,
+                    visit,
+                    serve,
+                },
+            ));
         }
         SlimCachingMilp {
             milp,
+            experts,
+            catalogue: model.experts(),
             x,
             cloud,
             demands,
@@ -252,37 +308,42 @@ impl SlimCachingMilp {
 
     /// The placement encoded by a solution's values.
     pub fn decode(&self, values: &[f64]) -> Placement {
-        let experts = self.x.first().map_or(0, Vec::len);
-        let mut p = Placement::empty(self.x.len(), experts);
-        for (n, xs) in self.x.iter().enumerate() {
-            for (e, v) in xs.iter().enumerate() {
-                if values[v.0] > 0.5 {
-                    p.insert(ServerId(n as u32), ExpertId(e as u32));
-                }
+        let mut p = Placement::empty(self.x.len(), self.catalogue);
+        for (n, e, v) in self.placement_vars() {
+            if values[v.0] > 0.5 {
+                p.insert(n, e);
             }
         }
         p
+    }
+
+    /// The placement variables: (server n, expert e, x_{n,e}).
+    pub fn placement_vars(&self) -> impl Iterator<Item = (ServerId, ExpertId, VarId)> + '_ {
+        self.x.iter().enumerate().flat_map(move |(n, xs)| {
+            self.experts
+                .iter()
+                .zip(xs)
+                .map(move |(&e, &v)| (ServerId(n as u32), e, v))
+        })
     }
 
     /// A full, feasible assignment of every variable for placement `x` (routing by the
     /// evaluator): a MIP start, and a check that the model encodes the evaluator.
     pub fn values_for(&self, model: &LatencyModel, placement: &Placement) -> Vec<f64> {
         let mut v = vec![0.0; self.milp.num_vars()];
-        for (n, xs) in self.x.iter().enumerate() {
-            for (e, var) in xs.iter().enumerate() {
-                if placement.contains(ServerId(n as u32), ExpertId(e as u32)) {
-                    v[var.0] = 1.0;
-                }
+        for (n, e, var) in self.placement_vars() {
+            if placement.contains(n, e) {
+                v[var.0] = 1.0;
             }
         }
-        for (e, c) in self.cloud.iter().enumerate() {
+        for (&e, c) in self.experts.iter().zip(&self.cloud) {
             if let Some(c) = c {
-                let held = (0..self.x.len())
-                    .any(|n| placement.contains(ServerId(n as u32), ExpertId(e as u32)));
+                let held = (0..self.x.len()).any(|n| placement.contains(ServerId(n as u32), e));
                 v[c.0] = if held { 0.0 } else { 1.0 };
             }
         }
-        for (d, vars) in model.demands().iter().zip(&self.demands) {
+        for (di, vars) in &self.demands {
+            let d = &model.demands()[*di];
             let route = model.route(d, |n, e| placement.contains(n, e));
             if let (Some(a), false) = (vars.associated, route.at_associated.is_empty()) {
                 v[a.0] = 1.0;

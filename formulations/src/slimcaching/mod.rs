@@ -14,13 +14,16 @@
 //! * [`model`]: the instance and the placement (serde JSON);
 //! * [`validate`]: the rules an instance must satisfy, with the failing field named;
 //! * [`evaluate`]: the one evaluator of (5)-(17), [`evaluate::LatencyModel`];
-//! * [`milp`]: the exact MILP of P1 and of the subproblems P2_n.
+//! * [`milp`]: the exact MILP of P1 and of the subproblems P2_n;
+//! * [`lagrangian`]: a proved upper bound on OPT of P1 at the paper's sizes (the Lagrangian
+//!   relaxation of the storage rows).
 //!
 //! ## References
 //! ../shared/papers/000_e52eafead23a117e.txt: Q. Chen, X. Chen, K. Huang, "SlimCaching: Edge
 //! Caching of Mixture-of-Experts for Distributed Inference".
 
 pub mod evaluate;
+pub mod lagrangian;
 pub mod milp;
 pub mod model;
 pub mod validate;
