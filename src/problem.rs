@@ -301,51 +301,65 @@ pub fn run_all<P: Problem>(
     })
 }
 
-/// What a method's objective is compared with.
+/// What a method's objective is compared with, and the method whose run proved it: in JSON
+/// `{"kind": "optimum" | "bound", "value": v, "source": method}` or `{"kind": "none"}`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+#[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Reference {
     /// A proved optimum (an exact method that finished).
-    Optimum(f64),
-    /// Only a proved bound on the optimum (a MILP stopped early): ratios are bounds on the
-    /// ratios to the optimum.
-    Bound(f64),
+    Optimum {
+        /// The optimum.
+        value: f64,
+        /// The method that proved it.
+        source: &'static str,
+    },
+    /// Only a proved bound on the optimum (a MILP stopped early, a relaxation): ratios are
+    /// bounds on the ratios to the optimum.
+    Bound {
+        /// The tightest bound among the runs.
+        value: f64,
+        /// The method whose run proved it.
+        source: &'static str,
+    },
     /// Nothing to compare with.
     None,
 }
 
 impl Reference {
-    /// The first proved optimum among the runs, else the tightest proved bound (the smallest
-    /// upper bound when maximising, the largest lower bound when minimising).
+    /// The first proved optimum among the runs, else the tightest proved bound of any run (the
+    /// smallest upper bound when maximising, the largest lower bound when minimising), with
+    /// the method it comes from.
     pub fn from_runs<P: Problem>(runs: &[MethodRun<P>]) -> Self {
-        if let Some(opt) = runs
+        if let Some((value, source)) = runs
             .iter()
-            .find(|r| r.is_proved_optimal())
-            .and_then(MethodRun::objective)
+            .filter(|r| r.is_proved_optimal())
+            .find_map(|r| Some((r.objective()?, r.method.name())))
         {
-            return Reference::Optimum(opt);
+            return Reference::Optimum { value, source };
         }
-        let bounds = runs.iter().filter_map(|r| r.exact.as_ref()?.best_bound);
+        let bounds = runs
+            .iter()
+            .filter_map(|r| Some((r.exact.as_ref()?.best_bound?, r.method.name())));
         let tightest = match P::SENSE {
-            Sense::Maximize => bounds.min_by(f64::total_cmp),
-            Sense::Minimize => bounds.max_by(f64::total_cmp),
+            Sense::Maximize => bounds.min_by(|a, b| a.0.total_cmp(&b.0)),
+            Sense::Minimize => bounds.max_by(|a, b| a.0.total_cmp(&b.0)),
         };
-        tightest.map_or(Reference::None, Reference::Bound)
+        tightest.map_or(Reference::None, |(value, source)| Reference::Bound {
+            value,
+            source,
+        })
     }
 
     /// objective / reference, when the reference is positive.
     pub fn ratio(self, objective: f64) -> Option<f64> {
-        match self {
-            Reference::Optimum(v) | Reference::Bound(v) if v > 0.0 => Some(objective / v),
-            _ => None,
-        }
+        self.value().filter(|&v| v > 0.0).map(|v| objective / v)
     }
 
     /// `optimum`, `bound` or `none`.
     pub fn kind(self) -> &'static str {
         match self {
-            Reference::Optimum(_) => "optimum",
-            Reference::Bound(_) => "bound",
+            Reference::Optimum { .. } => "optimum",
+            Reference::Bound { .. } => "bound",
             Reference::None => "none",
         }
     }
@@ -353,7 +367,15 @@ impl Reference {
     /// The value, if any.
     pub fn value(self) -> Option<f64> {
         match self {
-            Reference::Optimum(v) | Reference::Bound(v) => Some(v),
+            Reference::Optimum { value, .. } | Reference::Bound { value, .. } => Some(value),
+            Reference::None => None,
+        }
+    }
+
+    /// The method the value comes from, if any.
+    pub fn source(self) -> Option<&'static str> {
+        match self {
+            Reference::Optimum { source, .. } | Reference::Bound { source, .. } => Some(source),
             Reference::None => None,
         }
     }

@@ -70,6 +70,13 @@ impl Progress {
     }
 }
 
+impl Progress {
+    /// Replaces the bar's message (the snapshot keeps `what`).
+    pub fn message(&self, text: &str) {
+        self.bar.set_message(text.to_string());
+    }
+}
+
 impl Drop for Progress {
     /// The run is over (finished, failed or interrupted): the bar and the snapshot go.
     fn drop(&mut self) {

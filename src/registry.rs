@@ -463,6 +463,7 @@ fn compare_table<R: Serialize>(report: &R) -> Table {
     let mut context = report_context(report);
     context.push(("reference_kind", field(report.get("reference"), "kind")));
     context.push(("reference_value", field(report.get("reference"), "value")));
+    context.push(("reference_source", field(report.get("reference"), "source")));
     let rows = report
         .get("methods")
         .and_then(Value::as_array)
@@ -764,6 +765,7 @@ pub fn standard_compare<P: Problem>(instance: &P::Instance, runs: &Runs<P>) -> R
         ("instance_sha256", report.instance_sha256.clone().into()),
         ("reference_kind", report.reference.kind().into()),
         ("reference_value", report.reference.value().into()),
+        ("reference_source", report.reference.source().into()),
     ];
     let table = Table::new(context, report.methods.iter().map(to_value).collect());
     Rendered::new(&report, text).with_table(table)

@@ -56,8 +56,10 @@ pub fn status(e: &ExactReport) -> String {
 /// What ratios are taken against, in words.
 pub fn reference(r: Reference) -> String {
     match r {
-        Reference::Optimum(v) => format!("proved optimum {v:.6}"),
-        Reference::Bound(v) => format!("no proved optimum; best proved bound {v:.6}"),
+        Reference::Optimum { value, source } => format!("proved optimum {value:.6} ({source})"),
+        Reference::Bound { value, source } => {
+            format!("no proved optimum; best proved bound {value:.6} ({source})")
+        }
         Reference::None => "no optimum or bound".into(),
     }
 }

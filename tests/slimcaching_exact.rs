@@ -72,9 +72,10 @@ fn every_method_on_small_instances_is_feasible_and_at_most_the_proved_optimum() 
             .filter(|m| *m != Method::Exhaustive)
             .map(|m| methods::run(m, &model, &options).expect("method runs"))
             .collect();
-        let Reference::Optimum(opt) = Reference::from_runs(&runs) else {
+        let Reference::Optimum { value: opt, source } = Reference::from_runs(&runs) else {
             panic!("seed {seed}: the MILP did not prove an optimum on a small instance");
         };
+        assert_eq!(source, "milp", "seed {seed}");
         for run in &runs {
             let e = run
                 .evaluation
@@ -88,5 +89,55 @@ fn every_method_on_small_instances_is_feasible_and_at_most_the_proved_optimum() 
                 e.objective
             );
         }
+    }
+}
+
+#[test]
+fn the_lagrangian_method_brackets_the_milp_optimum_and_names_its_bound() {
+    // Its placement is the better of Alg. 1's and Alg. 3's; its bound is at least the MILP's
+    // proved optimum; without the MILP, compare's reference is that bound, named.
+    let config = GeneratorConfig::preset(Preset::Small);
+    let options = RunOptions::default();
+    for seed in 0..3 {
+        let model = LatencyModel::new(&generate(&config, seed));
+        let run = |m| methods::run(m, &model, &options).expect("method runs");
+        let (milp, lagrangian) = (run(Method::Milp), run(Method::Lagrangian));
+        let opt = milp.objective().unwrap();
+        let f = lagrangian.objective().unwrap();
+        let best_heuristic = [Method::Greedy, Method::SuccessiveMaxconv]
+            .map(|m| run(m).objective().unwrap())
+            .into_iter()
+            .fold(f64::NEG_INFINITY, f64::max);
+        assert_eq!(f, best_heuristic, "seed {seed}");
+        let exact = lagrangian.exact.as_ref().unwrap();
+        let bound = exact.best_bound.unwrap();
+        assert!(
+            bound >= opt * (1.0 - 1e-9) && opt >= f,
+            "seed {seed}: {bound} {opt} {f}"
+        );
+        assert_eq!(exact.objective, Some(f));
+        // The gap as the MILP reports it: relative, in milliseconds.
+        let gap = (bound - f) * 1e3 / (f * 1e3).max(1.0);
+        assert!((exact.gap.unwrap() - gap).abs() <= 1e-12, "seed {seed}");
+        assert_eq!(
+            lagrangian.is_proved_optimal(),
+            exact.status == MilpStatus::Optimal
+        );
+        let reference = Reference::from_runs(&[lagrangian.clone(), run(Method::Greedy)]);
+        assert_eq!(
+            reference,
+            Reference::Bound {
+                value: bound,
+                source: "lagrangian"
+            }
+        );
+        // With the MILP's proved optimum beside it, the optimum is the reference.
+        assert_eq!(
+            Reference::from_runs(&[lagrangian, milp]),
+            Reference::Optimum {
+                value: opt,
+                source: "milp"
+            }
+        );
     }
 }

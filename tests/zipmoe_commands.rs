@@ -25,7 +25,7 @@ fn compare_on_a_tiny_layer_has_a_proved_optimum() {
     let g = generate("tiny", 1).unwrap();
     assert_eq!(generate("tiny", 1).unwrap(), g);
     let r = compare(&g, Method::ALL, &RunOptions::default()).unwrap();
-    let Reference::Optimum(opt) = r.reference else {
+    let Reference::Optimum { value: opt, .. } = r.reference else {
         panic!("no optimum: {:?}", r.reference)
     };
     assert!(r.skipped.is_empty());

@@ -147,9 +147,10 @@ pub(super) enum Command {
         /// Parallel workers, at least 1 (default: the machine's cores).
         #[arg(long, value_parser = flags::at_least_one::<usize>)]
         jobs: Option<usize>,
-        /// MILP time limit per solve, seconds, model building included (a solve stopped by it
-        /// decides an instance only where its bound or incumbent is a certificate, otherwise
-        /// the instance is inconclusive, never a pass).
+        /// MILP time limit per solve, seconds, model building included, also SlimCaching's
+        /// Lagrangian bound's (a solve stopped by it decides an instance only where its bound
+        /// or incumbent is a certificate, otherwise the instance is inconclusive, never a
+        /// pass).
         #[arg(long, default_value_t = 20.0, value_parser = flags::positive)]
         time_limit: f64,
         /// Neighbours tried by the worst-case search of each claim (0: none).
@@ -472,12 +473,14 @@ impl Output {
 
 #[derive(Debug, Args)]
 pub(super) struct SolveArgs {
-    /// MILP time limit, seconds, per MILP method, counted from its start (warm start and model
-    /// building included); other methods are not limited. A stopped solve reports status
-    /// time_limit, its incumbent and, when HiGHS has one, its bound (docs/command-line.md: Time limits).
+    /// Time limit, seconds, per MILP method (and SlimCaching's `lagrangian`), counted from its
+    /// start (warm start and model building included); other methods are not limited. A
+    /// stopped solve reports status time_limit, its incumbent and, when it has one, its bound
+    /// (docs/command-line.md: Time limits).
     #[arg(long, value_parser = flags::positive)]
     time_limit: Option<f64>,
-    /// MILP relative gap at which to stop (0 = prove optimality).
+    /// Relative gap at which a MILP method (and SlimCaching's `lagrangian`) stops (0 = prove
+    /// optimality).
     #[arg(long, default_value_t = 0.0, value_parser = flags::non_negative)]
     gap: f64,
     /// Seed of randomised methods.

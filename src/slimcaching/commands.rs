@@ -86,7 +86,7 @@ pub struct MethodReport {
     pub evaluations: Option<u64>,
     /// Optimum of each subproblem P3_n (successive algorithms), seconds.
     pub subproblem_values_s: Option<Vec<f64>>,
-    /// The MILP's status, objective, bound and gap (seconds).
+    /// The exact method's status, objective, bound and gap (seconds).
     pub exact: Option<ExactReport>,
 }
 
@@ -126,20 +126,45 @@ pub struct CompareReport {
     pub moe_opt_version: &'static str,
     /// The instance.
     pub instance: InstanceInfo,
-    /// What ratios are taken against: `{"kind": "optimum" | "bound" | "none", "value": F}`.
+    /// What ratios are taken against: `{"kind": "optimum" | "bound", "value": F, "source":
+    /// method}` or `{"kind": "none"}`.
     pub reference: Reference,
     /// One line per method, in the order run.
     pub methods: Vec<MethodReport>,
 }
 
 impl CompareReport {
+    /// The best feasible F among the methods, its method, and how far below the reference
+    /// bound it is, (bound - F) / bound: what the runs certify about the optimum (F >= (1 -
+    /// gap) OPT).
+    pub fn certified_gap(&self) -> Option<(f64, Method, f64)> {
+        let bound = self.reference.value().filter(|&b| b > 0.0)?;
+        let (best, method) = self
+            .methods
+            .iter()
+            .filter(|m| m.feasible == Some(true))
+            .filter_map(|m| Some((m.objective_s?, m.method)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))?;
+        Some((best, method, (bound - best).max(0.0) / bound))
+    }
+
     /// For humans.
     pub fn text(&self) -> String {
         let reference = match self.reference {
-            Reference::Optimum(v) => format!("proved optimum F* = {:.4} ms", v * 1e3),
-            Reference::Bound(v) => format!(
-                "no proved optimum; ratios are lower bounds against the MILP bound {:.4} ms",
-                v * 1e3
+            Reference::Optimum { value, source } => {
+                format!("proved optimum F* = {:.4} ms ({source})", value * 1e3)
+            }
+            Reference::Bound { value, source } => format!(
+                "no proved optimum; ratios are lower bounds against the best proved bound \
+                 {:.4} ms ({source}){}",
+                value * 1e3,
+                self.certified_gap()
+                    .map_or(String::new(), |(best, method, gap)| format!(
+                        "\n  certified gap: the best F, {:.4} ms ({method}), is within {:.3} % \
+                         of the optimum",
+                        best * 1e3,
+                        gap * 100.0
+                    ))
             ),
             Reference::None => "no optimum or bound (ratios unavailable)".into(),
         };
@@ -148,7 +173,7 @@ impl CompareReport {
             .iter()
             .map(|m| {
                 let ratio = match (m.ratio, self.reference) {
-                    (Some(x), Reference::Bound(_)) => format!(">={x:.4}"),
+                    (Some(x), Reference::Bound { .. }) => format!(">={x:.4}"),
                     (Some(x), _) => format!("{x:.4}"),
                     (None, _) => "-".into(),
                 };
@@ -192,6 +217,7 @@ impl CompareReport {
             ("instance_sha256", self.instance.sha256.clone().into()),
             ("reference_kind", self.reference.kind().into()),
             ("reference_s", self.reference.value().into()),
+            ("reference_source", self.reference.source().into()),
         ];
         let rows = self.methods.iter().map(registry::to_value).collect();
         Table::new(context, rows)
@@ -270,7 +296,8 @@ impl SolveReport {
         );
         if let Some(e) = &m.exact {
             out.push_str(&format!(
-                "  MILP: status {}, objective {} ms, best bound {} ms, gap {}, {:.3} s in HiGHS\n",
+                "  {}: status {}, objective {} ms, best bound {} ms, gap {}, {:.3} s\n",
+                m.method,
                 e.status,
                 ms(e.objective),
                 ms(e.best_bound),
@@ -278,7 +305,7 @@ impl SolveReport {
                 e.solve_time_s
             ));
             if let Some(note) = &e.note {
-                out.push_str(&format!("  MILP: {note}\n"));
+                out.push_str(&format!("  {}: {note}\n", m.method));
             }
         }
         if let (Some(placement), Some(used)) = (&self.placement, &self.storage_used_bytes) {

@@ -208,9 +208,12 @@ impl CompareReport {
             "{}\nreference: {}\n",
             self.layer.name,
             match self.reference {
-                Reference::Optimum(v) => format!("proved optimum {} ms", ms(Some(v))),
-                Reference::Bound(v) =>
-                    format!("no proved optimum; best proved bound {} ms", ms(Some(v))),
+                Reference::Optimum { value, source } =>
+                    format!("proved optimum {} ms ({source})", ms(Some(value))),
+                Reference::Bound { value, source } => format!(
+                    "no proved optimum; best proved bound {} ms ({source})",
+                    ms(Some(value))
+                ),
                 Reference::None => crate::render::reference(Reference::None),
             }
         );

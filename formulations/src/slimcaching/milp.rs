@@ -76,6 +76,11 @@ pub struct ExactSolution {
 
 pub use crate::milp::MAX_MILP_VARIABLES;
 
+/// An instance whose P1 has more variables ([`p1_variables`]) than this is of the paper's size:
+/// there HiGHS does not finish the root LP in minutes, and moe-opt's methods and checks turn to
+/// bounds that do ([`super::lagrangian`]).
+pub const PAPER_SIZED_VARIABLES: u64 = 50_000;
+
 /// An upper bound on the variables of P1 for `model`: the placement binaries (servers x
 /// experts), a cloud variable per expert, and per demand its associated-server, visit and
 /// serve variables (at most 2 + servers x (1 + missing experts)).

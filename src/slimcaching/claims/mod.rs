@@ -48,9 +48,10 @@
 //! On an instance whose P1 MILP has more than [`PAPER_SIZED_VARIABLES`] variables (the paper's
 //! presets; the small-scale families stay far below), the ratio checks first try a one-pass
 //! upper bound (module `bounds`; reference status `relaxation_bound`, lower bound the
-//! algorithm's own value) and fall back on the MILP only when it does not certify a pass. Both
-//! rest on
-//! the evaluator's routing latency G_d being a sum of non-negative costs: the associated
+//! algorithm's own value); when it does not certify a pass, P1's Lagrangian bound
+//! (`formulations::slimcaching::lagrangian`, proved in its module doc; status
+//! `lagrangian_bound`, within the time limit of a solve), used when it decides the claim; the
+//! MILP only when neither does. The one-pass bounds rest on the evaluator's routing latency G_d being a sum of non-negative costs: the associated
 //! server's compute once if it serves an expert, per other server visited its visit once and a
 //! return per expert, the cloud's visit once and a return per expert.
 //!
@@ -343,13 +344,17 @@ pub const EXHAUSTIVE_SET_LIMIT: usize = verification::setfn::EXHAUSTIVE_LIMIT;
 /// Random chains sampled when a ground set is larger than [`EXHAUSTIVE_SET_LIMIT`].
 pub const SAMPLED_CHAINS: u64 = 20_000;
 
-/// An instance whose P1 MILP has more variables than this is of the paper's size: there the
-/// ratio checks try the one-pass bounds of module `bounds` before the MILP (the families at the
-/// small scale stay far below: at most a few thousand variables).
-pub const PAPER_SIZED_VARIABLES: u64 = 50_000;
+/// There the ratio checks try the one-pass bounds of module `bounds` and the Lagrangian bound
+/// before the MILP (the families at the small scale stay far below: at most a few thousand
+/// variables).
+pub use formulations::slimcaching::milp::PAPER_SIZED_VARIABLES;
 
 /// The solver status of a reference that is one of the one-pass bounds of module `bounds`.
 pub const RELAXATION_STATUS: &str = "relaxation_bound";
+
+/// The solver status of a reference that is the Lagrangian bound of P1
+/// (`formulations::slimcaching::lagrangian`).
+pub const LAGRANGIAN_STATUS: &str = "lagrangian_bound";
 
 /// Most relevant experts of one server for which P2_n is solved by enumeration; above, the
 /// MILP is used.

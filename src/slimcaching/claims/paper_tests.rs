@@ -4,7 +4,7 @@
 
 use super::bounds::{p1_relaxation_bound, p2_modular_bound};
 use super::curvature::{check_prop5, check_prop6_multi, check_prop6_multi_repaired, check_thm1};
-use super::references::{check_prop3, p2_reference};
+use super::references::{check_prop3, judge, p1_reference, p2_reference};
 use super::set_functions::{prefix, server_ground, sid, top_k, PlacementFunction};
 use super::tests::assert_consistent;
 use super::*;
@@ -152,6 +152,38 @@ fn one_pass_bounds_are_above_the_exhaustive_optima() {
         }
     }
     assert!(compared >= 36, "{compared}");
+}
+
+#[test]
+fn where_the_one_pass_bound_cannot_decide_the_lagrangian_bound_does() {
+    // Fig. 8(a)'s N = 2 point: a claimed ratio of 0.9 for Alg. 3 is beyond what the one-pass
+    // bound can certify (Alg. 3's value is below 0.9 of it), so P1's reference is the
+    // Lagrangian bound, which must lie above every placement's value (here Alg. 1's and Alg.
+    // 3's) and, to decide, below the one-pass bound.
+    let instance = family_paper(2);
+    let model = LatencyModel::new(&instance);
+    let alg3 = algorithms::successive_maxconv(&model).unwrap().placement;
+    let value = model.objective(&alg3);
+    let greedy = model.objective(&algorithms::greedy(&model).placement);
+    let one_pass = p1_relaxation_bound(&model);
+    assert!(value < 0.9 * one_pass, "{value} vs {one_pass}");
+    let reference = p1_reference(
+        &model,
+        &CheckOptions::default(),
+        Some(&alg3),
+        value,
+        Some(0.9),
+    );
+    assert_eq!(reference.status.as_deref(), Some(LAGRANGIAN_STATUS));
+    assert_eq!(reference.kind, ReferenceKind::Bound);
+    let upper = reference.value.unwrap();
+    assert!(upper >= value.max(greedy) && upper < one_pass, "{upper}");
+    assert_eq!(reference.incumbent, Some(value));
+    let judged = judge(value, &reference, Some(0.9));
+    assert_eq!(
+        (judged.outcome, judged.certificate),
+        (Outcome::Pass, Some(Certificate::Bound))
+    );
 }
 
 #[test]

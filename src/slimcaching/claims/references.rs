@@ -5,6 +5,7 @@
 //! and Alg. 3 = Alg. 2 (two optima compared).
 
 use formulations::milp::MilpStatus;
+use formulations::slimcaching::lagrangian::{lagrangian_bound, LagrangianOptions};
 use formulations::slimcaching::milp::p1_variables;
 use formulations::slimcaching::{
     ExpertId, IncrementalObjective, Instance, LatencyModel, Placement, Scope, ServerId,
@@ -17,8 +18,8 @@ use super::bounds::{p1_relaxation_bound, p2_modular_bound};
 use super::set_functions::{eid, prefix, server_ground, sid, PlacementFunction};
 use super::witnesses::placement_json;
 use super::{
-    compile, compile_top_k, fmt_opt, normalised, P2_ENUMERATION_LIMIT, PAPER_SIZED_VARIABLES,
-    RELAXATION_STATUS, TOLERANCE,
+    compile, compile_top_k, fmt_opt, normalised, LAGRANGIAN_STATUS, P2_ENUMERATION_LIMIT,
+    PAPER_SIZED_VARIABLES, RELAXATION_STATUS, TOLERANCE,
 };
 use crate::claims::{decide, Certificate, Check, CheckOptions, Outcome, ReferenceKind};
 use crate::slimcaching::algorithms;
@@ -157,10 +158,37 @@ fn bound_reference(
     .then_some(reference)
 }
 
+/// P1's Lagrangian bound (within the solves' time limit) as a reference, with `start`'s value
+/// as the lower bound, when it decides `value >= bound * OPT` (pass, vacuous or fail); `None`
+/// when it does not or cannot be computed.
+fn lagrangian_reference(
+    model: &LatencyModel,
+    options: &CheckOptions,
+    start: Option<&Placement>,
+    value: f64,
+    bound: Option<f64>,
+) -> Option<Reference> {
+    let incumbent = start.map(|x| model.objective(x));
+    let settings = LagrangianOptions {
+        solve: options.solve.started_now(),
+        incumbent,
+        ..LagrangianOptions::default()
+    };
+    let upper = lagrangian_bound(model, &settings, |_| {}).ok()?.bound;
+    let reference = Reference {
+        value: Some(upper),
+        kind: ReferenceKind::Bound,
+        status: Some(LAGRANGIAN_STATUS.into()),
+        placement: start.cloned(),
+        incumbent,
+    };
+    (judge(value, &reference, bound).outcome != Outcome::Inconclusive).then_some(reference)
+}
+
 /// OPT of P1 for judging `value >= bound * OPT`: exhaustive search when small enough; on an
 /// instance of the paper's size ([`paper_sized`]) the relaxation bound
-/// [`p1_relaxation_bound`] when it certifies a pass; otherwise the MILP (started from
-/// `start`).
+/// [`p1_relaxation_bound`] when it certifies a pass, else the Lagrangian bound when it decides
+/// the claim ([`lagrangian_reference`]); otherwise the MILP (started from `start`).
 pub(super) fn p1_reference(
     model: &LatencyModel,
     options: &CheckOptions,
@@ -177,7 +205,10 @@ pub(super) fn p1_reference(
             incumbent: Some(value),
         },
         Err(_) => paper_sized(model)
-            .then(|| bound_reference(model, p1_relaxation_bound(model), start, 0.0, value, bound))
+            .then(|| {
+                bound_reference(model, p1_relaxation_bound(model), start, 0.0, value, bound)
+                    .or_else(|| lagrangian_reference(model, options, start, value, bound))
+            })
             .flatten()
             .unwrap_or_else(|| {
                 milp_reference(model, &SlimCachingMilp::p1(model), options, start, 0.0)
