@@ -162,7 +162,8 @@ pub struct ExactReport {
     /// included).
     pub solve_time_s: f64,
     /// Why the incumbent is the MIP start and there is no bound, when the time limit ran out
-    /// before HiGHS had the model or the start (absent otherwise).
+    /// before HiGHS had the model or the start; how a method's own bound search ended
+    /// (SlimCaching's `lagrangian`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }

@@ -141,3 +141,19 @@ fn the_lagrangian_method_brackets_the_milp_optimum_and_names_its_bound() {
         );
     }
 }
+
+#[test]
+fn compare_runs_the_lagrangian_bound_by_default_only_where_the_milp_cannot_prove() {
+    use moe_opt::problem::Problem;
+    use moe_opt::slimcaching::methods::SlimCaching;
+    for (preset, expected) in [(Preset::Small, false), (Preset::Paper, true)] {
+        let instance = generate(&GeneratorConfig::preset(preset), 1);
+        let defaults = SlimCaching::default_methods(&instance);
+        assert_eq!(
+            defaults.contains(&Method::Lagrangian),
+            expected,
+            "{preset:?}"
+        );
+        assert!(defaults.contains(&Method::Milp));
+    }
+}

@@ -212,10 +212,10 @@ fn lagrangian(model: &LatencyModel, options: &RunOptions) -> Result<Solved<SlimC
         Stop::Converged | Stop::Gap | Stop::Iterations => MilpStatus::GapLimit,
     };
     let ended = match out.stop {
-        Stop::Converged => "the bound converged (at the LP relaxation of P1)",
+        Stop::Converged => "the bound converged",
         Stop::Gap => "the bound came within --gap of the placement",
-        Stop::TimeLimit => "--time-limit",
-        Stop::Iterations => "the most evaluations",
+        Stop::TimeLimit => "--time-limit ran out",
+        Stop::Iterations => "it made the most evaluations allowed",
     };
     let exact = ExactReport {
         status,
@@ -227,7 +227,7 @@ fn lagrangian(model: &LatencyModel, options: &RunOptions) -> Result<Solved<SlimC
             .started
             .map_or(0.0, |t| t.elapsed().as_secs_f64()),
         note: Some(format!(
-            "Lagrangian bound after {} evaluations; stopped by {ended}",
+            "Lagrangian bound after {} evaluations, stopped because {ended}",
             out.iterations
         )),
     };
