@@ -768,7 +768,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             out!("{}", verify_text(&rows, &out));
             let violated = rows
                 .iter()
-                .filter(|r| r.kind == ClaimKind::Stated && r.verdict == Verdict::Violated)
+                .filter(|r| r.kind == Some(ClaimKind::Stated) && r.verdict == Verdict::Violated)
                 .map(|r| r.id.as_str());
             fail_on_violated(fail_on, violated)
         }

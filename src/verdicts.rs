@@ -20,18 +20,10 @@ pub struct Run {
     pub rows: Vec<ClaimRow>,
 }
 
-/// The rows of a `verify` run's claims.csv.
+/// The rows of a `verify` run's claims.csv, read as the report page reads them (the same
+/// defaults for columns an older run lacks, the same refusals naming line and column).
 pub fn read_claims(path: &Path) -> Result<Vec<ClaimRow>, formulations::Error> {
-    let refuse = |e: csv::Error| formulations::Error::Invalid {
-        path: path.to_path_buf(),
-        field: "claims.csv".into(),
-        reason: e.to_string(),
-    };
-    let mut reader = csv::Reader::from_path(path).map_err(refuse)?;
-    reader
-        .deserialize()
-        .collect::<Result<Vec<ClaimRow>, _>>()
-        .map_err(refuse)
+    crate::results_page::read_claims(path)
 }
 
 /// The command that makes a run (seed 0 and the scale's defaults).
@@ -73,10 +65,7 @@ fn table(run: &Run) -> String {
     ]);
     let mut text = format!("| {} |\n|{}\n", head.join(" | "), "---|".repeat(head.len()));
     for r in &run.rows {
-        let mut cells = vec![
-            format!("`{}`", r.id),
-            format!("{}, {}", r.kind.as_str(), r.quantifier.as_str()),
-        ];
+        let mut cells = vec![format!("`{}`", r.id), r.kind_text()];
         if paper_scale {
             cells.push(cell(&family_name(r)));
         }
@@ -87,12 +76,7 @@ fn table(run: &Run) -> String {
                 r.checked, r.vacuous, r.not_applicable, r.inconclusive
             ),
             cell(&r.worst_text()),
-            format!(
-                "{} / {} / {}",
-                r.verdict_regime.as_str(),
-                r.verdict_model.as_str(),
-                r.verdict_extension.as_str()
-            ),
+            r.tiers_text(),
         ]);
         text.push_str(&format!("| {} |\n", cells.join(" | ")));
     }

@@ -227,7 +227,14 @@ pub struct VerifyOptions {
     pub scale: Scale,
 }
 
-/// The verdict of one claim over a run.
+/// The verdict of one claim over a run: a line of claims.csv, which `verify` writes and the
+/// report page and the verdict page read back (this struct is the file's one schema).
+///
+/// The columns up to `note` are in every claims.csv; those after it were added over time, so
+/// a folder written before one lacks it and each has a serde default. Counts read 0 and text
+/// empty, as before the column nothing was counted or said; the enums read `None`, since none
+/// of their values means "not recorded"; `scale` reads `small`, the one scale before
+/// `--scale`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClaimRow {
     /// Claim id.
@@ -256,91 +263,161 @@ pub struct ClaimRow {
     pub by_incumbent: usize,
     /// Lowest margin ([`Check::margin`]) over the claim's instances, generated and searched:
     /// < 0 when violated (how badly), otherwise how close the claim came to failing.
+    #[serde(deserialize_with = "required")]
     pub worst_margin: Option<f64>,
     /// The ratio of the checked instance closest to failing (lowest margin), whichever way
     /// the claim's inequality points (Prism's and ZipMoE's ratios are costs over the optimum,
     /// SlimCaching's gains over it); the lowest ratio for claims without margins.
+    #[serde(deserialize_with = "required")]
     pub worst_ratio: Option<f64>,
     /// The bound on that instance.
+    #[serde(deserialize_with = "required")]
     pub bound_at_worst: Option<f64>,
     /// Lowest ratio among checked instances.
+    #[serde(deserialize_with = "required")]
     pub ratio_min: Option<f64>,
     /// Highest ratio among checked instances.
+    #[serde(deserialize_with = "required")]
     pub ratio_max: Option<f64>,
     /// 5 % quantile (nearest rank) of the checked instances' ratios.
+    #[serde(deserialize_with = "required")]
     pub ratio_p05: Option<f64>,
     /// Median of the checked instances' ratios.
+    #[serde(deserialize_with = "required")]
     pub ratio_median: Option<f64>,
     /// The claimed bound in words.
     pub bound: String,
     /// Smallest and largest measured value of the checked instances (e.g. a curvature), for
     /// claims about a quantity rather than a ratio.
+    #[serde(deserialize_with = "required")]
     pub measured_min: Option<f64>,
     /// See `measured_min`.
+    #[serde(deserialize_with = "required")]
     pub measured_max: Option<f64>,
     /// Saved smallest counterexample, relative to the output folder.
+    #[serde(deserialize_with = "required")]
     pub counterexample: Option<String>,
     /// Why inconclusive, or the counterexample's note.
     pub note: String,
     /// Stated, inferred, sanity or measurement (the claims.csv columns after `note`: added
     /// last, so readers of the older columns read on).
-    pub kind: ClaimKind,
+    #[serde(default)]
+    pub kind: Option<ClaimKind>,
     /// Universal or existential.
-    pub quantifier: Quantifier,
+    #[serde(default)]
+    pub quantifier: Option<Quantifier>,
     /// Instances that miss the claim by less than its numeric tolerance ([`Outcome::Boundary`]):
     /// neither passes nor fails, counted among `inconclusive`.
+    #[serde(default)]
     pub boundary: usize,
     /// The tier the run judged in (`--tier`): `verdict` and the counts above are over the
     /// instances inside it.
-    pub tier: Tier,
+    #[serde(default)]
+    pub tier: Option<Tier>,
     /// The verdict over the instances inside the evaluation's ranges.
-    pub verdict_regime: Verdict,
+    #[serde(default)]
+    pub verdict_regime: Option<Verdict>,
     /// The verdict over the instances inside the paper's model (the headline's by default).
-    pub verdict_model: Verdict,
+    #[serde(default)]
+    pub verdict_model: Option<Verdict>,
     /// The verdict over every instance, extensions of the model included.
-    pub verdict_extension: Verdict,
+    #[serde(default)]
+    pub verdict_extension: Option<Verdict>,
     /// Instances in the tier `regime`.
+    #[serde(default)]
     pub instances_regime: usize,
     /// Instances in the tier `model` (inside the model, outside the ranges).
+    #[serde(default)]
     pub instances_model: usize,
     /// Instances in the tier `extension`.
+    #[serde(default)]
     pub instances_extension: usize,
     /// The saved counterexample's tier.
+    #[serde(default)]
     pub counterexample_tier: Option<Tier>,
     /// The premises the saved counterexample breaks, `; `-separated.
+    #[serde(default)]
     pub counterexample_broken: String,
     /// A repaired claim: the id of the stated claim it corrects.
+    #[serde(default)]
     pub repairs: Option<String>,
     /// A stated claim: the repaired claim registered beside it, when the run checked it.
+    #[serde(default)]
     pub repaired_by: Option<String>,
     /// That repaired claim's verdict in this run.
+    #[serde(default)]
     pub repaired_verdict: Option<Verdict>,
     /// The instances' scale (`--scale`).
+    #[serde(default)]
     pub scale: Scale,
     /// The family checked at that scale, in words (at `paper`: why none, when the claim has
     /// none there).
+    #[serde(default)]
     pub family: String,
     /// Instances that hold only because the claimed bound is trivial there
     /// ([`Outcome::Vacuous`]): counted apart from `checked`, they are no evidence.
+    #[serde(default)]
     pub vacuous: usize,
     /// Instances outside the claim's own premise ([`Outcome::NotApplicable`]).
+    #[serde(default)]
     pub not_applicable: usize,
     /// Checked instances whose ratio to OPT is only an interval ([`Check::ratio_interval`]: OPT
     /// bracketed, not proved).
+    #[serde(default)]
     pub bracketed: usize,
     /// The least ratio to OPT a checked instance allows: a proved ratio, or the low end of a
     /// bracketed one's interval.
+    #[serde(default)]
     pub ratio_low: Option<f64>,
     /// The greatest: a proved ratio, or the high end of an interval.
+    #[serde(default)]
     pub ratio_high: Option<f64>,
     /// The worst instance's ratio interval when its OPT is only bracketed (`worst_ratio` is
     /// then one end of it).
+    #[serde(default)]
     pub worst_ratio_low: Option<f64>,
     /// See `worst_ratio_low`.
+    #[serde(default)]
     pub worst_ratio_high: Option<f64>,
 }
 
+/// An `Option` column every claims.csv has (an empty cell is `None`): serde reads an absent
+/// `Option` field as `None` unless a function reads it, and a file without the column is not a
+/// `verify` output of any version.
+fn required<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    Option::deserialize(d)
+}
+
 impl ClaimRow {
+    /// `kind, quantifier` as the tables print them (`stated, universal`), of what the row
+    /// records.
+    pub fn kind_text(&self) -> String {
+        let kind = self.kind.map(ClaimKind::as_str);
+        let quantifier = self.quantifier.map(Quantifier::as_str);
+        [kind, quantifier]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The verdicts in the tiers regime / model / extension (`holds / holds / violated`);
+    /// empty when the row lacks them.
+    pub fn tiers_text(&self) -> String {
+        match (
+            self.verdict_regime,
+            self.verdict_model,
+            self.verdict_extension,
+        ) {
+            (Some(r), Some(m), Some(e)) => {
+                format!("{} / {} / {}", r.as_str(), m.as_str(), e.as_str())
+            }
+            _ => String::new(),
+        }
+    }
+
     /// The verdict with the counts behind it, as the tables print it: `holds on 6 (14
     /// vacuous)`, `violated on 15 of 20`, `not applicable: premise fails on every instance`.
     pub fn verdict_text(&self) -> String {

@@ -146,7 +146,7 @@ fn the_verdict_page_is_the_committed_runs() {
                     dir.display(),
                     info.id
                 );
-                assert_eq!(row.kind, info.kind, "{}", info.id);
+                assert_eq!(row.kind, Some(info.kind), "{}", info.id);
             }
             runs.push(Run {
                 paper: paper.to_string(),

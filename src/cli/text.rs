@@ -203,23 +203,15 @@ pub(super) fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
     ] {
         let table_rows: Vec<Vec<String>> = rows
             .iter()
-            .filter(|r| kinds.contains(&r.kind))
+            .filter(|r| r.kind.is_some_and(|k| kinds.contains(&k)))
             .map(|r| {
-                let verdict = r.verdict_cell();
-                let worst = r.worst_text();
-                let tiers = format!(
-                    "{} / {} / {}",
-                    r.verdict_regime.as_str(),
-                    r.verdict_model.as_str(),
-                    r.verdict_extension.as_str()
-                );
                 vec![
                     r.id.clone(),
-                    format!("{}, {}", r.kind.as_str(), r.quantifier.as_str()),
-                    verdict,
+                    r.kind_text(),
+                    r.verdict_cell(),
                     r.inconclusive.to_string(),
-                    worst,
-                    tiers,
+                    r.worst_text(),
+                    r.tiers_text(),
                 ]
             })
             .collect();
@@ -241,11 +233,12 @@ pub(super) fn verify_text(rows: &[ClaimRow], out: &Path) -> String {
         ));
     }
     if let Some(r) = rows.first() {
-        text.push_str(&format!(
-            "verdicts and counts over the instances inside the tier {}; the last column is each \
-             tier's verdict (claims.csv: instances per tier)\n",
-            r.tier
-        ));
+        if let Some(tier) = r.tier {
+            text.push_str(&format!(
+                "verdicts and counts over the instances inside the tier {tier}; the last column \
+                 is each tier's verdict (claims.csv: instances per tier)\n"
+            ));
+        }
         if r.scale == Scale::Paper {
             text.push_str(
                 "at the papers' scale: [what certified the decided instances: a proved optimum, \

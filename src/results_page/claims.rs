@@ -16,14 +16,12 @@ use formulations::Error;
 use super::figure::{self, drawable, Chart, Key, Mark, Shape};
 use super::table::Table;
 use super::{escape, number, Page};
-use crate::claims::Verdict;
-use crate::verify::RunSettings;
+use crate::claims::{ClaimKind, Verdict};
+use crate::verify::{ClaimRow, RunSettings};
 
 /// Most instances of a claim drawn one by one; more make a histogram.
 pub const MAX_STRIP: usize = 1000;
 
-/// The kinds of claims.csv's `kind` column (absent from folders written before it).
-const KINDS: [&str; 5] = ["stated", "repaired", "inferred", "sanity", "measurement"];
 const OUTCOMES: [&str; 7] = [
     "pass",
     "fail",
@@ -35,37 +33,6 @@ const OUTCOMES: [&str; 7] = [
 ];
 const SOURCES: [&str; 2] = ["generated", "searched"];
 
-/// A line of claims.csv.
-struct Claim {
-    id: String,
-    paper: String,
-    place: String,
-    verdict: &'static str,
-    /// Stated, repaired, inferred, sanity or measurement; empty in folders written before the
-    /// column.
-    kind: &'static str,
-    /// The verdicts in the tiers regime / model / extension; empty before tiers.
-    tiers: String,
-    /// checked, failed, inconclusive, by_optimum, by_bound, by_incumbent.
-    counts: [u64; 6],
-    /// vacuous, not applicable, bracketed (0 in folders written before the columns).
-    apart: [u64; 3],
-    /// The hull of the checked instances' ratio intervals (absent before the columns).
-    ratio_hull: (Option<f64>, Option<f64>),
-    /// The worst instance's ratio interval, where its OPT is only bracketed.
-    worst_interval: (Option<f64>, Option<f64>),
-    worst_margin: Option<f64>,
-    worst_ratio: Option<f64>,
-    bound_at_worst: Option<f64>,
-    ratio_range: (Option<f64>, Option<f64>),
-    ratio_p05: Option<f64>,
-    ratio_median: Option<f64>,
-    bound: String,
-    measured: (Option<f64>, Option<f64>),
-    counterexample: String,
-    note: String,
-}
-
 /// The ratio of one instance of a claim (a line of instances.csv with a ratio).
 struct Ratio {
     source: &'static str,
@@ -76,105 +43,22 @@ struct Ratio {
     interval: Option<(f64, f64)>,
 }
 
-/// The verdicts `verify` writes: a claims.csv with another is refused.
-fn verdicts() -> [&'static str; 9] {
-    Verdict::ALL.map(Verdict::as_str)
-}
-
-fn read_claims(path: &Path) -> Result<Vec<Claim>, Error> {
+/// The rows of a `verify` run's claims.csv, by [`ClaimRow`]'s schema (a folder written before
+/// some of its columns reads their defaults); a bad cell, a missing column or an empty or
+/// repeated claim id is refused naming the file, the line and the column.
+pub(crate) fn read_claims(path: &Path) -> Result<Vec<ClaimRow>, Error> {
     let t = Table::read(path)?;
-    let col = |name: &str| t.column(name);
-    let counts = [
-        "checked",
-        "failed",
-        "inconclusive",
-        "by_optimum",
-        "by_bound",
-        "by_incumbent",
-    ]
-    .map(col);
-    let counts: Vec<usize> = counts.into_iter().collect::<Result<_, _>>()?;
-    let (id, paper, place, verdict) = (col("id")?, col("paper")?, col("place")?, col("verdict")?);
-    let numbers = [
-        "worst_margin",
-        "worst_ratio",
-        "bound_at_worst",
-        "ratio_min",
-        "ratio_max",
-        "ratio_p05",
-        "ratio_median",
-        "measured_min",
-        "measured_max",
-    ]
-    .map(col);
-    let numbers: Vec<usize> = numbers.into_iter().collect::<Result<_, _>>()?;
-    let (bound, counterexample, note) = (col("bound")?, col("counterexample")?, col("note")?);
-    let kind = t.column("kind").ok();
-    let apart = ["vacuous", "not_applicable", "bracketed"].map(|c| t.column(c).ok());
-    let hull = [
-        "ratio_low",
-        "ratio_high",
-        "worst_ratio_low",
-        "worst_ratio_high",
-    ]
-    .map(|c| t.column(c).ok());
-    let tiers = ["verdict_regime", "verdict_model", "verdict_extension"].map(|c| t.column(c).ok());
-    let mut claims: Vec<Claim> = Vec::with_capacity(t.len());
-    for r in 0..t.len() {
-        let n = |k: usize| t.number(r, numbers[k]);
-        let mut c = [0u64; 6];
-        for (slot, &column) in c.iter_mut().zip(&counts) {
-            *slot = t.required_count(r, column)?;
+    let claims: Vec<ClaimRow> = t.deserialize()?;
+    for (r, c) in claims.iter().enumerate() {
+        if c.id.is_empty() || claims[..r].iter().any(|earlier| earlier.id == c.id) {
+            return Err(t.refuse(r, t.column("id")?, "empty or repeated claim id"));
         }
-        let mut a = [0u64; 3];
-        for (slot, column) in a.iter_mut().zip(apart) {
-            if let Some(column) = column {
-                *slot = t.required_count(r, column)?;
-            }
-        }
-        let hull_at = |k: usize| hull[k].map_or(Ok(None), |c| t.number(r, c));
-        let claim = Claim {
-            apart: a,
-            ratio_hull: (hull_at(0)?, hull_at(1)?),
-            worst_interval: (hull_at(2)?, hull_at(3)?),
-            id: t.text(r, id).to_string(),
-            paper: t.text(r, paper).to_string(),
-            place: t.text(r, place).to_string(),
-            verdict: t.one_of(r, verdict, &verdicts())?,
-            kind: match kind {
-                Some(k) => t.one_of(r, k, &KINDS)?,
-                None => "",
-            },
-            tiers: match tiers {
-                [Some(a), Some(b), Some(c)] => [a, b, c]
-                    .iter()
-                    .map(|&col| t.one_of(r, col, &verdicts()))
-                    .collect::<Result<Vec<_>, _>>()?
-                    .join(" / "),
-                _ => String::new(),
-            },
-            counts: c,
-            worst_margin: n(0)?,
-            worst_ratio: n(1)?,
-            bound_at_worst: n(2)?,
-            ratio_range: (n(3)?, n(4)?),
-            ratio_p05: n(5)?,
-            ratio_median: n(6)?,
-            measured: (n(7)?, n(8)?),
-            bound: t.text(r, bound).to_string(),
-            counterexample: t.text(r, counterexample).to_string(),
-            note: t.text(r, note).to_string(),
-        };
-        if claim.id.is_empty() || claims.iter().any(|c| c.id == claim.id) {
-            return Err(t.refuse(r, id, "empty or repeated claim id"));
-        }
-        claims.push(claim);
     }
     Ok(claims)
 }
 
 /// The ratios of instances.csv per claim id; every row's claim must be in `claims`.
-fn read_ratios(path: &Path, claims: &[Claim]) -> Result<BTreeMap<String, Vec<Ratio>>, Error> {
+fn read_ratios(path: &Path, claims: &[ClaimRow]) -> Result<BTreeMap<String, Vec<Ratio>>, Error> {
     let t = Table::read(path)?;
     let (claim, source, outcome, ratio, bound) = (
         t.column("claim")?,
@@ -229,11 +113,11 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
             s.time_limit_s.map_or("none".into(), |t| format!("{t}"))
         ));
     }
-    let tally: Vec<String> = verdicts()
+    let tally: Vec<String> = Verdict::ALL
         .iter()
         .map(|v| (v, claims.iter().filter(|c| c.verdict == *v).count()))
         .filter(|(_, n)| *n > 0)
-        .map(|(v, n)| format!("{n} {v}"))
+        .map(|(v, n)| format!("{n} {}", v.as_str()))
         .collect();
     page.paragraph(&format!(
         "{} claims: {}. Only the stated ones are the papers' own; inferred claims, sanity \
@@ -249,22 +133,20 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let [checked, failed, inconclusive, by_optimum, by_bound, by_incumbent] = c.counts;
-            let [vacuous, not_applicable, _] = c.apart;
-            let worst = match c.worst_interval {
+            let worst = match (c.worst_ratio_low, c.worst_ratio_high) {
                 (Some(lo), Some(hi)) => format!("in [{}, {}]", number(Some(lo)), number(Some(hi))),
                 _ => number(c.worst_ratio),
             };
             vec![
                 format!("<a href=\"#claim-{i}\">{}</a>", escape(&c.id)),
-                c.kind.to_string(),
+                c.kind.map_or("", ClaimKind::as_str).to_string(),
                 verdict_badge(c.verdict),
-                escape(&c.tiers),
-                checked.to_string(),
-                failed.to_string(),
-                format!("{vacuous} / {not_applicable}"),
-                inconclusive.to_string(),
-                format!("{by_optimum} / {by_bound} / {by_incumbent}"),
+                escape(&c.tiers_text()),
+                c.checked.to_string(),
+                c.failed.to_string(),
+                format!("{} / {}", c.vacuous, c.not_applicable),
+                c.inconclusive.to_string(),
+                format!("{} / {} / {}", c.by_optimum, c.by_bound, c.by_incumbent),
                 number(c.worst_margin),
                 match c.bound_at_worst {
                     Some(b) if worst != "-" => format!("{worst} ({})", number(Some(b))),
@@ -302,19 +184,27 @@ pub(super) fn section(dir: &Path, page: &mut Page) -> Result<(), Error> {
     Ok(())
 }
 
-fn claim_section(dir: &Path, page: &mut Page, i: usize, c: &Claim, ratios: &[Ratio]) {
+fn claim_section(dir: &Path, page: &mut Page, i: usize, c: &ClaimRow, ratios: &[Ratio]) {
     page.raw(&format!(
         "<section id=\"claim-{i}\">\n<h3>{} {}</h3>\n",
         escape(&c.id),
         verdict_badge(c.verdict)
     ));
-    let [checked, failed, inconclusive, by_optimum, by_bound, by_incumbent] = c.counts;
-    let kind = if c.kind.is_empty() {
-        String::new()
-    } else {
-        format!(", {}", c.kind)
-    };
-    let [vacuous, not_applicable, bracketed] = c.apart;
+    let ClaimRow {
+        checked,
+        failed,
+        inconclusive,
+        by_optimum,
+        by_bound,
+        by_incumbent,
+        vacuous,
+        not_applicable,
+        bracketed,
+        ..
+    } = *c;
+    let kind = c
+        .kind
+        .map_or(String::new(), |k| format!(", {}", k.as_str()));
     let mut text = format!(
         "{} ({}{kind}). Bound: {}.<br>Checked {checked} (failed {failed}), vacuous {vacuous} \
          (the bound trivial there: no evidence), not applicable {not_applicable} (outside the \
@@ -329,13 +219,13 @@ fn claim_section(dir: &Path, page: &mut Page, i: usize, c: &Claim, ratios: &[Rat
     }
     if bracketed > 0 {
         // OPT only bracketed on some instances: their ratios are intervals, not numbers.
-        if let Some(r) = range(c.ratio_hull) {
+        if let Some(r) = range((c.ratio_low, c.ratio_high)) {
             text.push_str(&format!(
                 " Ratios to OPT within {r} ({bracketed} of {checked} only bracketed: OPT \
                  lies between a bound and a feasible solution's value)."
             ));
         }
-    } else if let Some(r) = range(c.ratio_range) {
+    } else if let Some(r) = range((c.ratio_min, c.ratio_max)) {
         text.push_str(&format!(" Ratios {r}"));
         if let (Some(p), Some(m)) = (c.ratio_p05, c.ratio_median) {
             let (p, m) = (number(Some(p)), number(Some(m)));
@@ -343,7 +233,7 @@ fn claim_section(dir: &Path, page: &mut Page, i: usize, c: &Claim, ratios: &[Rat
         }
         text.push('.');
     }
-    if let Some(m) = range(c.measured) {
+    if let Some(m) = range((c.measured_min, c.measured_max)) {
         text.push_str(&format!(" Measured {m}."));
     }
     page.paragraph(&text);
@@ -351,8 +241,8 @@ fn claim_section(dir: &Path, page: &mut Page, i: usize, c: &Claim, ratios: &[Rat
         let (chart, caption) = ratio_chart(ratios);
         page.figure(&figure::svg(&chart), &caption);
     }
-    if !c.counterexample.is_empty() {
-        let file = dir.join(&c.counterexample);
+    if let Some(counterexample) = &c.counterexample {
+        let file = dir.join(counterexample);
         page.paragraph(&format!(
             "Counterexample <code>{}</code>{}: {}",
             escape(&file.display().to_string()),
@@ -530,7 +420,8 @@ fn ratio_chart(ratios: &[Ratio]) -> (Chart, String) {
 
 /// The verdict in a coloured badge; its class is the verdict with `-` for spaces
 /// (`not-witnessed`).
-fn verdict_badge(verdict: &str) -> String {
+fn verdict_badge(verdict: Verdict) -> String {
+    let verdict = verdict.as_str();
     let class = verdict.replace(' ', "-");
     format!("<span class=\"verdict {class}\">{verdict}</span>")
 }
@@ -538,4 +429,60 @@ fn verdict_badge(verdict: &str) -> String {
 /// `lo .. hi`, when both are there.
 fn range((lo, hi): (Option<f64>, Option<f64>)) -> Option<String> {
     Some(format!("{} .. {}", number(Some(lo?)), number(Some(hi?))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A claims.csv of the first `report` (the columns up to `note`) reads with the later
+    /// columns' defaults; a bad enum cell, a missing original column and a repeated id are
+    /// refused naming the line and the column.
+    #[test]
+    fn an_older_claims_csv_reads_and_bad_cells_are_named() {
+        let dir = std::env::temp_dir().join(format!("moe-opt-claims-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("claims.csv");
+        let header = "id,paper,place,verdict,checked,failed,inconclusive,by_optimum,by_bound,\
+                      by_incumbent,worst_margin,worst_ratio,bound_at_worst,ratio_min,ratio_max,\
+                      ratio_p05,ratio_median,bound,measured_min,measured_max,counterexample,note";
+        let row = "a,p.txt,Thm. 1,holds,3,0,0,3,0,0,0.5,0.9,0.6,0.9,1,0.9,0.95,>= 0.6,,,,";
+        let read = |text: String| {
+            std::fs::write(&path, text).unwrap();
+            read_claims(&path)
+        };
+        let rows = read(format!("{header}\n{row}\n")).unwrap();
+        let c = &rows[0];
+        assert_eq!(
+            (c.verdict, c.checked, c.worst_ratio),
+            (Verdict::Holds, 3, Some(0.9))
+        );
+        assert_eq!(
+            (c.kind, c.tiers_text(), c.vacuous, c.ratio_low),
+            (None, String::new(), 0, None)
+        );
+        assert_eq!(c.counterexample, None);
+
+        let refused = |text: String| read(text).unwrap_err().to_string();
+        let err = refused(format!("{header},kind\n{row},stated\n{row},told\n"));
+        assert!(
+            err.contains("line 3: kind") && err.contains("\"told\""),
+            "{err}"
+        );
+        let err = refused(format!(
+            "{}\n{}\n",
+            header.replace(",worst_ratio,", ","),
+            row.replace(",0.9,0.6,", ",0.6,")
+        ));
+        assert!(
+            err.contains("line 1") && err.contains("`worst_ratio`"),
+            "{err}"
+        );
+        let err = refused(format!("{header}\n{row}\n{row}\n"));
+        assert!(
+            err.contains("line 3: id") && err.contains("repeated"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

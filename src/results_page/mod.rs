@@ -35,6 +35,8 @@ mod redundancy;
 mod sweep;
 mod table;
 
+pub(crate) use claims::read_claims;
+
 use std::path::{Path, PathBuf};
 
 use formulations::Error;

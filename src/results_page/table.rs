@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use csv::{DeserializeErrorKind, StringRecord};
 use formulations::Error;
+use serde::de::DeserializeOwned;
 
 /// A CSV file's header and rows (all rows as long as the header).
 #[derive(Debug)]
@@ -68,12 +70,77 @@ impl Table {
         self.rows[row].get(column).unwrap_or_default()
     }
 
-    /// Where a cell is, for errors: `line N: COLUMN` (N counts the header as line 1).
-    fn at(&self, row: usize, column: usize) -> String {
+    /// Every row as a `T`, its fields named by the header (serde; integers are counts). A cell
+    /// that does not parse is refused naming its line and column; a header without a column
+    /// `T` needs, naming the column.
+    pub fn deserialize<T: DeserializeOwned>(&self) -> Result<Vec<T>, Error> {
+        let header = StringRecord::from(self.header.clone());
+        (self.rows.iter().enumerate())
+            .map(|(r, row)| {
+                row.deserialize(Some(&header))
+                    .map_err(|e| self.deserialize_error::<T>(r, &header, e))
+            })
+            .collect()
+    }
+
+    /// The refusal of row `row` as a `T`. A parse error names its field; serde's own (an
+    /// unknown enum variant, a missing field) name none, so a bad cell is found as the first
+    /// cell whose prefix of the row gives the same error.
+    fn deserialize_error<T: DeserializeOwned>(
+        &self,
+        row: usize,
+        header: &StringRecord,
+        e: csv::Error,
+    ) -> Error {
+        let csv::ErrorKind::Deserialize { err, .. } = e.kind() else {
+            return Error::invalid(&self.path, self.line(row), e.to_string());
+        };
+        if let DeserializeErrorKind::Message(m) = err.kind() {
+            // serde's wording, "missing field `NAME`".
+            if let Some(name) = m.strip_prefix("missing field ") {
+                return self.refuse_header(&format!("no column {name} in the header"));
+            }
+        }
+        let prefix =
+            |record: &StringRecord, k: usize| -> StringRecord { record.iter().take(k).collect() };
+        let same = |k: usize| {
+            let (cells, names) = (prefix(&self.rows[row], k), prefix(header, k));
+            cells.deserialize::<T>(Some(&names)).err().is_some_and(|e| {
+                matches!(e.kind(), csv::ErrorKind::Deserialize { err: other, .. } if other == err)
+            })
+        };
+        let column = (err.field().map(|f| f as usize))
+            .or_else(|| (1..=header.len()).find(|&k| same(k)).map(|k| k - 1))
+            .filter(|&c| c < self.header.len());
+        let Some(column) = column else {
+            return Error::invalid(&self.path, self.line(row), err.to_string());
+        };
+        let cell = self.text(row, column);
+        let reason = match err.kind() {
+            DeserializeErrorKind::ParseInt(_) if cell.is_empty() => {
+                "empty (a count is needed)".to_string()
+            }
+            DeserializeErrorKind::ParseInt(_) => {
+                format!("{cell:?} is not a count (an integer >= 0)")
+            }
+            DeserializeErrorKind::ParseFloat(_) => format!("{cell:?} is not a number"),
+            DeserializeErrorKind::ParseBool(_) => format!("{cell:?} is not true or false"),
+            other => format!("{cell:?} is refused: {other}"),
+        };
+        self.refuse(row, column, &reason)
+    }
+
+    /// `line N` of a row (N counts the header as line 1).
+    fn line(&self, row: usize) -> String {
         let line = self.rows[row]
             .position()
             .map_or(row as u64 + 2, |p| p.line());
-        format!("line {line}: {}", self.header[column])
+        format!("line {line}")
+    }
+
+    /// Where a cell is, for errors: `line N: COLUMN`.
+    fn at(&self, row: usize, column: usize) -> String {
+        format!("{}: {}", self.line(row), self.header[column])
     }
 
     /// A cell that must hold text from a list.
