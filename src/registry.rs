@@ -236,6 +236,35 @@ impl ImportArgs {
             None => Ok(C::default()),
         }
     }
+
+    /// `import` for a problem whose importer reads an activation-count file with its
+    /// configuration alone (SlimCaching's override flags refused): `--seed` overrides the
+    /// configuration's seed ([`CountsConfig::seed_mut`]), and the importer's errors are named by
+    /// [`ImportArgs::name_source`]. One path for the problems that import counts alike; the
+    /// instance is made without a summary line.
+    pub fn import_counts<C: CountsConfig, I: Serialize>(
+        &self,
+        tag: &str,
+        import: impl FnOnce(&Path, &crate::counts::Header, &C) -> Result<I, Error>,
+    ) -> Result<Made, Error> {
+        let (counts, header) = self.counts(tag)?;
+        self.no_overrides()?;
+        let mut config: C = self.config()?;
+        if let (Some(seed), Some(given)) = (config.seed_mut(), self.seed) {
+            *seed = given;
+        }
+        let instance = import(counts, &header, &config).map_err(|e| self.name_source(e))?;
+        Ok(Made::new(&instance, String::new()))
+    }
+}
+
+/// The configuration of an activation-count import (the `--config` file, else the default), as
+/// [`ImportArgs::import_counts`] reads it.
+pub trait CountsConfig: DeserializeOwned + Default {
+    /// The seed `--seed` overrides; `None` (the default) where the importer draws nothing.
+    fn seed_mut(&mut self) -> Option<&mut u64> {
+        None
+    }
 }
 
 /// A method's name and what it is, for help and lists.
@@ -555,9 +584,7 @@ impl Line {
             self.method.to_string(),
             num(self.objective),
             num(self.ratio),
-            self.exact
-                .as_ref()
-                .map_or("-".into(), crate::render::status),
+            crate::render::status_cell(self.exact.as_ref()),
             format!("{:.3}", self.runtime_s),
             self.note.clone().unwrap_or_default(),
         ]
