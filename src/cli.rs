@@ -344,10 +344,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             let made = registry
                 .find(&problem)?
                 .import(&args)
-                .map_err(|e| match &args.config {
-                    Some(c) => e.with_file(c),
-                    None => e,
-                })?;
+                .map_err(|e| e.with_file_if(args.config.as_deref()))?;
             write_made(&output, &made)
         }
         Command::Solve {

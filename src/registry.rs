@@ -223,10 +223,7 @@ impl ImportArgs {
                 return Error::command_line(*flag, reason.clone());
             }
         }
-        match &self.config {
-            Some(file) => e.with_file(file),
-            None => e,
-        }
+        e.with_file_if(self.config.as_deref())
     }
 
     /// The import configuration: the file's, or the default.
@@ -828,10 +825,7 @@ impl<P: Generator> GeneratorEntry for GeneratorOf<P> {
         seed: u64,
     ) -> Result<Made, Error> {
         let config = generator_config(preset, P::DEFAULT_PRESET, file, P::preset_config)?;
-        let instance = P::generate_instance(&config, seed).map_err(|e| match file {
-            Some(f) => e.with_file(f),
-            None => e,
-        })?;
+        let instance = P::generate_instance(&config, seed).map_err(|e| e.with_file_if(file))?;
         Ok(Made::new(&instance, P::summary(&instance)))
     }
 }
