@@ -344,10 +344,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             let made = registry
                 .find(&problem)?
                 .import(&args)
-                .map_err(|e| match &args.config {
-                    Some(c) => e.with_file(c),
-                    None => e,
-                })?;
+                .map_err(|e| e.with_file_if(args.config.as_deref()))?;
             write_made(&output, &made)
         }
         Command::Solve {
@@ -488,40 +485,11 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
         }
         Command::Migrate {
             file,
-            windows,
-            drift_at,
-            drift_server,
-            drift_to,
-            mix,
-            tokens_per_window,
-            remote_invocation_s,
-            stats,
-            no_charge_removals,
-            default_io_bps,
-            method,
+            migration,
             options,
             output,
         } => {
-            let config = crate::prism::commands::MigrateConfig {
-                windows,
-                drift_at,
-                drift_server,
-                drift_to,
-                mix,
-                tokens_per_window,
-                remote_invocation_s,
-                stats: serde_json::from_value(serde_json::Value::from(stats.clone())).map_err(
-                    |_| {
-                        CliError::flag(
-                            "--stats",
-                            format!("must be since-last-change or last-window, got {stats:?}"),
-                        )
-                    },
-                )?,
-                charge_removals: !no_charge_removals,
-                default_io_bps: Some(default_io_bps),
-                method: method.parse().map_err(|e| CliError::flag("--method", e))?,
-            };
+            let config = migration.config()?;
             let report = crate::prism::commands::migrate(&file, &config, &options.run_options())?;
             let table = problems::migrate_table(&report);
             output.emit(Rendered::new(&report, report.text()).with_table(table))

@@ -68,8 +68,12 @@ pub trait Problem: Sized + Sync + 'static {
     /// The methods whose solution is a proved optimum when they finish.
     const EXACT: &'static [Self::Method];
     /// The methods `compare` runs when none are named: all, exact searches only where their
-    /// size limits allow.
-    fn default_methods(instance: &Self::Instance) -> Vec<Self::Method>;
+    /// size limits allow. By default every method ([`Named::ALL`]): those that refuse the
+    /// instance's size ([`Error::TooLarge`]) are skipped by `compare`, with the reason; a
+    /// problem overrides it to leave a method out before it runs.
+    fn default_methods(_instance: &Self::Instance) -> Vec<Self::Method> {
+        Self::Method::ALL.to_vec()
+    }
     /// True for the methods of [`Problem::EXACT`].
     fn is_exact(method: Self::Method) -> bool {
         Self::EXACT.contains(&method)

@@ -223,10 +223,7 @@ impl ImportArgs {
                 return Error::command_line(*flag, reason.clone());
             }
         }
-        match &self.config {
-            Some(file) => e.with_file(file),
-            None => e,
-        }
+        e.with_file_if(self.config.as_deref())
     }
 
     /// The import configuration: the file's, or the default.
@@ -235,6 +232,35 @@ impl ImportArgs {
             Some(path) => formulations::error::read_json(path),
             None => Ok(C::default()),
         }
+    }
+
+    /// `import` for a problem whose importer reads an activation-count file with its
+    /// configuration alone (SlimCaching's override flags refused): `--seed` overrides the
+    /// configuration's seed ([`CountsConfig::seed_mut`]), and the importer's errors are named by
+    /// [`ImportArgs::name_source`]. One path for the problems that import counts alike; the
+    /// instance is made without a summary line.
+    pub fn import_counts<C: CountsConfig, I: Serialize>(
+        &self,
+        tag: &str,
+        import: impl FnOnce(&Path, &crate::counts::Header, &C) -> Result<I, Error>,
+    ) -> Result<Made, Error> {
+        let (counts, header) = self.counts(tag)?;
+        self.no_overrides()?;
+        let mut config: C = self.config()?;
+        if let (Some(seed), Some(given)) = (config.seed_mut(), self.seed) {
+            *seed = given;
+        }
+        let instance = import(counts, &header, &config).map_err(|e| self.name_source(e))?;
+        Ok(Made::new(&instance, String::new()))
+    }
+}
+
+/// The configuration of an activation-count import (the `--config` file, else the default), as
+/// [`ImportArgs::import_counts`] reads it.
+pub trait CountsConfig: DeserializeOwned + Default {
+    /// The seed `--seed` overrides; `None` (the default) where the importer draws nothing.
+    fn seed_mut(&mut self) -> Option<&mut u64> {
+        None
     }
 }
 
@@ -555,9 +581,7 @@ impl Line {
             self.method.to_string(),
             num(self.objective),
             num(self.ratio),
-            self.exact
-                .as_ref()
-                .map_or("-".into(), crate::render::status),
+            crate::render::status_cell(self.exact.as_ref()),
             format!("{:.3}", self.runtime_s),
             self.note.clone().unwrap_or_default(),
         ]
@@ -801,10 +825,7 @@ impl<P: Generator> GeneratorEntry for GeneratorOf<P> {
         seed: u64,
     ) -> Result<Made, Error> {
         let config = generator_config(preset, P::DEFAULT_PRESET, file, P::preset_config)?;
-        let instance = P::generate_instance(&config, seed).map_err(|e| match file {
-            Some(f) => e.with_file(f),
-            None => e,
-        })?;
+        let instance = P::generate_instance(&config, seed).map_err(|e| e.with_file_if(file))?;
         Ok(Made::new(&instance, P::summary(&instance)))
     }
 }

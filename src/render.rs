@@ -53,6 +53,12 @@ pub fn status(e: &ExactReport) -> String {
     }
 }
 
+/// The status cell of a method's line in a `compare` table: [`status`] for an exact solve, `-`
+/// for a method that is none (one rule for every problem's table).
+pub fn status_cell(e: Option<&ExactReport>) -> String {
+    e.map_or("-".into(), status)
+}
+
 /// What ratios are taken against, in words.
 pub fn reference(r: Reference) -> String {
     match r {

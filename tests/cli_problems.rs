@@ -9,7 +9,8 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    json_with_csv, moe_opt, ok, refused, scratch, shared_data, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS,
+    json_with_csv, moe_opt, ok, refused, scratch, shared_data, verify_paper, EPLB_EXAMPLE,
+    EPLB_EXAMPLE_FLAGS,
 };
 
 fn generate(dir: &Path, problem: &str, preset: Option<&str>, seed: u64) -> PathBuf {
@@ -175,18 +176,7 @@ fn verify_covers_both_papers_with_each_problem_s_size_columns() {
         ),
     ] {
         let out = dir.join(paper);
-        ok(moe_opt()
-            .args([
-                "verify",
-                "--paper",
-                paper,
-                "--instances",
-                "3",
-                "--search",
-                "4",
-            ])
-            .args(["--restarts", "1", "--time-limit", "20", "--out"])
-            .arg(&out));
+        verify_paper(paper, "4", &["--time-limit", "20"], &out);
         let (_, claims) = csv_rows(&out.join("claims.csv"));
         assert_eq!(claims.len(), ids, "{paper}");
         let (header, rows) = csv_rows(&out.join("instances.csv"));

@@ -41,7 +41,8 @@ use sha2::{Digest, Sha256};
 mod common;
 
 use common::{
-    moe_opt, ok, scratch, shared_data, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS, SLIMCACHING_METHODS,
+    moe_opt, ok, scratch, shared_data, verify_paper, EPLB_EXAMPLE, EPLB_EXAMPLE_FLAGS, PAPERS,
+    SLIMCACHING_METHODS,
 };
 
 /// The repository root: commands run there, with instance paths relative to it.
@@ -55,15 +56,6 @@ const TIMING: [&str; 2] = ["runtime_s", "solve_time_s"];
 
 /// Written files up to this size are snapshotted whole; larger ones by hash and top level.
 const WHOLE_FILE_LIMIT: usize = 20_000;
-
-/// The papers of the claims, in `moe-opt claims` order.
-const PAPERS: [&str; 5] = [
-    "000_e52eafead23a117e.txt",
-    "001_612395f5f9077ee7.txt",
-    "002_af7f5861d0abc3cf.txt",
-    "003_f13bf7f446ba8bd3.txt",
-    "004_ecd17ad30b7583cf.txt",
-];
 
 // ---------------------------------------------------------------------------------------------
 // Running commands and cleaning their outputs.
@@ -270,6 +262,28 @@ fn outline(object: Map<String, Value>, depth: usize) -> Map<String, Value> {
     out
 }
 
+/// `COMMAND FILE --method METHOD` within [`TIME_LIMIT`], as [`run_json_csv`] runs it, every
+/// exact method of its report proved: the one run of the method goldens (`solve`, `migrate`).
+fn run_method_proved(
+    dir: &Path,
+    table: &str,
+    command: &str,
+    file: &str,
+    method: &str,
+) -> (Value, PathBuf) {
+    let args = [
+        command,
+        file,
+        "--method",
+        method,
+        "--time-limit",
+        TIME_LIMIT,
+    ];
+    let (report, table) = run_json_csv(dir, table, &args);
+    assert_proved(&report);
+    (report, table)
+}
+
 /// Asserts that every exact method of a report proved its optimum (no solver limit reached),
 /// so the snapshot does not depend on the machine's speed.
 fn assert_proved(report: &Value) {
@@ -305,19 +319,7 @@ fn solve_all(dir: &Path, file: &str, methods: &[&str]) -> (Value, String) {
     let mut reports = Map::new();
     let mut tables = String::new();
     for (i, method) in methods.iter().enumerate() {
-        let (report, table) = run_json_csv(
-            dir,
-            &format!("solve-{i}"),
-            &[
-                "solve",
-                file,
-                "--method",
-                method,
-                "--time-limit",
-                TIME_LIMIT,
-            ],
-        );
-        assert_proved(&report);
+        let (report, table) = run_method_proved(dir, &format!("solve-{i}"), "solve", file, method);
         reports.insert(method.to_string(), report);
         tables.push_str(&format!("# {method}\n"));
         if table.exists() {
@@ -572,19 +574,7 @@ fn migrate() {
         ("prism_tiny_milp", "instances/prism-tiny-1.json", "milp"),
         ("prism_small_prism", "instances/prism-small-1.json", "prism"),
     ] {
-        let (report, table) = run_json_csv(
-            &dir,
-            name,
-            &[
-                "migrate",
-                file,
-                "--method",
-                method,
-                "--time-limit",
-                TIME_LIMIT,
-            ],
-        );
-        assert_proved(&report);
+        let (report, table) = run_method_proved(&dir, name, "migrate", file, method);
         assert_json_and_csv(&format!("migrate_{name}"), &report, &clean_csv(&table));
     }
 }
@@ -984,23 +974,12 @@ fn verify_papers() {
     let mut written = Map::new();
     for paper in PAPERS {
         let out = dir.join(paper);
-        run(&[
-            "verify",
-            "--paper",
+        verify_paper(
             paper,
-            "--instances",
-            "3",
-            "--search",
             "10",
-            "--restarts",
-            "1",
-            "--jobs",
-            "1",
-            "--time-limit",
-            TIME_LIMIT,
-            "--out",
-            arg(&out),
-        ]);
+            &["--jobs", "1", "--time-limit", TIME_LIMIT],
+            &out,
+        );
         // Every check of the run restates itself consistently (`Check::inconsistencies`).
         let journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
         for line in journal.lines() {

@@ -19,16 +19,7 @@ use moe_opt::verdicts::{command, page, read_claims, Run};
 use moe_opt::verify::RunSettings;
 
 mod common;
-use common::{moe_opt, ok, scratch};
-
-/// The papers, in order.
-const PAPERS: [&str; 5] = [
-    "000_e52eafead23a117e.txt",
-    "001_612395f5f9077ee7.txt",
-    "002_af7f5861d0abc3cf.txt",
-    "003_f13bf7f446ba8bd3.txt",
-    "004_ecd17ad30b7583cf.txt",
-];
+use common::{moe_opt, ok, scratch, PAPERS};
 
 const SCALES: [Scale; 2] = [Scale::Small, Scale::Paper];
 

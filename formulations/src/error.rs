@@ -102,6 +102,15 @@ impl Error {
             other => other,
         }
     }
+
+    /// [`Error::with_file`] where a value may have come from a file (a configuration given
+    /// with `--config`, or the defaults: `None` leaves the error as it is).
+    pub fn with_file_if(self, file: Option<&std::path::Path>) -> Self {
+        match file {
+            Some(f) => self.with_file(f),
+            None => self,
+        }
+    }
 }
 
 /// A validation failure before it is tied to a file.

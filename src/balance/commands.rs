@@ -122,9 +122,7 @@ impl MethodLine {
             f(self.ratio, 6),
             f(self.balancedness, 4),
             f(self.balancedness_min, 4),
-            self.exact
-                .as_ref()
-                .map_or("-".into(), crate::render::status),
+            crate::render::status_cell(self.exact.as_ref()),
             format!("{:.3}", self.runtime_s),
             self.note.clone().unwrap_or_default(),
         ]
@@ -315,13 +313,7 @@ impl Commands for Balance {
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {
-        let (counts, header) = args.counts(Self::TAG)?;
-        args.no_overrides()?;
-        let config: generate::ImportConfig = args.config()?;
-        Ok(Made::new(
-            &generate::import(counts, &header, &config).map_err(|e| args.name_source(e))?,
-            String::new(),
-        ))
+        args.import_counts(Self::TAG, generate::import)
     }
 
     /// `--csv`: a row per layer.

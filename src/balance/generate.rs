@@ -210,6 +210,9 @@ pub fn generate(config: &GeneratorConfig, seed: u64) -> Result<Instance, Error> 
 /// The importer's configuration (`--config`): the deployment.
 pub type ImportConfig = Deployment;
 
+/// The import draws nothing: `--seed` is not used.
+impl crate::registry::CountsConfig for ImportConfig {}
+
 /// An instance from an activation-count file (module doc).
 pub fn import(path: &Path, header: &Header, config: &ImportConfig) -> Result<Instance, Error> {
     let counts = crate::counts::read(path, header)?;

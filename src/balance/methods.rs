@@ -100,11 +100,6 @@ impl Problem for Balance {
 
     const EXACT: &'static [Method] = &[Method::Milp, Method::Exhaustive];
 
-    /// Every method; exhaustive search only within its size limit (`compare` skips it beyond).
-    fn default_methods(_: &Instance) -> Vec<Method> {
-        <Method as crate::named::Named>::ALL.to_vec()
-    }
-
     fn solve(
         instance: &Instance,
         method: Method,

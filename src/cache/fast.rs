@@ -14,10 +14,10 @@ use formulations::Error;
 use super::belady::{self, Belady, NEVER};
 use super::import::FrequencyWarmStart;
 use super::policies::{
-    check_replay, fill_scores, Fifo, LayerStats, Lfu, PolicySpec, ReplayShape, Scope, SmoeWindow,
-    TraceReplay, ZipMoeFreq,
+    check_replay, fill_scores, replay_caches, Fifo, Lfu, PolicySpec, ReplayShape, Scope,
+    SmoeWindow, TraceReplay, ZipMoeFreq,
 };
-use super::policy::{combine, CacheStats, Lru, Policy, Scores, Simulation, Tally};
+use super::policy::{CacheStats, Lru, Policy, Scores, Simulation, Tally};
 
 /// Replays `packed` under its original routing through `policy` with capacity `capacity` (per
 /// layer, or of the pool), as [`super::policies::replay_trace`] does, with its refusals.
@@ -42,48 +42,22 @@ pub fn replay_packed(
         scope,
         warm_start,
     )?;
-    let l = packed.layers;
-    let mut layers = Vec::with_capacity(l);
-    let total = match scope {
-        Scope::PerLayer => {
-            let mut all = Vec::with_capacity(l);
-            for layer in 0..l {
-                let cache = Cache {
-                    packed,
-                    layer: Some(layer),
-                    policy,
-                    capacity,
-                    counts: warm_start.map(|w| w.counts[layer].clone()),
-                };
-                let (s, open) = cache.replay(&mut []);
-                layers.push(LayerStats::of_cache(layer, &s));
-                all.push((s, open));
-            }
-            combine(&all)
-        }
-        Scope::Pool => {
+    Ok(replay_caches(
+        policy,
+        capacity,
+        scope,
+        packed.layers,
+        |layer, per| {
             let cache = Cache {
                 packed,
-                layer: None,
+                layer,
                 policy,
                 capacity,
-                counts: warm_start.map(|w| w.counts.concat()),
+                counts: warm_start.map(|w| w.cache_counts(layer)),
             };
-            let mut per = vec![(0u64, 0u64); l];
-            let (s, _) = cache.replay(&mut per);
-            for (layer, (requests, loads)) in per.into_iter().enumerate() {
-                layers.push(LayerStats::of_pool(layer, requests, loads));
-            }
-            s
-        }
-    };
-    Ok(TraceReplay {
-        policy,
-        scope,
-        capacity,
-        layers,
-        total,
-    })
+            cache.replay(per)
+        },
+    ))
 }
 
 /// One cache of a replay: one layer's, or the pool of every layer (`layer` None).

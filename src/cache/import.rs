@@ -354,6 +354,17 @@ pub struct FrequencyWarmStart {
     pub dropped_layers: Vec<usize>,
 }
 
+impl FrequencyWarmStart {
+    /// The counts of one cache of a replay, one per id: layer `Some(l)`'s, or the pool's
+    /// (`None`: every layer's, in layer order, as pool ids are numbered).
+    pub fn cache_counts(&self, layer: Option<usize>) -> Vec<u64> {
+        match layer {
+            Some(layer) => self.counts[layer].clone(),
+            None => self.counts.concat(),
+        }
+    }
+}
+
 /// Whether a (possibly gzip) JSON file is an activation-count file (`format` =
 /// `moe-activation-counts/v1`). Unreadable or non-JSON files are not.
 pub fn is_counts_file(path: &Path) -> bool {

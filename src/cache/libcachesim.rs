@@ -341,6 +341,17 @@ pub enum Shape {
     Renumber,
 }
 
+/// What the reader of an exported trace holds between records: the step being read (its
+/// experts, marked in `seen` against a repeat), the current token's routings so far, and the
+/// tokens done. One value, so that closing a step (at a new time, and after the last record)
+/// is one call.
+struct Open {
+    step: Vec<u32>,
+    seen: Vec<bool>,
+    current: Vec<Routing>,
+    tokens: Vec<Token>,
+}
+
 /// The trace of `records` read from `path` (see the module doc for both shapes).
 pub fn to_trace(
     path: &Path,
@@ -401,19 +412,16 @@ pub fn to_trace(
             top_k,
         } => {
             let first_size = records[0].obj_size;
-            let mut tokens = Vec::new();
-            let mut current: Vec<Routing> = Vec::with_capacity(layers);
-            let mut step: Vec<u32> = Vec::with_capacity(top_k);
+            let mut open = Open {
+                step: Vec::with_capacity(top_k),
+                seen: vec![false; experts],
+                current: Vec::with_capacity(layers),
+                tokens: Vec::new(),
+            };
             let mut step_time = 0u64;
-            let mut seen = vec![false; experts];
-            let close = |step: &mut Vec<u32>,
-                         seen: &mut Vec<bool>,
-                         current: &mut Vec<Routing>,
-                         tokens: &mut Vec<Token>,
-                         t: u64,
-                         at: usize|
-             -> Result<(), Error> {
-                if step.len() != top_k {
+            // Ends step `t`, whose last record is `at`.
+            let close = |open: &mut Open, t: u64, at: usize| -> Result<(), Error> {
+                if open.step.len() != top_k {
                     return Err(Error::invalid(
                         path,
                         format!("{}.time", place(format, at)),
@@ -421,16 +429,17 @@ pub fn to_trace(
                             "step {t} (token {}, layer {}) has {} experts, expected top_k = {top_k}",
                             t / layers as u64,
                             t % layers as u64,
-                            step.len()
+                            open.step.len()
                         ),
                     ));
                 }
-                for &e in step.iter() {
-                    seen[e as usize] = false;
+                for &e in &open.step {
+                    open.seen[e as usize] = false;
                 }
-                current.push(routing(std::mem::take(step)));
-                if current.len() == layers {
-                    tokens.push(token(tokens.len(), std::mem::take(current)));
+                open.current.push(routing(std::mem::take(&mut open.step)));
+                if open.current.len() == layers {
+                    let done = token(open.tokens.len(), std::mem::take(&mut open.current));
+                    open.tokens.push(done);
                 }
                 Ok(())
             };
@@ -449,14 +458,7 @@ pub fn to_trace(
                 }
                 let t = u64::from(r.time);
                 if i > 0 && t == step_time + 1 {
-                    close(
-                        &mut step,
-                        &mut seen,
-                        &mut current,
-                        &mut tokens,
-                        step_time,
-                        i - 1,
-                    )?;
+                    close(&mut open, step_time, i - 1)?;
                     step_time = t;
                 } else if t != step_time {
                     return Err(Error::invalid(
@@ -482,36 +484,29 @@ pub fn to_trace(
                     ));
                 }
                 let e = (r.obj_id - base) as u32;
-                if seen[e as usize] {
+                if open.seen[e as usize] {
                     return Err(Error::invalid(
                         path,
                         at("obj_id"),
                         format!("{} is requested twice in step {t}", r.obj_id),
                     ));
                 }
-                seen[e as usize] = true;
-                step.push(e);
+                open.seen[e as usize] = true;
+                open.step.push(e);
             }
-            close(
-                &mut step,
-                &mut seen,
-                &mut current,
-                &mut tokens,
-                step_time,
-                records.len() - 1,
-            )?;
-            if !current.is_empty() {
+            close(&mut open, step_time, records.len() - 1)?;
+            if !open.current.is_empty() {
                 return Err(Error::invalid(
                     path,
                     format!("{}.time", place(format, records.len() - 1)),
                     format!(
                         "the last token has {} of its {layers} layers (steps must come in whole \
                          tokens)",
-                        current.len()
+                        open.current.len()
                     ),
                 ));
             }
-            (experts, layers, top_k, tokens)
+            (experts, layers, top_k, open.tokens)
         }
     };
     let trace = Trace {

@@ -663,12 +663,10 @@ pub fn replay_trace(
     };
     let mut scores_buf: Vec<f32> = Vec::new();
     let needs_scores = policy.needs_scores();
-    let mut layers = Vec::with_capacity(l);
-    let total = match scope {
-        Scope::PerLayer => {
-            let mut all: Vec<(CacheStats, usize)> = Vec::with_capacity(l);
-            for layer in 0..l {
-                let counts = warm_start.map(|w| w.counts[layer].clone());
+    Ok(replay_caches(policy, capacity, scope, l, |layer, per| {
+        let counts = warm_start.map(|w| w.cache_counts(layer));
+        match layer {
+            Some(layer) => {
                 let requests = if policy == PolicySpec::Belady {
                     trace.layer_requests(layer)
                 } else {
@@ -684,50 +682,76 @@ pub fn replay_trace(
                     });
                     sim.step(&r.experts, scores);
                 }
-                let s = sim.stats();
-                let open = sim.policy().resident().len();
+                (sim.stats(), sim.policy().resident().len())
+            }
+            None => {
+                let requests = if policy == PolicySpec::Belady {
+                    trace.pooled_requests()
+                } else {
+                    Requests::new(e * l)
+                };
+                let mut sim = Simulation::new(build(requests, counts), e * l);
+                let mut ids = Vec::with_capacity(trace.top_k);
+                for token in &trace.tokens {
+                    for (layer, r) in token.layers.iter().enumerate() {
+                        ids.clear();
+                        ids.extend(r.experts.iter().map(|&x| (layer * e) as u32 + x));
+                        let has = needs_scores && fill_scores(&mut scores_buf, r.logits.as_deref());
+                        let scores = has.then_some(Scores {
+                            first: (layer * e) as u32,
+                            values: &scores_buf,
+                        });
+                        let loads = sim.step(&ids, scores).len() as u64;
+                        per[layer].0 += ids.len() as u64;
+                        per[layer].1 += loads;
+                    }
+                }
+                (sim.stats(), 0)
+            }
+        }
+    }))
+}
+
+/// The frame both replays share (this module's [`replay_trace`] and
+/// [`super::fast::replay_packed`], which differ only in how one cache runs): one cache per
+/// layer with their statistics combined, or one pool whose requests and loads are told apart by
+/// layer. `run(layer, per)` replays one cache, layer `Some(l)`'s or the pool (`None`, adding
+/// each layer's requests and loads to `per[layer]`), and returns its statistics and how many
+/// ids it holds at the end (a layer's cache; unused for the pool).
+pub(crate) fn replay_caches(
+    policy: PolicySpec,
+    capacity: usize,
+    scope: Scope,
+    layer_count: usize,
+    mut run: impl FnMut(Option<usize>, &mut [(u64, u64)]) -> (CacheStats, usize),
+) -> TraceReplay {
+    let mut layers = Vec::with_capacity(layer_count);
+    let total = match scope {
+        Scope::PerLayer => {
+            let mut all: Vec<(CacheStats, usize)> = Vec::with_capacity(layer_count);
+            for layer in 0..layer_count {
+                let (s, open) = run(Some(layer), &mut []);
                 layers.push(LayerStats::of_cache(layer, &s));
                 all.push((s, open));
             }
             combine(&all)
         }
         Scope::Pool => {
-            let counts = warm_start.map(|w| w.counts.concat());
-            let requests = if policy == PolicySpec::Belady {
-                trace.pooled_requests()
-            } else {
-                Requests::new(e * l)
-            };
-            let mut sim = Simulation::new(build(requests, counts), e * l);
-            let mut per = vec![(0u64, 0u64); l];
-            let mut ids = Vec::with_capacity(trace.top_k);
-            for token in &trace.tokens {
-                for (layer, r) in token.layers.iter().enumerate() {
-                    ids.clear();
-                    ids.extend(r.experts.iter().map(|&x| (layer * e) as u32 + x));
-                    let has = needs_scores && fill_scores(&mut scores_buf, r.logits.as_deref());
-                    let scores = has.then_some(Scores {
-                        first: (layer * e) as u32,
-                        values: &scores_buf,
-                    });
-                    let loads = sim.step(&ids, scores).len() as u64;
-                    per[layer].0 += ids.len() as u64;
-                    per[layer].1 += loads;
-                }
-            }
+            let mut per = vec![(0u64, 0u64); layer_count];
+            let (s, _) = run(None, &mut per);
             for (layer, (requests, loads)) in per.into_iter().enumerate() {
                 layers.push(LayerStats::of_pool(layer, requests, loads));
             }
-            sim.stats()
+            s
         }
     };
-    Ok(TraceReplay {
+    TraceReplay {
         policy,
         scope,
         capacity,
         layers,
         total,
-    })
+    }
 }
 
 /// What the checks of a replay need of its trace.

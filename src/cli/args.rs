@@ -269,40 +269,8 @@ pub(super) enum Command {
     Migrate {
         /// Prism instance file (JSON).
         file: PathBuf,
-        /// Windows.
-        #[arg(long, default_value_t = 6, value_parser = flags::at_least_one::<usize>)]
-        windows: usize,
-        /// First window with the drift.
-        #[arg(long, default_value_t = 2)]
-        drift_at: usize,
-        /// The server whose task mix changes.
-        #[arg(long, default_value_t = 0)]
-        drift_server: usize,
-        /// The server whose mix it moves to.
-        #[arg(long, default_value_t = 1)]
-        drift_to: usize,
-        /// How far it moves, in [0, 1].
-        #[arg(long, default_value_t = 1.0, value_parser = flags::fraction)]
-        mix: f64,
-        /// Tokens per server per window.
-        #[arg(long, default_value_t = 10000.0, value_parser = flags::positive)]
-        tokens_per_window: f64,
-        /// Seconds per remote invocation (default: the mean hidden-state round trip).
-        #[arg(long, value_parser = flags::non_negative)]
-        remote_invocation_s: Option<f64>,
-        /// Statistics the planner sees: since-last-change or last-window.
-        #[arg(long, default_value = "since-last-change")]
-        stats: String,
-        /// Do not charge removals in (3) (only the experts that move in).
-        #[arg(long)]
-        no_charge_removals: bool,
-        /// speed_{n,g} of (3), bit/s, for GPUs whose `io_bps` the instance does not give
-        /// (the generated testbeds give none).
-        #[arg(long, default_value_t = 16e9, value_parser = flags::positive)]
-        default_io_bps: f64,
-        /// The planner.
-        #[arg(long, default_value = "prism")]
-        method: String,
+        #[command(flatten)]
+        migration: MigrateArgs,
         #[command(flatten)]
         options: SolveArgs,
         #[command(flatten)]
@@ -438,6 +406,76 @@ pub(super) enum Command {
         #[arg(short, long, visible_alias = "output", default_value = "demo-out")]
         out: PathBuf,
     },
+}
+
+/// `migrate`'s settings of the drift and the planner: [`MigrateArgs::config`] makes them the
+/// [`crate::prism::commands::MigrateConfig`] of the run.
+#[derive(Debug, Args)]
+pub(super) struct MigrateArgs {
+    /// Windows.
+    #[arg(long, default_value_t = 6, value_parser = flags::at_least_one::<usize>)]
+    windows: usize,
+    /// First window with the drift.
+    #[arg(long, default_value_t = 2)]
+    drift_at: usize,
+    /// The server whose task mix changes.
+    #[arg(long, default_value_t = 0)]
+    drift_server: usize,
+    /// The server whose mix it moves to.
+    #[arg(long, default_value_t = 1)]
+    drift_to: usize,
+    /// How far it moves, in [0, 1].
+    #[arg(long, default_value_t = 1.0, value_parser = flags::fraction)]
+    mix: f64,
+    /// Tokens per server per window.
+    #[arg(long, default_value_t = 10000.0, value_parser = flags::positive)]
+    tokens_per_window: f64,
+    /// Seconds per remote invocation (default: the mean hidden-state round trip).
+    #[arg(long, value_parser = flags::non_negative)]
+    remote_invocation_s: Option<f64>,
+    /// Statistics the planner sees: since-last-change or last-window.
+    #[arg(long, default_value = "since-last-change")]
+    stats: String,
+    /// Do not charge removals in (3) (only the experts that move in).
+    #[arg(long)]
+    no_charge_removals: bool,
+    /// speed_{n,g} of (3), bit/s, for GPUs whose `io_bps` the instance does not give
+    /// (the generated testbeds give none).
+    #[arg(long, default_value_t = 16e9, value_parser = flags::positive)]
+    default_io_bps: f64,
+    /// The planner.
+    #[arg(long, default_value = "prism")]
+    method: String,
+}
+
+impl MigrateArgs {
+    /// The run's configuration; `--stats` and `--method` must name one.
+    pub(super) fn config(self) -> Result<crate::prism::commands::MigrateConfig, CliError> {
+        let stats = self.stats;
+        Ok(crate::prism::commands::MigrateConfig {
+            windows: self.windows,
+            drift_at: self.drift_at,
+            drift_server: self.drift_server,
+            drift_to: self.drift_to,
+            mix: self.mix,
+            tokens_per_window: self.tokens_per_window,
+            remote_invocation_s: self.remote_invocation_s,
+            stats: serde_json::from_value(serde_json::Value::from(stats.clone())).map_err(
+                |_| {
+                    CliError::flag(
+                        "--stats",
+                        format!("must be since-last-change or last-window, got {stats:?}"),
+                    )
+                },
+            )?,
+            charge_removals: !self.no_charge_removals,
+            default_io_bps: Some(self.default_io_bps),
+            method: self
+                .method
+                .parse()
+                .map_err(|e| CliError::flag("--method", e))?,
+        })
+    }
 }
 
 /// `--json` and `--csv`, the same on every command that reports.

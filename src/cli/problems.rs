@@ -52,10 +52,7 @@ pub(super) enum PlanSource {
 pub(super) fn zipmoe_plan(source: PlanSource, config: Option<&Path>) -> Result<Rendered, CliError> {
     use zipmoe::planning::commands as plan;
     // Errors of the configuration (`<config>`) name its file.
-    let named = |e: formulations::Error| match config {
-        Some(f) => e.with_file(f),
-        None => e,
-    };
+    let named = |e: formulations::Error| e.with_file_if(config);
     let report = match source {
         PlanSource::File(path) => plan::plan_file(&path).map_err(|e| e.with_file(&path))?,
         PlanSource::Counts(path, header) => {

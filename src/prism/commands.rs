@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::algorithms::{self, MigrationConfig, MigrationRun, MigrationStats};
 use super::generate::{try_generate, GeneratorConfig, Preset};
-use super::import::{from_activation_counts, ImportConfig};
+use super::import::from_activation_counts;
 use super::latency::{latency_of, sampled_batch, LatencyReport};
 use super::methods::{self, ExactReport, Method, MethodRun, Prism, Reference, RunOptions};
 use crate::generate::Made;
@@ -575,14 +575,7 @@ impl Commands for Prism {
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {
-        let (counts, header) = args.counts(Self::TAG)?;
-        args.no_overrides()?;
-        let mut config: ImportConfig = args.config()?;
-        config.seed = args.seed.unwrap_or(config.seed);
-        Ok(Made::new(
-            &from_activation_counts(counts, &header, &config).map_err(|e| args.name_source(e))?,
-            String::new(),
-        ))
+        args.import_counts(Self::TAG, from_activation_counts)
     }
 
     /// `--csv`: a row per (server, GPU, expert) of the placement.

@@ -118,6 +118,13 @@ impl Default for ImportConfig {
     }
 }
 
+/// `--seed` overrides the k-means++ seed.
+impl crate::registry::CountsConfig for ImportConfig {
+    fn seed_mut(&mut self) -> Option<&mut u64> {
+        Some(&mut self.seed)
+    }
+}
+
 /// The result of k-means: the cluster of every point and the number of Lloyd iterations run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Clustering {

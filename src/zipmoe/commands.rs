@@ -8,7 +8,7 @@ use formulations::zipmoe::{lower_bound, GanttRow, Instance, LowerBound, Schedule
 use formulations::Error;
 use serde::Serialize;
 
-use super::generate::{self, GeneratorConfig, ImportConfig, Preset};
+use super::generate::{self, GeneratorConfig, Preset};
 use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions, ZipMoe};
 use crate::generate::Made;
 use crate::problem::{Problem, Runs};
@@ -103,9 +103,7 @@ impl MethodReport {
             self.method.name().to_string(),
             ms(self.makespan_s),
             self.ratio.map_or("-".into(), |r| format!("{r:.4}")),
-            self.exact
-                .as_ref()
-                .map_or("-".into(), crate::render::status),
+            crate::render::status_cell(self.exact.as_ref()),
             ms(self.exact.as_ref().and_then(|e| e.best_bound)),
         ]
     }
@@ -288,14 +286,7 @@ impl Commands for ZipMoe {
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {
-        let (counts, header) = args.counts(Self::TAG)?;
-        args.no_overrides()?;
-        let mut config: ImportConfig = args.config()?;
-        config.seed = args.seed.unwrap_or(config.seed);
-        Ok(Made::new(
-            &generate::import(counts, &header, &config).map_err(|e| args.name_source(e))?,
-            String::new(),
-        ))
+        args.import_counts(Self::TAG, generate::import)
     }
 
     /// `--csv`: the Gantt chart, a row per operation.

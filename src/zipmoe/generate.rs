@@ -570,6 +570,13 @@ impl Default for ImportConfig {
     }
 }
 
+/// `--seed` overrides the seed of the state draws.
+impl crate::registry::CountsConfig for ImportConfig {
+    fn seed_mut(&mut self) -> Option<&mut u64> {
+        Some(&mut self.seed)
+    }
+}
+
 /// The device of a counts file's model (by its `model` field), if it is one of the presets'.
 pub fn device_for_model(model: &str) -> Option<Device> {
     let m = model.to_ascii_lowercase();

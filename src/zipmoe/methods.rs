@@ -66,11 +66,6 @@ impl Problem for ZipMoe {
 
     const EXACT: &'static [Method] = &[Method::Milp, Method::Exhaustive, Method::BranchAndBound];
 
-    /// Every method: the exact ones that refuse the size are skipped by `compare`.
-    fn default_methods(_: &Instance) -> Vec<Method> {
-        <Method as crate::named::Named>::ALL.to_vec()
-    }
-
     fn solve(
         instance: &Instance,
         method: Method,

@@ -107,6 +107,29 @@ pub const SLIMCACHING_METHODS: [&str; 9] = [
     "u-shaped",
 ];
 
+/// The papers of the claims (their files under ../shared/papers), in `moe-opt claims` order:
+/// the goldens and the verdicts page go through them alike.
+pub const PAPERS: [&str; 5] = [
+    "000_e52eafead23a117e.txt",
+    "001_612395f5f9077ee7.txt",
+    "002_af7f5861d0abc3cf.txt",
+    "003_f13bf7f446ba8bd3.txt",
+    "004_ecd17ad30b7583cf.txt",
+];
+
+/// Runs `verify --paper PAPER --instances 3 --search SEARCH --restarts 1 MORE --out OUT` in the
+/// repository root, which must succeed: the tests' tiny budget for a whole paper (3 generated
+/// instances per claim, one search of SEARCH neighbours). Returns stdout.
+pub fn verify_paper(paper: &str, search: &str, more: &[&str], out: &Path) -> String {
+    ok(moe_opt()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["verify", "--paper", paper, "--instances", "3"])
+        .args(["--search", search, "--restarts", "1"])
+        .args(more)
+        .arg("--out")
+        .arg(out))
+}
+
 /// A `.npy` file as `np.save` (format 1.0) lays it out: magic, version, header length, the
 /// header dict padded to 64 bytes, the data.
 pub fn npy_bytes(header: &str, data: &[u8]) -> Vec<u8> {

@@ -253,6 +253,26 @@ pub fn ranking(logits: &[f32]) -> Vec<u32> {
     r
 }
 
+/// The tests' smallest trace: one decode token whose routings at its layers are `layers` (one
+/// a layer), over `experts` experts with top-`top_k` routing (shared by this module's tests and
+/// [`super::validate`]'s).
+#[cfg(test)]
+pub(crate) fn one_token_trace(experts: usize, top_k: usize, layers: Vec<Routing>) -> Trace {
+    Trace::new(
+        "t",
+        "m",
+        experts,
+        top_k,
+        layers.len(),
+        vec![Token {
+            seq: 0,
+            token: 0,
+            phase: Phase::Decode,
+            layers,
+        }],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,19 +291,7 @@ mod tests {
             weights: None,
             logits: None,
         };
-        let trace = Trace::new(
-            "t",
-            "m",
-            4,
-            1,
-            2,
-            vec![Token {
-                seq: 0,
-                token: 0,
-                phase: Phase::Decode,
-                layers: vec![routing(vec![3]), routing(vec![1])],
-            }],
-        );
+        let trace = one_token_trace(4, 1, vec![routing(vec![3]), routing(vec![1])]);
         let pool = trace.pooled_requests();
         assert_eq!(pool.universe, 8);
         assert_eq!(

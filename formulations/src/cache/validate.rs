@@ -217,24 +217,16 @@ fn selected_rules(shape: &Shape, experts: &[u32], scores: Scores, seen: &mut [bo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::model::{Phase, Routing, Token};
+    use crate::cache::model::{one_token_trace, Routing};
 
     fn trace() -> Trace {
-        Trace::new(
-            "t",
-            "m",
+        one_token_trace(
             4,
             2,
-            1,
-            vec![Token {
-                seq: 0,
-                token: 0,
-                phase: Phase::Decode,
-                layers: vec![Routing {
-                    experts: vec![2, 0],
-                    weights: None,
-                    logits: Some(vec![1.0, -1.0, 3.0, 0.0]),
-                }],
+            vec![Routing {
+                experts: vec![2, 0],
+                weights: None,
+                logits: Some(vec![1.0, -1.0, 3.0, 0.0]),
             }],
         )
     }

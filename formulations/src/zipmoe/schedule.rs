@@ -711,36 +711,22 @@ pub fn check(instance: &Instance, rows: &[GanttRow]) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::problem::ProblemKind;
-    use crate::zipmoe::model::{CompressionState, SelectedExpert};
+    use crate::zipmoe::model::{test_layer, CompressionState};
 
-    /// K = 2, L = 1, rho = 0.5, u = 2 (E-chunk 0.5 s), c = 1, N = 1: expert A missed (p = 1),
-    /// expert B SM-cached (p = 2).
+    /// K = 2, L = 1, rho = 0.5, u = 2 (E-chunk 0.5 s), c = 1, N = 1 (the device of
+    /// [`test_layer`]): expert A (id 10) missed (p = 1), expert B (id 20, two tokens)
+    /// SM-cached (p = 2).
     fn two() -> Instance {
-        Instance {
-            problem: ProblemKind::Zipmoe,
-            name: "two".into(),
-            tensors_per_expert: 1,
-            shards: 2,
-            compression_ratio: 0.5,
-            sm_read_s: 2.0,
-            decompress_s: 1.0,
-            threads: 1,
-            experts: vec![
-                SelectedExpert {
-                    id: 10,
-                    tokens: 1,
-                    gpu_s: 1.0,
-                    state: CompressionState::Missed,
-                },
-                SelectedExpert {
-                    id: 20,
-                    tokens: 2,
-                    gpu_s: 2.0,
-                    state: CompressionState::SmCached,
-                },
+        let mut i = test_layer(
+            &[
+                (CompressionState::Missed, 1.0),
+                (CompressionState::SmCached, 2.0),
             ],
-        }
+            1,
+        );
+        i.name = "two".into();
+        (i.experts[0].id, i.experts[1].id, i.experts[1].tokens) = (10, 20, 2);
+        i
     }
 
     #[test]

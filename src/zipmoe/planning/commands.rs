@@ -359,10 +359,8 @@ impl Entry for PoolEntry {
         seed: u64,
     ) -> Result<Made, Error> {
         // The configuration's errors name its file, as every generator's do.
-        let made = generate(&pool_options(preset, file)?, seed).map_err(|e| match file {
-            Some(f) => e.with_file(f),
-            None => e,
-        })?;
+        let made =
+            generate(&pool_options(preset, file)?, seed).map_err(|e| e.with_file_if(file))?;
         Ok(Made::new(&made, String::new()))
     }
 
