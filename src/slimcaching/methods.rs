@@ -10,7 +10,8 @@
 //! finish (issue 34): its placement is the better of Alg. 1's and Alg. 3's, its bound the
 //! Lagrangian relaxation of the storage rows (`formulations::slimcaching::lagrangian`, proved
 //! in its module doc), its gap HiGHS's (bound - F) / max(F, 1) in milliseconds. It stops at
-//! `--gap`, at `--time-limit` or when the bound has converged, and proves an optimum only when the gap closes; `compare` runs it by
+//! `--gap`, at `--time-limit` or when the bound has converged, and proves an optimum only when
+//! the gap closes; `compare` runs it by
 //! default on instances of the paper's size (P1 above `PAPER_SIZED_VARIABLES` variables) and
 //! takes its bound as the reference where it is the tightest, and names it.
 
