@@ -1,5 +1,5 @@
-//! The balance problem: the exact method and its MILP against exhaustive search, the bounds
-//! below the exhaustive optimum, every method's plan through the one evaluator, and the
+//! The balance problem: the exact method, its MILP and the sorted pairing (two slots per GPU)
+//! against exhaustive search, the bounds below the exhaustive optimum, every method's plan through the one evaluator, and the
 //! FlashLB example's optimum.
 //!
 //! The FlashLB example (issue 31: loads 600, 560, 120, 120, 20, 10, 10, 10; 16 slots on 8 GPUs,
@@ -16,6 +16,7 @@ use formulations::milp::{MilpStatus, SolveOptions};
 use formulations::ProblemKind;
 use moe_opt::balance::algorithms::exhaustive;
 use moe_opt::balance::methods::{Balance, Method};
+use moe_opt::balance::pairing;
 use moe_opt::problem::{self, RunOptions};
 use proptest::prelude::*;
 
@@ -171,6 +172,25 @@ proptest! {
             let ranges = count_ranges(&shape, w, Some(u));
             prop_assert!(bounds::lower_bound(&shape, w, &ranges).min(u) <= opt * (1.0 + 1e-12));
         }
+        // Two slots per GPU: the least sorted pairing over the count vectors is the optimum,
+        // a bound under one replica per GPU; its plan, if any, is one the evaluator accepts,
+        // at its stated load, and the optimum itself without that option.
+        if m == 2 && !hier {
+            let paired = pairing::solve(&shape, w, &ranges).unwrap();
+            prop_assert!(paired.bound <= opt * (1.0 + 1e-12), "pairing {} above {opt}", paired.bound);
+            if !one {
+                prop_assert!((paired.bound - opt).abs() <= 1e-9 * opt.max(1.0));
+                prop_assert!(paired.plan.is_some());
+            }
+            if let Some((plan, v)) = paired.plan {
+                prop_assert!(evaluate::check_layer(&shape, &plan).is_ok());
+                prop_assert_eq!(formulations::balance::evaluate::max_load(&shape, w, &plan), v);
+                prop_assert!(v >= opt * (1.0 - 1e-12));
+                if !one {
+                    prop_assert!((v - opt).abs() <= 1e-9 * opt.max(1.0));
+                }
+            }
+        }
         // The MILP alone (no bound, full count ranges) finds the optimum.
         let model = LayerModel::build(&shape, w, &LayerOptions::default(), "t".into(), "").unwrap();
         let solved = model.milp.solve(&SolveOptions::default(), None).unwrap();
@@ -190,6 +210,43 @@ proptest! {
                 prop_assert_eq!(r.exact.as_ref().unwrap().status, MilpStatus::Optimal);
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Two slots per GPU on up to 4 GPUs and 8 experts: the sorted pairing against exhaustive
+    /// search, and the exact method at the optimum.
+    #[test]
+    fn pairing_equals_exhaustive_search_on_two_slots_per_gpu(
+        gpus in 1usize..=4,
+        experts in 1usize..=8,
+        one in any::<bool>(),
+        raw in prop::collection::vec(0u32..60, 8),
+    ) {
+        let experts = experts.min(2 * gpus).max(1);
+        let mut i = instance(vec![raw[..experts].iter().map(|&x| f64::from(x)).collect()], 2 * gpus, gpus);
+        i.one_replica_per_gpu = one;
+        prop_assume!(formulations::balance::validate::validate(&i).is_ok());
+        let shape = i.shape();
+        let w = &i.loads[0];
+        let opt = evaluate::max_load(&shape, w, &exhaustive(&shape, w).unwrap());
+        let paired = pairing::solve(&shape, w, &count_ranges(&shape, w, None)).unwrap();
+        prop_assert!(paired.bound <= opt * (1.0 + 1e-12), "pairing {} above {opt}", paired.bound);
+        if !one {
+            prop_assert!((paired.bound - opt).abs() <= 1e-9 * opt.max(1.0));
+        }
+        if let Some((plan, v)) = &paired.plan {
+            prop_assert!(evaluate::check_layer(&shape, plan).is_ok());
+            prop_assert_eq!(evaluate::max_load(&shape, w, plan), *v);
+            prop_assert!(*v >= opt * (1.0 - 1e-12));
+        } else {
+            prop_assert!(one, "a plan exists without the option");
+        }
+        let r = run(&i, Method::Milp);
+        prop_assert!((r.objective().unwrap() - opt).abs() <= 1e-9 * opt.max(1.0));
+        prop_assert_eq!(r.exact.as_ref().unwrap().status, MilpStatus::Optimal);
     }
 }
 

@@ -11,7 +11,9 @@
 //! * [`local_search`]: from a plan, moves that lower the busiest GPU while no other GPU rises to
 //!   its load: a swap of two replicas between the busiest GPU and another, a slot handed from
 //!   one expert to another (a count change that moves the load of both experts' replicas), or
-//!   an exchange of two replicas of the busiest GPU with two of another.
+//!   an exchange of two replicas of the busiest GPU with two of another; failing those, a
+//!   re-split of two GPUs' replicas that lowers the larger of their loads (up to 6 slots per
+//!   GPU), which lets the search cross plateaus where several GPUs share the top load.
 //!   Under the options, a move that breaks one is not tried (the node of a slot is kept when
 //!   hierarchical). It stops at a plan no move improves.
 //! * [`exhaustive`]: every choice of a multiset of m experts for every GPU (at most
@@ -26,6 +28,10 @@ use formulations::Error;
 /// The least relative drop of the busiest GPU a local-search move must make (rounding of the
 /// loads must not let moves cycle).
 const IMPROVEMENT: f64 = 1e-12;
+
+/// The most slots per GPU local search re-splits two GPUs at (C(2 m, m) / 2 splits a pair: 462
+/// at m = 6).
+const MAX_RESPLIT: usize = 6;
 
 /// Most GPU-content combinations exhaustive search visits per layer.
 pub const MAX_EXHAUSTIVE: f64 = 2e6;
@@ -457,6 +463,86 @@ impl<'a> State<'a> {
         true
     }
 
+    /// The best re-split of two GPUs' replicas (any m of their 2 m on g, the rest on h) that
+    /// lowers the larger of their two loads, for the busiest g that has one (GPUs tried from
+    /// the busiest down); applied if found. Below the busiest GPU it is a plateau move: the
+    /// busiest load stays, but the loads sorted in decreasing order fall lexicographically, as
+    /// after every other move (so still no plan repeats).
+    fn resplit(&mut self) -> bool {
+        let m = self.shape.per_gpu();
+        if m > MAX_RESPLIT {
+            return false;
+        }
+        // The splits: which of the 2 m pooled replicas go to g (the first always does, as g
+        // and h are interchangeable).
+        let masks: Vec<u32> = (0u32..1 << (2 * m))
+            .filter(|mask| mask & 1 == 1 && mask.count_ones() as usize == m)
+            .collect();
+        let mut order: Vec<usize> = (0..self.shape.gpus).collect();
+        order.sort_by(|&a, &b| self.loads[b].total_cmp(&self.loads[a]).then(a.cmp(&b)));
+        for &g in &order {
+            let node = self.shape.node_of(g);
+            let mut best: Option<(f64, usize, u32)> = None;
+            for h in 0..self.shape.gpus {
+                if h == g || (self.shape.hierarchical && self.shape.node_of(h) != node) {
+                    continue;
+                }
+                let pool: Vec<usize> = self.gpus[g].iter().chain(&self.gpus[h]).copied().collect();
+                let (now, total) = (
+                    self.loads[g].max(self.loads[h]),
+                    self.loads[g] + self.loads[h],
+                );
+                for &mask in &masks {
+                    let on_g: f64 = (0..2 * m)
+                        .filter(|i| mask >> i & 1 == 1)
+                        .map(|i| self.load(pool[i]))
+                        .sum();
+                    let new_max = on_g.max(total - on_g);
+                    if new_max < now * (1.0 - IMPROVEMENT)
+                        && best.is_none_or(|(v, ..)| new_max < v)
+                        && self.split_allowed(&pool, mask)
+                    {
+                        best = Some((new_max, h, mask));
+                    }
+                }
+            }
+            if let Some((_, h, mask)) = best {
+                let pool: Vec<usize> = self.gpus[g].iter().chain(&self.gpus[h]).copied().collect();
+                for &e in &pool {
+                    self.on[e][g] = 0;
+                    self.on[e][h] = 0;
+                }
+                let (to_g, to_h): (Vec<_>, Vec<_>) = (0..2 * m).partition(|i| mask >> i & 1 == 1);
+                self.gpus[g] = to_g.iter().map(|&i| pool[i]).collect();
+                self.gpus[h] = to_h.iter().map(|&i| pool[i]).collect();
+                for (x, gpu) in [(g, &self.gpus[g]), (h, &self.gpus[h])] {
+                    for &e in gpu {
+                        self.on[e][x] += 1;
+                    }
+                }
+                return true;
+            }
+        }
+        false
+    }
+
+    /// One replica per GPU on both sides of a split of `pool` (see [`State::resplit`]).
+    fn split_allowed(&self, pool: &[usize], mask: u32) -> bool {
+        if !self.shape.one_per_gpu {
+            return true;
+        }
+        let mut sides = [Vec::new(), Vec::new()];
+        for (i, &e) in pool.iter().enumerate() {
+            sides[(mask >> i & 1) as usize].push(e);
+        }
+        sides.iter_mut().all(|v| {
+            let n = v.len();
+            v.sort_unstable();
+            v.dedup();
+            v.len() == n
+        })
+    }
+
     /// The node holding an expert's replicas (hierarchical plans keep groups on one node).
     fn node_of_expert(&self, e: usize) -> usize {
         let g = (0..self.shape.gpus)
@@ -479,9 +565,10 @@ impl<'a> State<'a> {
 ///
 /// # Complexity
 /// E experts, S slots, G GPUs of m = S / G slots. Each round tries the swaps (O(G m^2)), the
-/// count changes (O(m E G^2)) and the pair exchanges (O(G m^4)), then recomputes the loads
-/// (O(S)); the pair exchanges dominate when m is large. The number of rounds has no polynomial
-/// bound here: each accepted move lowers (busiest load, GPUs at it), so no plan repeats.
+/// count changes (O(m E G^2)), the pair exchanges (O(G m^4)) and, at m <= 6, the re-splits of
+/// two GPUs (O(G^2 4^m m) when none applies), then recomputes the loads (O(S)). The number of
+/// rounds has no polynomial bound here: each accepted move lowers the loads sorted in
+/// decreasing order lexicographically, so no plan repeats.
 /// Memory: O(E G + S).
 ///
 /// # Examples
@@ -514,10 +601,11 @@ impl<'a> State<'a> {
 /// ```
 pub fn local_search(shape: &Shape, w: &[f64], phy2log: &[usize]) -> Vec<usize> {
     let mut state = State::new(shape, w, phy2log);
-    // Each accepted move lowers (busiest load, GPUs at it) lexicographically (a swap takes the
-    // busiest GPU below it, by a relative IMPROVEMENT at least, and keeps the other below it),
-    // on loads recomputed after every move: no state repeats, the loop ends.
-    while state.swap() || state.recount() || state.swap_pairs() {
+    // Each accepted move lowers the GPU loads sorted in decreasing order lexicographically (a
+    // swap takes the busiest GPU below it, by a relative IMPROVEMENT at least, and keeps the
+    // other below it; a re-split lowers the larger of two loads), on loads recomputed after
+    // every move: no state repeats, the loop ends.
+    while state.swap() || state.recount() || state.swap_pairs() || state.resplit() {
         state.refresh();
     }
     let out = state.plan();

@@ -28,6 +28,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::algorithms::{greedy, local_search};
+use super::pairing;
 use crate::eplb::{rebalance_experts, EplbError, EplbExact, EplbPlan, EplbPolicy};
 use crate::problem::ExactReport;
 
@@ -131,19 +132,30 @@ pub fn solve_plain(
     eplb: (usize, usize),
     options: &SolveOptions,
 ) -> Result<LayerSolve, Error> {
-    let plan = best_heuristic(shape, w, eplb.0, eplb.1).ok_or_else(|| {
+    let mut plan = best_heuristic(shape, w, eplb.0, eplb.1).ok_or_else(|| {
         Error::Solver("balance: no heuristic found a feasible plan to start from".into())
     })?;
-    let upper = max_load(shape, w, &plan);
+    let heuristic = max_load(shape, w, &plan);
+    let mut upper = heuristic;
     let ranges = count_ranges(shape, w, Some(upper));
-    let lower = bounds::lower_bound(shape, w, &ranges).min(upper);
+    let mut lower = bounds::lower_bound(shape, w, &ranges).min(upper);
+    // Two slots per GPU: the best sorted pairing over the count vectors (pairing's module doc).
+    if let Some(paired) = pairing::solve(shape, w, &ranges) {
+        lower = lower.max(paired.bound.min(upper));
+        if let Some((p, _)) = paired.plan.filter(|(p, _)| check_layer(shape, p).is_ok()) {
+            let v = max_load(shape, w, &p);
+            if v < upper {
+                (plan, upper) = (p, v);
+            }
+        }
+    }
     let done = |status, objective: f64, bound: f64, plan: Vec<usize>, milp, note| LayerSolve {
         layer: 0,
         status,
         objective,
         bound,
         gap: gap(objective, bound),
-        heuristic: upper,
+        heuristic,
         combinatorial_bound: lower,
         milp,
         time_s: 0.0,

@@ -13,4 +13,5 @@ pub mod exact;
 pub mod generate;
 pub mod methods;
 pub mod migration;
+pub mod pairing;
 pub mod redundancy;
