@@ -79,7 +79,7 @@ pub fn solve(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> Option<Pair
         plan: None,
     };
     search.go(0, shape.slots);
-    search.bound.is_finite().then(|| Paired {
+    search.bound.is_finite().then_some(Paired {
         bound: search.bound,
         plan: search.plan,
     })
