@@ -3,8 +3,10 @@
 //! (256 experts, 320 slots on 64 GPUs) to a 1 % gap, and every layer of the real activation
 //! counts (../shared/data/activation-counts, or `MOE_OPT_DATA`; skipped when absent) at two
 //! serving shapes, each to a 0.1 % gap under a 60 s limit: DeepSeek-V2-Lite on 8 GPUs without
-//! redundant slots (64 slots), and switch-large-128 on 8 GPUs with one redundant slot per GPU
-//! (136 slots). Times include the heuristics, the bounds and the MILP, on one thread.
+//! redundant slots (64 slots), switch-large-128 on 8 GPUs with one redundant slot per GPU
+//! (136 slots), and Qwen1.5-MoE on 32 GPUs with 64 slots (two per GPU: the sorted pairing of
+//! `moe_opt::balance::pairing`). Times include the heuristics, the bounds and the MILP, on one
+//! thread.
 //! Run: `./dev bench --bench balance` (figures in docs/benchmarks.md).
 
 use std::path::PathBuf;
@@ -74,6 +76,9 @@ fn balance(c: &mut Criterion) {
     }
     if let Some(instance) = real("switch.json.gz", deployment(8, 1)) {
         layers(c, "balance-switch-large-128-g8-x1", &instance, 1e-3);
+    }
+    if let Some(instance) = real("qwen.json.gz", deployment(32, 0)) {
+        layers(c, "balance-qwen1.5-moe-g32-x0", &instance, 1e-3);
     }
 }
 

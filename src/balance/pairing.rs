@@ -25,7 +25,8 @@
 
 use formulations::balance::Shape;
 
-/// The most count vectors [`solve`] enumerates (about a second at 64 slots, release build).
+/// The most count vectors [`solve`] enumerates (a layer of Qwen1.5-MoE on 32 GPUs, 64 slots:
+/// under a second, release build).
 pub const MAX_COUNT_VECTORS: u64 = 2_000_000;
 
 /// What [`solve`] proves of a layer with two slots per GPU.
@@ -42,7 +43,8 @@ pub struct Paired {
 /// m != 2, the ranges admit no vector, or more than [`MAX_COUNT_VECTORS`] of them.
 ///
 /// # Complexity
-/// V count vectors of E experts on S slots: O(V E log E + E S) time, O(E S) memory.
+/// V count vectors of E experts on S slots, R the widest range: O(E S R) to count the vectors,
+/// then a sort of the S replicas per vector; O(E S R + V S log S) time, O(E + S) memory.
 ///
 /// # Examples
 /// ```
