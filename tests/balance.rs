@@ -250,6 +250,52 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Every bound, alone, below the exhaustive optimum on layers of up to 4 GPUs and 8
+    /// experts (a few heavy ones among light ones, where the heaviest-replicas bound bites),
+    /// over every count vector and over those of plans as good as the greedy's.
+    #[test]
+    fn each_bound_is_below_the_exhaustive_optimum(
+        gpus in 2usize..=4,
+        m in 2usize..=3,
+        experts in 2usize..=8,
+        one in any::<bool>(),
+        heavy in prop::collection::vec(20u32..100, 3),
+        light in prop::collection::vec(0u32..10, 8),
+    ) {
+        let slots = gpus * m;
+        let experts = experts.min(slots);
+        let raw: Vec<f64> = heavy.iter().chain(&light).take(experts).map(|&x| f64::from(x)).collect();
+        let mut i = instance(vec![raw], slots, gpus);
+        i.one_replica_per_gpu = one;
+        prop_assume!(formulations::balance::validate::validate(&i).is_ok());
+        let shape = i.shape();
+        let w = &i.loads[0];
+        let Ok(best) = exhaustive(&shape, w) else {
+            return Ok(());
+        };
+        let opt = evaluate::max_load(&shape, w, &best);
+        let mut cases = vec![(count_ranges(&shape, w, None), f64::INFINITY)];
+        if let Some(g) = moe_opt::balance::algorithms::greedy(&shape, w) {
+            let u = evaluate::max_load(&shape, w, &g);
+            cases.push((count_ranges(&shape, w, Some(u)), u));
+        }
+        for (ranges, u) in cases {
+            for (name, b) in [
+                ("mean", bounds::mean(&shape, w)),
+                ("threshold", bounds::threshold(&shape, w, &ranges)),
+                ("pair", bounds::pair(&shape, w, &ranges)),
+                ("heaviest", bounds::heaviest(&shape, w, &ranges)),
+                ("lower_bound", bounds::lower_bound(&shape, w, &ranges)),
+            ] {
+                prop_assert!(b.min(u) <= opt * (1.0 + 1e-12), "{name} {b} above {opt}");
+            }
+        }
+    }
+}
+
 /// The migration front of a small layer against exhaustive search outside moe-opt: loads
 /// 10, 7, 4, 2, 1 on 8 slots and 4 GPUs, current placement [0 1 | 0 2 | 1 3 | 4 0]. A Python
 /// script, run once, tried all 5^8 plans in exact rationals and took the least busiest GPU per

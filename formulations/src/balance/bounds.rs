@@ -33,6 +33,18 @@
 //!   classical pairing bound p_i + p_{2G+1-i} (the i-th largest replica and the
 //!   (2G+1-i)-th).
 //!
+//! * **Heaviest replicas** ([`heaviest`], for i in 1..=G): let M_lo hold lo_e copies of
+//!   w_e / hi_e for every e. A plan's replicas include, for every e, lo_e that carry at least
+//!   w_e / hi_e, so its k-th largest replica is at least the k-th largest element h_k of M_lo,
+//!   and its i largest sum to at least H_i = h_1 + ... + h_i. Either its i largest replicas
+//!   lie on i distinct GPUs, which then hold them and (m - 1) i other replicas, whose loads sum
+//!   to at least H_i + s_{(m-1) i} (s as above, now up to (m - 1) G elements), so the busiest
+//!   of them carries at least A_i = (H_i + s_{(m-1) i}) / i; or two of them share a GPU, the
+//!   larger at least h_{i-1} and the smaller at least h_i, so that GPU carries at least
+//!   B_i = h_{i-1} + h_i + s_{m-2}. So T >= min(A_i, B_i) (B_1 is infinite). With every count
+//!   fixed and the heaviest experts too heavy to share a GPU, it is the bin of the i-th
+//!   heaviest expert filled with the lightest ones on average.
+//!
 //! * **Grid** ([`grid`], [`on_grid`]): with integer loads, every replica carries w_e / c_e, a
 //!   multiple of 1 / L for L the least common multiple of every count in the ranges, so every
 //!   GPU's load and T are multiples of 1 / L; a lower bound B on T then rounds up to the next
@@ -57,7 +69,11 @@ pub fn mean(shape: &Shape, w: &[f64]) -> f64 {
 
 /// The sums s_0, s_1, ..., s_m of the r smallest elements of M (module doc).
 pub fn smallest(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> Vec<f64> {
-    let m = shape.per_gpu();
+    smallest_up_to(w, ranges, shape.per_gpu())
+}
+
+/// The sums s_0, s_1, ..., s_n of the r smallest elements of M (fewer when M has fewer).
+fn smallest_up_to(w: &[f64], ranges: &[(usize, usize)], n: usize) -> Vec<f64> {
     let mut values: Vec<(f64, usize)> = w
         .iter()
         .zip(ranges)
@@ -65,9 +81,9 @@ pub fn smallest(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> Vec<f64>
         .collect();
     values.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut sums = vec![0.0];
-    'fill: for (v, n) in values {
-        for _ in 0..n {
-            if sums.len() > m {
+    'fill: for (v, copies) in values {
+        for _ in 0..copies {
+            if sums.len() > n {
                 break 'fill;
             }
             sums.push(sums[sums.len() - 1] + v);
@@ -156,6 +172,34 @@ pub fn pair(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> f64 {
     best
 }
 
+/// The heaviest-replicas bound (module doc) at its best over i in 1..=G.
+pub fn heaviest(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> f64 {
+    let (m, g) = (shape.per_gpu(), shape.gpus);
+    let mut h: Vec<f64> = w
+        .iter()
+        .zip(ranges)
+        .flat_map(|(&x, &(lo, hi))| std::iter::repeat_n(x / hi as f64, lo))
+        .collect();
+    h.sort_by(|a, b| b.total_cmp(a));
+    let low = smallest_up_to(w, ranges, (m - 1) * g);
+    let mut best: f64 = 0.0;
+    let mut top = 0.0;
+    for i in 1..=g.min(h.len()) {
+        top += h[i - 1];
+        let Some(&fill) = low.get((m - 1) * i) else {
+            break;
+        };
+        let apart = (top + fill) / i as f64;
+        let shared = if i >= 2 && m >= 2 {
+            h[i - 2] + h[i - 1] + low[m - 2]
+        } else {
+            f64::INFINITY
+        };
+        best = best.max(apart.min(shared));
+    }
+    best
+}
+
 /// How many of the largest replica loads the pair bound tries as a.
 pub const PAIR_CANDIDATES: usize = 48;
 
@@ -208,6 +252,7 @@ pub fn on_grid(bound: f64, l: Option<u64>) -> f64 {
 pub fn lower_bound(shape: &Shape, w: &[f64], ranges: &[(usize, usize)]) -> f64 {
     let best = mean(shape, w)
         .max(threshold(shape, w, ranges))
-        .max(pair(shape, w, ranges));
+        .max(pair(shape, w, ranges))
+        .max(heaviest(shape, w, ranges));
     on_grid(best, grid(w, ranges))
 }
