@@ -1,6 +1,6 @@
 //! The balance problem: the exact method, its MILP and the sorted pairing (two slots per GPU)
-//! against exhaustive search, the bounds below the exhaustive optimum, every method's plan through the one evaluator, and the
-//! FlashLB example's optimum.
+//! against exhaustive search, each bound below the exhaustive optimum, every method's plan
+//! through the one evaluator, and the FlashLB example's optimum.
 //!
 //! The FlashLB example (issue 31: loads 600, 560, 120, 120, 20, 10, 10, 10; 16 slots on 8 GPUs,
 //! one group, one node): its optimum 590 / 3 (busiest GPU) and balancedness 181.25 / (590 / 3)
