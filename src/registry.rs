@@ -2,7 +2,8 @@
 //! its instance files. A problem is one [`Entry`] and one line in [`crate::problems::builtin`],
 //! the one place, above the problems, that names them all; nothing here names a problem. A [`Problem`] gets its entry from
 //! [`ProblemEntry`] once it implements [`Commands`] (the standard reports by default; its own
-//! reports, generator, importer and sweep where it has them); a problem without methods to
+//! reports and importer where it has them), its registry line adding the generator and the
+//! sweep where it has them; a problem without methods to
 //! compare (a token stream, the cache-pool plan) implements [`Entry`] itself. docs/
 //! adding-a-problem.md is the recipe, and tests/toy_problem.rs follows it with a knapsack.
 //!
@@ -513,26 +514,40 @@ pub fn solve_table<R: Serialize>(report: &R, rows: Vec<Value>) -> Table {
 /// [`Problem::milp`]; `claims` are [`Commands::claims`]; `sweep` runs it when its registry
 /// line says so ([`ProblemEntry::sweepable`]).
 pub struct ProblemEntry<P> {
+    generator: Option<fn() -> Box<dyn GeneratorEntry>>,
     sweep: Option<fn() -> Box<dyn SweepProblem>>,
     problem: std::marker::PhantomData<P>,
 }
 
 impl<P> ProblemEntry<P> {
-    /// The entry, without sweeps.
+    /// The entry, without a generator or sweeps.
     pub fn new() -> Self {
         ProblemEntry {
+            generator: None,
             sweep: None,
             problem: std::marker::PhantomData,
         }
     }
 }
 
+impl<P: Generator + 'static> ProblemEntry<P> {
+    /// The entry of a problem with a generator (`generate`, `--print-config`, presets, the
+    /// demo's instance), without sweeps.
+    pub fn generated() -> Self {
+        ProblemEntry {
+            generator: Some(|| Box::new(GeneratorOf::<P>(std::marker::PhantomData))),
+            ..Self::new()
+        }
+    }
+}
+
 impl<P: Sweepable> ProblemEntry<P> {
-    /// The entry of a problem that `sweep` runs, through its [`Sweepable`] implementation.
+    /// The entry of a problem that `sweep` runs, through its [`Sweepable`] implementation
+    /// (a sweepable problem has a generator: it makes the sweep's instances).
     pub fn sweepable() -> Self {
         ProblemEntry {
             sweep: Some(|| Box::new(SweepAdapter::<P>::new())),
-            problem: std::marker::PhantomData,
+            ..Self::generated()
         }
     }
 }
@@ -622,11 +637,6 @@ const HEADERS: [&str; 6] = [
 /// default (the standard reports, no generator), so a new problem starts with
 /// `impl Commands for MyProblem {}` and overrides what it has.
 pub trait Commands: Problem {
-    /// The generator (`generate`, `--print-config`, presets, the demo's instance):
-    /// `registry::generator::<Self>()` for a [`Generator`].
-    fn generator() -> Option<Box<dyn GeneratorEntry>> {
-        None
-    }
     /// `import`.
     fn import(_args: &ImportArgs) -> Result<Made, Error> {
         Err(refused::<Self>("import"))
@@ -678,7 +688,7 @@ impl<P: Commands> Entry for ProblemEntry<P> {
     }
 
     fn generator(&self) -> Option<Box<dyn GeneratorEntry>> {
-        P::generator()
+        self.generator.map(|generator| generator())
     }
 
     fn import(&self, args: &ImportArgs) -> Result<Made, Error> {
@@ -731,7 +741,7 @@ impl<P: Commands> Entry for ProblemEntry<P> {
 
     /// The generator's first (smallest) preset.
     fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
-        let generator = P::generator()?;
+        let generator = self.generator()?;
         let (smallest, _) = generator.presets().into_iter().next()?;
         Some(generator.generate(Some(&smallest), None, seed))
     }
@@ -830,8 +840,8 @@ impl<P: Generator> GeneratorEntry for GeneratorOf<P> {
     }
 }
 
-/// The [`GeneratorEntry`] of a [`Generator`], for [`Commands::generator`] and
-/// [`Entry::generator`].
+/// The [`GeneratorEntry`] of a [`Generator`], for [`Entry::generator`] (and
+/// [`ProblemEntry::generated`]).
 pub fn generator<P: Generator + 'static>() -> Option<Box<dyn GeneratorEntry>> {
     Some(Box::new(GeneratorOf::<P>(std::marker::PhantomData)))
 }

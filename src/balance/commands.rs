@@ -12,7 +12,7 @@ use super::generate::{self, GeneratorConfig, Preset};
 use super::methods::{Balance, ExactReport, Method, MethodRun, Reference, RunOptions};
 use crate::generate::Made;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
+use crate::registry::{Commands, ImportArgs, Rendered};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweepable::Sweepable;
 
@@ -308,10 +308,6 @@ crate::generator!(
 /// Balance's commands: the reports above, the generator, the importer of activation counts and
 /// sweeps.
 impl Commands for Balance {
-    fn generator() -> Option<Box<dyn GeneratorEntry>> {
-        registry::generator::<Self>()
-    }
-
     fn import(args: &ImportArgs) -> Result<Made, Error> {
         args.import_counts(Self::TAG, generate::import)
     }

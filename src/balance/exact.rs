@@ -61,6 +61,26 @@ pub struct LayerSolve {
     pub plan: Vec<usize>,
 }
 
+impl LayerSolve {
+    /// A layer's result from what it settled on, its heuristics' best and its combinatorial
+    /// bound; the layer index and the time are set by [`solve_layer`].
+    fn new(settled: Settled, heuristic: f64, combinatorial_bound: f64, milp: bool) -> Self {
+        LayerSolve {
+            layer: 0,
+            status: settled.status,
+            objective: settled.objective,
+            bound: settled.bound,
+            gap: gap(settled.objective, settled.bound),
+            heuristic,
+            combinatorial_bound,
+            milp,
+            time_s: 0.0,
+            note: settled.note,
+            plan: settled.plan,
+        }
+    }
+}
+
 /// EPLB's plan of one layer under `groups` and `nodes` (its policy choice), if EPLB accepts
 /// the arguments.
 pub fn eplb_layer(
@@ -149,21 +169,16 @@ pub fn solve_plain(
             }
         }
     }
-    let done = |status, objective: f64, bound: f64, plan: Vec<usize>, milp, note| LayerSolve {
-        layer: 0,
-        status,
-        objective,
-        bound,
-        gap: gap(objective, bound),
-        heuristic,
-        combinatorial_bound: lower,
-        milp,
-        time_s: 0.0,
-        note,
-        plan,
-    };
+    let done = |settled, milp| LayerSolve::new(settled, heuristic, lower, milp);
     if upper <= lower * (1.0 + PROVED_GAP) {
-        return Ok(done(MilpStatus::Optimal, upper, lower, plan, false, None));
+        let proved = Settled {
+            plan,
+            objective: upper,
+            bound: lower,
+            status: MilpStatus::Optimal,
+            note: None,
+        };
+        return Ok(done(proved, false));
     }
     let model = match LayerModel::build(
         shape,
@@ -179,24 +194,18 @@ pub fn solve_plain(
         Ok(model) => model,
         Err(Error::TooLarge(why)) => {
             let note = format!("no MILP ({why}): the heuristic's plan and the bound");
-            return Ok(done(
-                MilpStatus::GapLimit,
-                upper,
-                lower,
+            let unproved = Settled {
                 plan,
-                false,
-                Some(note),
-            ));
+                objective: upper,
+                bound: lower,
+                status: MilpStatus::GapLimit,
+                note: Some(note),
+            };
+            return Ok(done(unproved, false));
         }
         Err(e) => return Err(e),
     };
-    let Settled {
-        plan: best,
-        objective,
-        bound,
-        status,
-        note,
-    } = solve_from(
+    let settled = solve_from(
         &model,
         shape,
         w,
@@ -206,7 +215,7 @@ pub fn solve_plain(
         options,
         |_| true,
     )?;
-    Ok(done(status, objective, bound, best, true, note))
+    Ok(done(settled, true))
 }
 
 /// `model` solved from `start` (a feasible plan of the model): the better of the MILP's plan
@@ -419,22 +428,23 @@ fn solve_hierarchical(
     } else {
         MilpStatus::GapLimit
     };
-    Ok(LayerSolve {
-        layer: 0,
-        status,
+    let combinatorial = parts
+        .iter()
+        .map(|p| p.iter().map(|b| blocks[b].0).fold(0.0, f64::max))
+        .fold(f64::INFINITY, f64::min);
+    let settled = Settled {
+        plan,
         objective,
         bound,
-        gap: gap(objective, bound),
-        heuristic,
-        combinatorial_bound: parts
-            .iter()
-            .map(|p| p.iter().map(|b| blocks[b].0).fold(0.0, f64::max))
-            .fold(f64::INFINITY, f64::min),
-        milp: used_milp,
-        time_s: 0.0,
+        status,
         note: notes.into_iter().next(),
-        plan,
-    })
+    };
+    Ok(LayerSolve::new(
+        settled,
+        heuristic,
+        combinatorial,
+        used_milp,
+    ))
 }
 
 /// Every layer's exact solve, in parallel, in layer order.

@@ -24,7 +24,7 @@ use super::latency::{latency_of, sampled_batch, LatencyReport};
 use super::methods::{self, ExactReport, Method, MethodRun, Prism, Reference, RunOptions};
 use crate::generate::Made;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
+use crate::registry::{Commands, ImportArgs, Rendered};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweepable::Sweepable;
 
@@ -568,10 +568,6 @@ crate::generator!(
 impl Commands for Prism {
     fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
         vec![Box::new(super::claims::table())]
-    }
-
-    fn generator() -> Option<Box<dyn GeneratorEntry>> {
-        registry::generator::<Self>()
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {

@@ -12,7 +12,7 @@ use super::methods::{ExactReport, Method, MethodRun, Reference, RunOptions, Slim
 use crate::export::Table;
 use crate::generate::Made;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
+use crate::registry::{self, Commands, ImportArgs, Rendered};
 use crate::render::{ms, table};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweepable::Sweepable;
@@ -368,10 +368,6 @@ crate::generator!(
 impl Commands for SlimCaching {
     fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
         vec![Box::new(super::claims::table())]
-    }
-
-    fn generator() -> Option<Box<dyn GeneratorEntry>> {
-        registry::generator::<Self>()
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {

@@ -90,6 +90,17 @@ pub enum Candidates {
     TypeIIOnly,
 }
 
+impl Candidates {
+    /// Line 12: takes the head of U = (sigma_II, sigma_I), or of sigma_II alone under
+    /// [`Candidates::TypeIIOnly`]; `None` once U is empty.
+    fn next(self, sigma_2: &mut VecDeque<usize>, sigma_1: &mut VecDeque<usize>) -> Option<usize> {
+        match self {
+            Candidates::Algorithm1 => sigma_2.pop_front().or_else(|| sigma_1.pop_front()),
+            Candidates::TypeIIOnly => sigma_2.pop_front(),
+        }
+    }
+}
+
 /// One block built by Alg. 1.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BlockTrace {
@@ -110,6 +121,22 @@ pub struct CacheAffinity {
     pub priority: Priority,
     /// How each block was built.
     pub blocks: Vec<BlockTrace>,
+}
+
+impl CacheAffinity {
+    /// No block yet.
+    fn empty() -> Self {
+        CacheAffinity {
+            priority: Priority { blocks: Vec::new() },
+            blocks: Vec::new(),
+        }
+    }
+
+    /// Closes a block: its tasks join the priority, and its trace the account of each block.
+    fn close(&mut self, trace: BlockTrace) {
+        self.priority.blocks.push(trace.tasks.clone());
+        self.blocks.push(trace);
+    }
 }
 
 /// Per-task facts Alg. 1 reads in its loops.
@@ -394,8 +421,7 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
     let mut sigma_2 = sorted_by_p(&facts, true);
     let mut timeline = Timeline::new(instance, facts.len());
     let add = |timeline: &mut Timeline, t: usize| timeline.add(facts[t].reads_e, facts[t].reads_sm);
-    let mut done: Vec<Vec<usize>> = Vec::new();
-    let mut traces = Vec::new();
+    let mut out = CacheAffinity::empty();
     while let Some(base) = sigma_1.pop_front() {
         add(&mut timeline, base);
         let mut block = VecDeque::from([base]);
@@ -408,14 +434,8 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
             if dominant {
                 break;
             }
-            // Line 12: the head of U = (sigma_II, sigma_I).
-            let j = match (sigma_2.pop_front(), candidates) {
-                (Some(j), _) => j,
-                (None, Candidates::Algorithm1) => match sigma_1.pop_front() {
-                    Some(j) => j,
-                    None => break,
-                },
-                (None, Candidates::TypeIIOnly) => break,
+            let Some(j) = candidates.next(&mut sigma_2, &mut sigma_1) else {
+                break;
             };
             let tol = 1e-9 * (before + instance.sm_read_s + instance.decompress_s);
             add(&mut timeline, j);
@@ -442,32 +462,26 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
             type_2 |= facts[j].type_2;
         }
         timeline.close_block();
-        let block: Vec<usize> = block.into();
-        traces.push(BlockTrace {
-            tasks: block.clone(),
+        out.close(BlockTrace {
+            tasks: block.into(),
             base,
             fallback_insertions,
             compute_dominant: dominant,
         });
-        done.push(block);
     }
     if !sigma_2.is_empty() {
         let rest: Vec<usize> = sigma_2.into();
         for &t in &rest {
             add(&mut timeline, t);
         }
-        traces.push(BlockTrace {
-            tasks: rest.clone(),
+        out.close(BlockTrace {
             base: rest[0],
+            tasks: rest,
             fallback_insertions: 0,
             compute_dominant: timeline.compute_dominant(),
         });
-        done.push(rest);
     }
-    CacheAffinity {
-        priority: Priority { blocks: done },
-        blocks: traces,
-    }
+    out
 }
 
 /// Baseline FIFO: tasks in instance (gate) order, one block each.

@@ -12,7 +12,7 @@ use super::generate::{self, GeneratorConfig, Preset};
 use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions, ZipMoe};
 use crate::generate::Made;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, GeneratorEntry, ImportArgs, Rendered};
+use crate::registry::{self, Commands, ImportArgs, Rendered};
 use crate::render::ms;
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweepable::Sweepable;
@@ -279,10 +279,6 @@ crate::generator!(
 impl Commands for ZipMoe {
     fn claims() -> Vec<Box<dyn crate::verify::ClaimGroup>> {
         vec![Box::new(super::claims::table())]
-    }
-
-    fn generator() -> Option<Box<dyn GeneratorEntry>> {
-        registry::generator::<Self>()
     }
 
     fn import(args: &ImportArgs) -> Result<Made, Error> {

@@ -1,12 +1,13 @@
 //! The first, straightforward implementation of Alg. 1 (before the incremental evaluator of
-//! [`super::cache_affinity`]), kept verbatim as the tests' oracle: it simulates the whole
-//! prefix with [`Simulator::summary`] for every candidate and every insertion position
-//! (O(n^2) full simulations). Test-only. Its outputs and the evaluator's charts on the test
+//! [`super::cache_affinity`]), kept verbatim as the tests' oracle but for line 12's rule, which
+//! both take from `Candidates::next` (the oracle checks the evaluator, not the rule): it
+//! simulates the whole prefix with [`Simulator::summary`] for every candidate and every
+//! insertion position (O(n^2) full simulations). Test-only. Its outputs and the evaluator's charts on the test
 //! families were also recorded as digests before either was rewritten (see the tests).
 
 use std::collections::VecDeque;
 
-use formulations::zipmoe::{Instance, Priority, Simulator, TaskType};
+use formulations::zipmoe::{Instance, Simulator, TaskType};
 
 use super::{BlockTrace, CacheAffinity, Candidates};
 
@@ -48,37 +49,30 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
     let kind = |t: usize| instance.state_of(tasks[t]).task_type();
     let mut sigma_1 = sorted_by_p(&sim, TaskType::I);
     let mut sigma_2 = sorted_by_p(&sim, TaskType::II);
-    let mut done: Vec<Vec<usize>> = Vec::new();
-    let mut traces = Vec::new();
+    let mut out = CacheAffinity::empty();
     while let Some(base) = sigma_1.pop_front() {
         let mut block = vec![base];
         let mut fallback_insertions = 0;
         let mut dominant;
         loop {
-            done.push(block.clone());
-            dominant = compute_dominant(&sim, &done);
-            let before = sim.summary(&done).charge_s;
-            done.pop();
+            out.priority.blocks.push(block.clone());
+            dominant = compute_dominant(&sim, &out.priority.blocks);
+            let before = sim.summary(&out.priority.blocks).charge_s;
+            out.priority.blocks.pop();
             if dominant {
                 break;
             }
-            // Line 12: the head of U = (sigma_II, sigma_I).
-            let j = match (sigma_2.pop_front(), candidates) {
-                (Some(j), _) => j,
-                (None, Candidates::Algorithm1) => match sigma_1.pop_front() {
-                    Some(j) => j,
-                    None => break,
-                },
-                (None, Candidates::TypeIIOnly) => break,
+            let Some(j) = candidates.next(&mut sigma_2, &mut sigma_1) else {
+                break;
             };
             let tol = 1e-9 * (before + instance.sm_read_s + instance.decompress_s);
             let mut position = None;
             for pos in 0..=block.len() {
                 let mut trial = block.clone();
                 trial.insert(pos, j);
-                done.push(trial);
-                let charge = sim.summary(&done).charge_s;
-                done.pop();
+                out.priority.blocks.push(trial);
+                let charge = sim.summary(&out.priority.blocks).charge_s;
+                out.priority.blocks.pop();
                 if charge <= before + tol {
                     position = Some(pos);
                     break;
@@ -101,26 +95,23 @@ pub fn cache_affinity(instance: &Instance, candidates: Candidates) -> CacheAffin
             });
             block.insert(pos, j);
         }
-        traces.push(BlockTrace {
-            tasks: block.clone(),
+        out.close(BlockTrace {
+            tasks: block,
             base,
             fallback_insertions,
             compute_dominant: dominant,
         });
-        done.push(block);
     }
     if !sigma_2.is_empty() {
         let rest: Vec<usize> = sigma_2.into_iter().collect();
-        traces.push(BlockTrace {
-            tasks: rest.clone(),
+        let prefix = [out.priority.blocks.clone(), vec![rest.clone()]].concat();
+        let dominant = compute_dominant(&sim, &prefix);
+        out.close(BlockTrace {
             base: rest[0],
+            tasks: rest,
             fallback_insertions: 0,
-            compute_dominant: compute_dominant(&sim, &[done.clone(), vec![rest.clone()]].concat()),
+            compute_dominant: dominant,
         });
-        done.push(rest);
     }
-    CacheAffinity {
-        priority: Priority { blocks: done },
-        blocks: traces,
-    }
+    out
 }
