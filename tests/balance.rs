@@ -1,5 +1,6 @@
 //! The balance problem: the exact method, its MILP and the sorted pairing (two slots per GPU)
-//! against exhaustive search, each bound below the exhaustive optimum, every method's plan
+//! against exhaustive search, annealing within the options and between its start and the
+//! optimum, each bound below the exhaustive optimum, every method's plan
 //! through the one evaluator, and the FlashLB example's optimum.
 //!
 //! The FlashLB example (issue 31: loads 600, 560, 120, 120, 20, 10, 10, 10; 16 slots on 8 GPUs,
@@ -14,7 +15,8 @@ use formulations::balance::milp::{count_ranges, LayerModel, LayerOptions};
 use formulations::balance::{bounds, evaluate, Instance, Plan};
 use formulations::milp::{MilpStatus, SolveOptions};
 use formulations::ProblemKind;
-use moe_opt::balance::algorithms::exhaustive;
+use moe_opt::balance::algorithms::{self, exhaustive};
+use moe_opt::balance::anneal::anneal;
 use moe_opt::balance::methods::{Balance, Method};
 use moe_opt::balance::pairing;
 use moe_opt::problem::{self, RunOptions};
@@ -247,6 +249,48 @@ proptest! {
         let r = run(&i, Method::Milp);
         prop_assert!((r.objective().unwrap() - opt).abs() <= 1e-9 * opt.max(1.0));
         prop_assert_eq!(r.exact.as_ref().unwrap().status, MilpStatus::Optimal);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    /// Annealing (three or four slots per GPU, up to 4 GPUs and 8 experts) from the greedy
+    /// plan: a valid plan under every option, hierarchical included (2 nodes, 2 groups), no
+    /// worse than its start, no better than the exhaustive optimum, the same for the same seed.
+    #[test]
+    fn annealing_keeps_the_options_and_never_worsens_its_start(
+        half in 1usize..=2,
+        m in 3usize..=4,
+        pairs in 1usize..=4,
+        one in any::<bool>(),
+        hierarchical in any::<bool>(),
+        raw in prop::collection::vec(0u32..60, 8),
+        seed in 0u64..4,
+    ) {
+        let (gpus, experts) = (2 * half, 2 * pairs);
+        prop_assume!(experts <= m * gpus);
+        let mut i = instance(vec![raw[..experts].iter().map(|&x| f64::from(x)).collect()], m * gpus, gpus);
+        i.one_replica_per_gpu = one;
+        if hierarchical {
+            (i.hierarchical, i.num_nodes, i.num_groups) = (true, 2, 2);
+        }
+        prop_assume!(formulations::balance::validate::validate(&i).is_ok());
+        let shape = i.shape();
+        let w = &i.loads[0];
+        let start = algorithms::greedy(&shape, w);
+        prop_assume!(start.is_some());
+        let start = start.unwrap();
+        let plan = anneal(&shape, w, &start, seed);
+        prop_assert!(evaluate::check_layer(&shape, &plan).is_ok(), "{plan:?}");
+        let (v, from) = (evaluate::max_load(&shape, w, &plan), evaluate::max_load(&shape, w, &start));
+        prop_assert!(v <= from, "annealed {v} above its start {from}");
+        // Exhaustive search where its size limit allows (2 GPUs always; 4 GPUs with few experts).
+        if let Ok(best) = exhaustive(&shape, w) {
+            let opt = evaluate::max_load(&shape, w, &best);
+            prop_assert!(v >= opt * (1.0 - 1e-12), "annealed {v} below the optimum {opt}");
+        }
+        prop_assert_eq!(anneal(&shape, w, &start, seed), plan);
     }
 }
 

@@ -3,7 +3,9 @@
 //! A layer: the heuristics' best plan (local search from the greedy and from EPLB's plans that
 //! respect the options) is the incumbent U; the combinatorial lower bound L
 //! ([`formulations::balance::bounds`]) is proved. When U <= L the plan is optimal and no MILP is
-//! needed; otherwise HiGHS solves the layer's MILP ([`formulations::balance::milp`]) started
+//! needed; otherwise, at three slots per GPU or more, the plan is annealed ([`annealed`]) and
+//! U and L are taken again (at two, [`pairing`] gives the optimum or a bound). If U > L still,
+//! HiGHS solves the layer's MILP ([`formulations::balance::milp`]) started
 //! from the plan, with T >= L and the count ranges U implies, under the time limit. The status
 //! is HiGHS's; a layer proved by the bound alone is `optimal` with the bound as its best bound.
 //!
@@ -28,6 +30,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::algorithms::{greedy, local_search};
+use super::anneal::anneal;
 use super::pairing;
 use crate::eplb::{rebalance_experts, EplbError, EplbExact, EplbPlan, EplbPolicy};
 use crate::problem::ExactReport;
@@ -94,6 +97,9 @@ pub fn eplb_layer(
         .map_err(|e| format!("EPLB refuses the arguments: {e}"))
 }
 
+/// The seed of the exact method's annealing: a layer's start depends on its loads alone.
+const ANNEAL_SEED: u64 = 0x0ba1_a0ce;
+
 /// The heuristics' best feasible plan of a layer: local search from the greedy plan and from
 /// EPLB's hierarchical and global plans where they respect the options.
 pub fn best_heuristic(shape: &Shape, w: &[f64], groups: usize, nodes: usize) -> Option<Vec<usize>> {
@@ -109,6 +115,15 @@ pub fn best_heuristic(shape: &Shape, w: &[f64], groups: usize, nodes: usize) -> 
         .into_iter()
         .map(|p| local_search(shape, w, &p))
         .min_by(|a, b| max_load(shape, w, a).total_cmp(&max_load(shape, w, b)))
+}
+
+/// At three slots per GPU or more, `plan` annealed ([`anneal`]) and searched again; otherwise
+/// `plan` itself (two slots per GPU are solved by [`pairing`]).
+pub fn annealed(shape: &Shape, w: &[f64], plan: Vec<usize>) -> Vec<usize> {
+    if shape.per_gpu() < 3 {
+        return plan;
+    }
+    local_search(shape, w, &anneal(shape, w, &plan, ANNEAL_SEED))
 }
 
 /// The exact solve of layer `l` (module doc); its time limit counts from now.
@@ -155,10 +170,17 @@ pub fn solve_plain(
     let mut plan = best_heuristic(shape, w, eplb.0, eplb.1).ok_or_else(|| {
         Error::Solver("balance: no heuristic found a feasible plan to start from".into())
     })?;
-    let heuristic = max_load(shape, w, &plan);
-    let mut upper = heuristic;
-    let ranges = count_ranges(shape, w, Some(upper));
+    let mut upper = max_load(shape, w, &plan);
+    let mut ranges = count_ranges(shape, w, Some(upper));
     let mut lower = bounds::lower_bound(shape, w, &ranges).min(upper);
+    // Annealing only where the bound does not already prove the plan.
+    if upper > lower * (1.0 + PROVED_GAP) && shape.per_gpu() >= 3 {
+        plan = annealed(shape, w, plan);
+        upper = max_load(shape, w, &plan);
+        ranges = count_ranges(shape, w, Some(upper));
+        lower = bounds::lower_bound(shape, w, &ranges).min(upper);
+    }
+    let heuristic = upper;
     // Two slots per GPU: the best sorted pairing over the count vectors (pairing's module doc).
     if let Some(paired) = pairing::solve(shape, w, &ranges) {
         lower = lower.max(paired.bound.min(upper));

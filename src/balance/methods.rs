@@ -36,7 +36,7 @@ crate::named! {
         EplbGlobal,
         /// greedy: replicas by largest load per replica, packed heaviest first onto the least loaded GPU
         Greedy,
-        /// local search (replica swaps, slot hand-overs) from the greedy and EPLB plans
+        /// local search (replica swaps, slot hand-overs) from the greedy and EPLB plans, annealed at 3+ slots per GPU
         LocalSearch,
     }
 }
@@ -142,6 +142,7 @@ impl Problem for Balance {
             }),
             Method::LocalSearch => per_layer(instance, |_, w| {
                 exact::best_heuristic(&shape, w, instance.num_groups, instance.num_nodes)
+                    .map(|plan| exact::annealed(&shape, w, plan))
                     .ok_or_else(|| "no start plan respects the options".to_string())
             }),
         })

@@ -8,6 +8,7 @@
 //! README.
 
 pub mod algorithms;
+pub mod anneal;
 pub mod commands;
 pub mod exact;
 pub mod generate;
