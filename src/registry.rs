@@ -1,11 +1,11 @@
 //! The registry: every problem the command line, sweeps and `verify` know, found by the tag of
 //! its instance files. A problem is one [`Entry`] and one line in [`crate::problems::builtin`],
-//! the one place, above the problems, that names them all; nothing here names a problem. A [`Problem`] gets its entry from
-//! [`ProblemEntry`] once it implements [`Commands`] (the standard reports by default; its own
-//! reports and importer where it has them), its registry line adding the generator and the
-//! sweep where it has them; a problem without methods to
-//! compare (a token stream, the cache-pool plan) implements [`Entry`] itself. docs/
-//! adding-a-problem.md is the recipe, and tests/toy_problem.rs follows it with a knapsack.
+//! the one place, above the problems, that names them all; nothing here names a problem. A
+//! [`Problem`] gets its entry from [`ProblemEntry`] once it implements [`Commands`] (the
+//! standard reports by default; its own reports and importer where it has them), its registry
+//! line adding the generator and the sweep where it has them; a problem without methods to
+//! compare (a token stream, the cache-pool plan) implements [`Entry`] itself.
+//! docs/adding-a-problem.md is the recipe, and tests/toy_problem.rs follows it with a knapsack.
 //!
 //! An entry answers the commands with [`Rendered`] reports (JSON, text and the tidy table of
 //! `--csv`), so the command line prints and writes every problem's reports the same way.

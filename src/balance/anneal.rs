@@ -8,15 +8,16 @@
 //! * recount: a slot of an expert with two replicas or more goes to another expert below
 //!   [`Shape::cap`], which changes the load of every replica of both.
 //!
-//! A move that would break an option is not tried: two replicas of an expert on one GPU under
-//! one replica per GPU; under the hierarchical option, a swap across nodes, or a slot handed
-//! to an expert whose group is on another node. The energy is the sum over GPUs of max(0, load - mean)^2: it is zero only at a
-//! perfect balance and sees every GPU above the mean, not the busiest alone, so the search moves
-//! across the plateaus where local search stops. A move that raises the energy by d is accepted
-//! with probability exp(-d / t), the temperature t falling linearly from (0.15 % of the mean)^2
-//! to 0 over the budget ([`iterations`]). The plan returned is the best seen by its busiest GPU
-//! (checked every [`CHECK_EVERY`] moves and at the end), never worse than the start. The same
-//! start and seed give the same plan: a seeded ChaCha8 stream and a budget in moves, not time.
+//! A move that would break an option is not tried: two replicas of an expert on one GPU under one
+//! replica per GPU; under the hierarchical option, a swap across nodes, or a slot handed to an
+//! expert whose group is on another node. The energy is the sum over GPUs of max(0, load - mean)^2:
+//! it is zero only at a perfect balance and sees every GPU above the mean, not the busiest alone,
+//! so the search moves across the plateaus where local search stops. A move that raises the energy
+//! by d is accepted with probability exp(-d / t), the temperature t falling linearly from (0.15 %
+//! of the mean)^2 to 0 over the budget ([`iterations`]). The plan returned is the best seen by its
+//! busiest GPU (checked every [`CHECK_EVERY`] moves and at the end), never worse than the start.
+//! The same start and seed give the same plan: a seeded ChaCha8 stream and a budget in moves, not
+//! time.
 
 use formulations::balance::evaluate::{check_layer, max_load};
 use formulations::balance::Shape;

@@ -3,11 +3,12 @@
 //! A layer: the heuristics' best plan (local search from the greedy and from EPLB's plans that
 //! respect the options) is the incumbent U; the combinatorial lower bound L
 //! ([`formulations::balance::bounds`]) is proved. When U <= L the plan is optimal and no MILP is
-//! needed; otherwise, at three slots per GPU or more, the plan is annealed ([`annealed`]) and
-//! U and L are taken again (at two, [`pairing`] gives the optimum or a bound). If U > L still,
-//! HiGHS solves the layer's MILP ([`formulations::balance::milp`]) started
-//! from the plan, with T >= L and the count ranges U implies, under the time limit. The status
-//! is HiGHS's; a layer proved by the bound alone is `optimal` with the bound as its best bound.
+//! needed; otherwise, at three slots per GPU or more and unless U is within the gap asked for,
+//! the plan is annealed ([`annealed`]) and U and L are taken again (at two, [`pairing`] gives
+//! the optimum or a bound). If U > L still, HiGHS solves the layer's MILP
+//! ([`formulations::balance::milp`]) started from the plan, with T >= L and the count ranges U
+//! implies, under the time limit. The status is HiGHS's; a layer proved by the bound alone is
+//! `optimal` with the bound as its best bound.
 //!
 //! Hierarchical layers decompose exactly: a hierarchical plan is a partition of the groups
 //! onto the nodes (K / N each) and, on every node, a plan of its experts alone on its S / N
@@ -244,7 +245,8 @@ pub fn solve_plain(
 /// `model` solved from `start` (a feasible plan of the model): the better of the MILP's plan
 /// (valid, and accepted by `fits`) and `start`, its load, the bound (the solver's in load
 /// units, rounded up to `grid`, at least `lower`, at most the load) and the status (`optimal`
-/// once the bound meets the load), and the solver's note. The exact method and the migration front share it.
+/// once the bound meets the load), and the solver's note. The exact method and the migration
+/// front share it.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_from(
     model: &LayerModel,

@@ -1,9 +1,10 @@
 //! The first, straightforward implementation of Alg. 1 (before the incremental evaluator of
-//! [`super::cache_affinity`]), kept verbatim as the tests' oracle but for line 12's rule, which
-//! both take from `Candidates::next` (the oracle checks the evaluator, not the rule): it
-//! simulates the whole prefix with [`Simulator::summary`] for every candidate and every
-//! insertion position (O(n^2) full simulations). Test-only. Its outputs and the evaluator's charts on the test
-//! families were also recorded as digests before either was rewritten (see the tests).
+//! [`super::cache_affinity`]), kept verbatim as the tests' oracle but for line 12's rule and the
+//! closing of a block, which both take from `Candidates::next` and `CacheAffinity::close` (the
+//! oracle checks the evaluator, not the rule): it simulates the whole prefix with
+//! [`Simulator::summary`] for every candidate and every insertion position (O(n^2) full
+//! simulations). Test-only. Its outputs and the evaluator's charts on the test families were also
+//! recorded as digests before either was rewritten (see the tests).
 
 use std::collections::VecDeque;
 
