@@ -6,7 +6,8 @@
 //! redundant slots (64 slots), switch-large-128 on 8 GPUs with one redundant slot per GPU
 //! (136 slots), and Qwen1.5-MoE on 32 GPUs with 64 slots (two per GPU: the sorted pairing of
 //! `moe_opt::balance::pairing`). Times include the heuristics, the bounds and the MILP, on one
-//! thread. Beside them, the annealing alone (`moe_opt::balance::anneal`) on three layers of
+//! thread. Beside them, the annealing step of the exact method alone
+//! (`moe_opt::balance::exact::annealed`: the annealing, then local search) on three layers of
 //! DeepSeek-V2-Lite on 32 GPUs with 96 slots.
 //! Run: `./dev bench --bench balance` (figures in docs/benchmarks.md).
 
@@ -16,8 +17,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use formulations::balance::Instance;
 use formulations::milp::SolveOptions;
-use moe_opt::balance::anneal::anneal;
-use moe_opt::balance::exact::{best_heuristic, solve_layer};
+use moe_opt::balance::exact::{annealed, best_heuristic, solve_layer};
 use moe_opt::balance::generate::{generate, import, Deployment, GeneratorConfig, Preset};
 use moe_opt::counts::Header;
 
@@ -87,7 +87,7 @@ fn balance(c: &mut Criterion) {
     }
 }
 
-/// The annealing alone on the first three layers, from the local-search plan.
+/// The exact method's annealing step on the first three layers, from the local-search plan.
 fn annealing(c: &mut Criterion, group: &str, instance: &Instance) {
     let mut group = c.benchmark_group(group);
     group.sample_size(10);
@@ -95,7 +95,7 @@ fn annealing(c: &mut Criterion, group: &str, instance: &Instance) {
     for (l, w) in instance.loads.iter().enumerate().take(3) {
         let start = best_heuristic(&shape, w, 1, 1).expect("a start plan");
         group.bench_function(format!("layer {l}"), |b| {
-            b.iter(|| anneal(&shape, w, &start, 1))
+            b.iter(|| annealed(&shape, w, start.clone()))
         });
     }
     group.finish();
