@@ -8,7 +8,9 @@
 //! `moe_opt::balance::pairing`). Times include the heuristics, the bounds and the MILP, on one
 //! thread. Beside them, the annealing step of the exact method alone
 //! (`moe_opt::balance::exact::annealed`: the annealing, then local search) on three layers of
-//! DeepSeek-V2-Lite on 32 GPUs with 96 slots.
+//! DeepSeek-V2-Lite on 32 GPUs with 96 slots, and the heuristics' best plan
+//! (`moe_opt::balance::exact::best_heuristic`, with the heavy starts) on two layers of
+//! switch-large-128 on 16 GPUs with 144 slots.
 //! Run: `./dev bench --bench balance` (figures in docs/benchmarks.md).
 
 use std::path::PathBuf;
@@ -85,6 +87,24 @@ fn balance(c: &mut Criterion) {
     if let Some(instance) = real("deepseek.json.gz", deployment(32, 1)) {
         annealing(c, "balance-anneal-deepseek-v2-lite-g32-x1", &instance);
     }
+    if let Some(instance) = real("switch.json.gz", deployment(16, 1)) {
+        heuristics(c, "balance-heuristic-switch-large-128-g16-x1", &instance);
+    }
+}
+
+/// The heuristics' best plan (greedy, EPLB's plans and the heavy starts, each searched
+/// locally) of layers 8 and 9, the second dominated by two experts.
+fn heuristics(c: &mut Criterion, group: &str, instance: &Instance) {
+    let mut group = c.benchmark_group(group);
+    group.sample_size(10);
+    let shape = instance.shape();
+    for l in [8, 9] {
+        let w = &instance.loads[l];
+        group.bench_function(format!("layer {l}"), |b| {
+            b.iter(|| best_heuristic(&shape, w, 1, 1).expect("a plan"))
+        });
+    }
+    group.finish();
 }
 
 /// The exact method's annealing step on the first three layers, from the local-search plan.

@@ -1,7 +1,8 @@
 //! The balance problem: the exact method, its MILP and the sorted pairing (two slots per GPU)
-//! against exhaustive search, annealing within the options and between its start and the
-//! optimum, each bound below the exhaustive optimum, every method's plan
-//! through the one evaluator, and the FlashLB example's optimum.
+//! against exhaustive search, annealing and the heavy starts within the options and between
+//! their start and the optimum, repacking down to the optimum of its counts, each bound below
+//! the exhaustive optimum, every method's plan through the one evaluator, and the FlashLB
+//! example's optimum.
 //!
 //! The FlashLB example (issue 31: loads 600, 560, 120, 120, 20, 10, 10, 10; 16 slots on 8 GPUs,
 //! one group, one node): its optimum 590 / 3 (busiest GPU) and balancedness 181.25 / (590 / 3)
@@ -12,15 +13,19 @@
 //! (balancedness 0.781, as the issue reports).
 
 use formulations::balance::milp::{count_ranges, LayerModel, LayerOptions};
+use formulations::balance::model::replica_counts;
 use formulations::balance::{bounds, evaluate, Instance, Plan};
 use formulations::milp::{MilpStatus, SolveOptions};
 use formulations::ProblemKind;
 use moe_opt::balance::algorithms::{self, exhaustive};
 use moe_opt::balance::anneal::anneal;
+use moe_opt::balance::exact;
 use moe_opt::balance::methods::{Balance, Method};
 use moe_opt::balance::pairing;
+use moe_opt::balance::repack::{repack, PROBES};
 use moe_opt::problem::{self, RunOptions};
 use proptest::prelude::*;
+use std::ops::Range;
 
 mod common;
 use common::{csv_records, moe_opt, scratch};
@@ -45,6 +50,34 @@ fn flashlb() -> Instance {
         vec![vec![600.0, 560.0, 120.0, 120.0, 20.0, 10.0, 10.0, 10.0]],
         16,
         8,
+    )
+}
+
+/// The small layers of the proptests: 2 or 4 GPUs of 3 or 4 slots, 2 to 8 experts with loads
+/// in `loads`, one replica per GPU or not, and hierarchical on 2 nodes with 2 groups or not
+/// where `hierarchical` allows; only valid instances.
+fn small_layers(hierarchical: bool, loads: Range<u32>) -> impl Strategy<Value = Instance> {
+    let shape = (
+        1usize..=2,
+        3usize..=4,
+        1usize..=4,
+        any::<bool>(),
+        any::<bool>(),
+    );
+    (shape, prop::collection::vec(loads, 8)).prop_filter_map(
+        "a valid layer",
+        move |((half, m, pairs, one, h), raw)| {
+            let (gpus, experts) = (2 * half, 2 * pairs);
+            let loads = raw[..experts].iter().map(|&x| f64::from(x)).collect();
+            let mut i = instance(vec![loads], m * gpus, gpus);
+            i.one_replica_per_gpu = one;
+            if h && hierarchical {
+                (i.hierarchical, i.num_nodes, i.num_groups) = (true, 2, 2);
+            }
+            let valid =
+                experts <= m * gpus && formulations::balance::validate::validate(&i).is_ok();
+            valid.then_some(i)
+        },
     )
 }
 
@@ -260,22 +293,9 @@ proptest! {
     /// worse than its start, no better than the exhaustive optimum, the same for the same seed.
     #[test]
     fn annealing_keeps_the_options_and_never_worsens_its_start(
-        half in 1usize..=2,
-        m in 3usize..=4,
-        pairs in 1usize..=4,
-        one in any::<bool>(),
-        hierarchical in any::<bool>(),
-        raw in prop::collection::vec(0u32..60, 8),
+        i in small_layers(true, 0..60),
         seed in 0u64..4,
     ) {
-        let (gpus, experts) = (2 * half, 2 * pairs);
-        prop_assume!(experts <= m * gpus);
-        let mut i = instance(vec![raw[..experts].iter().map(|&x| f64::from(x)).collect()], m * gpus, gpus);
-        i.one_replica_per_gpu = one;
-        if hierarchical {
-            (i.hierarchical, i.num_nodes, i.num_groups) = (true, 2, 2);
-        }
-        prop_assume!(formulations::balance::validate::validate(&i).is_ok());
         let shape = i.shape();
         let w = &i.loads[0];
         let start = algorithms::greedy(&shape, w);
@@ -291,6 +311,89 @@ proptest! {
             prop_assert!(v >= opt * (1.0 - 1e-12), "annealed {v} below the optimum {opt}");
         }
         prop_assert_eq!(anneal(&shape, w, &start, seed), plan);
+    }
+}
+
+/// Three GPUs of three slots, loads 50, 30, 1, 2, 3, 2 (three redundant slots). The greedy
+/// gives them to the largest load per replica (50, 30, then 25: counts 3, 2), and local search
+/// from its plan or EPLB's stays above 30. A plan of 30 by hand: expert 1 in three replicas of
+/// 10 on one GPU, expert 0 in two of 25, each with two small experts (25 + 3 + 2, 25 + 2 + 1).
+/// Exhaustive search, independent of the heuristics, proves 30 optimal; the heavy starts
+/// (expert 1 at one more replica than the best plan gives it) reach it.
+#[test]
+fn heavy_starts_reach_the_optimum_the_greedy_counts_miss() {
+    let i = instance(vec![vec![50.0, 30.0, 1.0, 2.0, 3.0, 2.0]], 9, 3);
+    let (shape, w) = (i.shape(), &i.loads[0]);
+    let opt = evaluate::max_load(&shape, w, &exhaustive(&shape, w).unwrap());
+    assert_eq!(opt, 30.0);
+    let greedy = algorithms::greedy(&shape, w).unwrap();
+    let searched = algorithms::local_search(&shape, w, &greedy);
+    assert!(evaluate::max_load(&shape, w, &searched) > 30.0);
+    let best = exact::best_heuristic(&shape, w, 1, 1).unwrap();
+    assert!(evaluate::check_layer(&shape, &best).is_ok());
+    assert_eq!(evaluate::max_load(&shape, w, &best), 30.0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    /// The heavy starts (up to 4 GPUs of 3 or 4 slots, 8 experts): valid plans under every
+    /// option, hierarchical included; the heuristics' best no better than the exhaustive
+    /// optimum and no worse than local search from the greedy plan.
+    #[test]
+    fn heavy_starts_keep_the_options(
+        i in small_layers(true, 0..60),
+    ) {
+        let (shape, w) = (i.shape(), &i.loads[0]);
+        let greedy = algorithms::greedy(&shape, w);
+        prop_assume!(greedy.is_some());
+        let searched = algorithms::local_search(&shape, w, &greedy.unwrap());
+        for plan in exact::heavy_starts(&shape, w, &searched) {
+            prop_assert!(evaluate::check_layer(&shape, &plan).is_ok(), "{plan:?}");
+        }
+        let best = exact::best_heuristic(&shape, w, i.num_groups, i.num_nodes).unwrap();
+        prop_assert!(evaluate::check_layer(&shape, &best).is_ok(), "{best:?}");
+        let v = evaluate::max_load(&shape, w, &best);
+        prop_assert!(v <= evaluate::max_load(&shape, w, &searched));
+        if let Ok(opt) = exhaustive(&shape, w) {
+            let opt = evaluate::max_load(&shape, w, &opt);
+            prop_assert!(v >= opt * (1.0 - 1e-12), "{v} below the optimum {opt}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    /// Repacking (2 or 4 GPUs of 3 or 4 slots, up to 8 experts, with and without one replica
+    /// per GPU) from the greedy packing of an exhaustive optimum's counts, with that optimum as
+    /// the bound: a valid plan with the same counts, no worse than its start, and within
+    /// (U - L) / 2^PROBES of the optimum (each probe at or above the optimum is feasible with
+    /// these counts, each below it is not, so the bisection keeps the optimum between its ends
+    /// and halves them).
+    #[test]
+    fn repacking_bisects_to_the_optimum_of_its_counts(
+        i in small_layers(false, 1..60),
+    ) {
+        let experts = i.shape().experts;
+        let (shape, w) = (i.shape(), &i.loads[0]);
+        let best = exhaustive(&shape, w);
+        prop_assume!(best.is_ok());
+        let best = best.unwrap();
+        let opt = evaluate::max_load(&shape, w, &best);
+        let counts = replica_counts(&best, experts);
+        let fixed: Vec<(usize, usize)> = counts.iter().copied().enumerate().collect();
+        let start = algorithms::greedy_with(&shape, w, &fixed);
+        prop_assume!(start.is_some());
+        let start = start.unwrap();
+        let plan = repack(&shape, w, &start, opt, &SolveOptions::default()).unwrap();
+        prop_assert!(evaluate::check_layer(&shape, &plan).is_ok(), "{plan:?}");
+        prop_assert_eq!(replica_counts(&plan, experts), counts);
+        let (v, u) = (evaluate::max_load(&shape, w, &plan), evaluate::max_load(&shape, w, &start));
+        prop_assert!(v <= u, "repacked {v} above its start {u}");
+        prop_assert!(v >= opt * (1.0 - 1e-12), "repacked {v} below the optimum {opt}");
+        let step = (u - opt) / f64::from(1u32 << PROBES);
+        prop_assert!(v <= opt + step + 1e-9, "repacked {v}, optimum {opt}, start {u}");
     }
 }
 

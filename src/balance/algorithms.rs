@@ -7,7 +7,7 @@
 //!   [`Shape::cap`] replicas each), then the replicas, heaviest first, each onto the least
 //!   loaded GPU with a free slot that does not hold the expert when one replica per GPU is
 //!   asked (`balanced_packing`'s rule). Hierarchical: EPLB's three steps, groups onto nodes by
-//!   the same packing rule first.
+//!   the same packing rule first. [`greedy_with`] takes some experts' counts as given.
 //! * [`local_search`]: from a plan, moves that lower the busiest GPU while no other GPU rises to
 //!   its load: a swap of two replicas between the busiest GPU and another, a slot handed from
 //!   one expert to another (a count change that moves the load of both experts' replicas), or
@@ -51,19 +51,48 @@ pub const MAX_EXHAUSTIVE: f64 = 2e6;
 /// assert_eq!(replicate(&[6.0, 3.0, 2.0, 1.0], 6, 2), vec![2, 2, 1, 1]);
 /// ```
 pub fn replicate(w: &[f64], slots: usize, cap: usize) -> Vec<usize> {
+    replicate_with(w, slots, cap, &[]).expect("validation keeps slots within the caps")
+}
+
+/// [`replicate`] with the counts of some experts given (`fixed`: expert, count): the others
+/// share the remaining slots by the same rule. `None` when the given counts leave the others
+/// too few slots, or too many for their caps.
+///
+/// # Complexity
+/// As [`replicate`], plus O(|fixed|) per scan.
+///
+/// # Examples
+/// ```
+/// use moe_opt::balance::algorithms::replicate_with;
+///
+/// // Expert 0 held at one replica: slot 5 goes to expert 1 (3 per replica), slot 6 to expert 2
+/// // (2; expert 1 is at the cap).
+/// assert_eq!(replicate_with(&[6.0, 3.0, 2.0, 1.0], 6, 2, &[(0, 1)]), Some(vec![1, 2, 2, 1]));
+/// assert_eq!(replicate_with(&[6.0, 3.0, 2.0, 1.0], 4, 2, &[(0, 2)]), None);
+/// ```
+pub fn replicate_with(
+    w: &[f64],
+    slots: usize,
+    cap: usize,
+    fixed: &[(usize, usize)],
+) -> Option<Vec<usize>> {
     let mut c = vec![1usize; w.len()];
-    for _ in w.len()..slots {
+    for &(e, n) in fixed {
+        c[e] = n;
+    }
+    let given = |e: usize| fixed.iter().any(|&(f, _)| f == e);
+    let used: usize = c.iter().sum();
+    for _ in used..slots {
         let best = (0..w.len())
-            .filter(|&e| c[e] < cap)
+            .filter(|&e| !given(e) && c[e] < cap)
             .max_by(|&a, &b| {
                 (w[a] / c[a] as f64)
                     .total_cmp(&(w[b] / c[b] as f64))
                     .then(b.cmp(&a))
-            })
-            .expect("validation keeps slots within the caps");
+            })?;
         c[best] += 1;
     }
-    c
+    (used <= slots).then_some(c)
 }
 
 /// Replicas of `experts` (with `counts`, loads `w`) onto `gpus` GPUs of `m` slots: heaviest
@@ -196,6 +225,12 @@ fn balanced_packing(weights: &[f64], packs: usize) -> Vec<usize> {
 /// assert!(max_load(&shape, &w, &plan) >= 6.5);
 /// ```
 pub fn greedy(shape: &Shape, w: &[f64]) -> Option<Vec<usize>> {
+    greedy_with(shape, w, &[])
+}
+
+/// [`greedy`] with the counts of some experts given ([`replicate_with`]; when hierarchical,
+/// within their node); `None` also when the given counts do not fit.
+pub fn greedy_with(shape: &Shape, w: &[f64], fixed: &[(usize, usize)]) -> Option<Vec<usize>> {
     let m = shape.per_gpu();
     let cap = shape.cap();
     let nodes_experts: Vec<Vec<usize>> = if shape.hierarchical {
@@ -218,7 +253,12 @@ pub fn greedy(shape: &Shape, w: &[f64]) -> Option<Vec<usize>> {
     let mut plan = Vec::with_capacity(shape.slots);
     for experts in &nodes_experts {
         let sub: Vec<f64> = experts.iter().map(|&e| w[e]).collect();
-        for (&e, c) in experts.iter().zip(replicate(&sub, slots_per_node, cap)) {
+        let sub_fixed: Vec<(usize, usize)> = fixed
+            .iter()
+            .filter_map(|&(e, n)| Some((experts.iter().position(|&x| x == e)?, n)))
+            .collect();
+        let sub_counts = replicate_with(&sub, slots_per_node, cap, &sub_fixed)?;
+        for (&e, c) in experts.iter().zip(sub_counts) {
             counts[e] = c;
         }
         let bins = pack(w, experts, &counts, gpus_per_node, m, shape.one_per_gpu)?;

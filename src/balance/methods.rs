@@ -36,7 +36,7 @@ crate::named! {
         EplbGlobal,
         /// greedy: replicas by largest load per replica, packed heaviest first onto the least loaded GPU
         Greedy,
-        /// local search (replica swaps, slot hand-overs) from the greedy and EPLB plans, annealed at 3+ slots per GPU
+        /// local search (replica swaps, slot hand-overs) from the greedy and EPLB plans and from greedy plans with the two heaviest experts' counts varied, annealed at 3+ slots per GPU
         LocalSearch,
     }
 }

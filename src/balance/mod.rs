@@ -16,3 +16,4 @@ pub mod methods;
 pub mod migration;
 pub mod pairing;
 pub mod redundancy;
+pub mod repack;
