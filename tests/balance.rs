@@ -22,7 +22,7 @@ use moe_opt::balance::anneal::anneal;
 use moe_opt::balance::exact;
 use moe_opt::balance::methods::{Balance, Method};
 use moe_opt::balance::pairing;
-use moe_opt::balance::repack::{repack, PROBES};
+use moe_opt::balance::repack::{repack, PROBES, SLACK};
 use moe_opt::problem::{self, RunOptions};
 use proptest::prelude::*;
 use std::ops::Range;
@@ -366,13 +366,18 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
 
     /// Repacking (2 or 4 GPUs of 3 or 4 slots, up to 8 experts, with and without one replica
-    /// per GPU) from the greedy packing of an exhaustive optimum's counts, with that optimum as
-    /// the bound: a valid plan with the same counts, no worse than its start, and within
-    /// (U - L) / 2^PROBES of the optimum (each probe at or above the optimum is feasible with
-    /// these counts, each below it is not, so the bisection keeps the optimum between its ends
-    /// and halves them).
+    /// per GPU) with an exhaustive optimum as the bound, from two starts: the greedy packing of
+    /// that optimum's counts, and the greedy plan. Each result is valid, no worse than its
+    /// start, not below the optimum, and within (U - opt) / 2^PROBES of it (U the start's
+    /// load) whenever one bisection keeps the optimum between its ends: the first does from
+    /// the optimum's own counts (each probe at or above the optimum is feasible with them); the
+    /// second, with the counts free, does when the optimum's counts lie in every probe's range,
+    /// ceil(w_e / T) to SLACK more for T between the optimum and U, that is when
+    /// c_e <= ceil(w_e / U) + SLACK (the optimum's GPUs are contents in every window at or
+    /// above it, so each probe there is feasible). Either bisection halves its ends PROBES
+    /// times from at most U.
     #[test]
-    fn repacking_bisects_to_the_optimum_of_its_counts(
+    fn repacking_bisects_to_the_optimum(
         i in small_layers(false, 1..60),
     ) {
         let experts = i.shape().experts;
@@ -383,18 +388,38 @@ proptest! {
         let opt = evaluate::max_load(&shape, w, &best);
         let counts = replica_counts(&best, experts);
         let fixed: Vec<(usize, usize)> = counts.iter().copied().enumerate().collect();
-        let start = algorithms::greedy_with(&shape, w, &fixed);
-        prop_assume!(start.is_some());
-        let start = start.unwrap();
-        let plan = repack(&shape, w, &start, opt, &SolveOptions::default()).unwrap();
-        prop_assert!(evaluate::check_layer(&shape, &plan).is_ok(), "{plan:?}");
-        prop_assert_eq!(replica_counts(&plan, experts), counts);
-        let (v, u) = (evaluate::max_load(&shape, w, &plan), evaluate::max_load(&shape, w, &start));
-        prop_assert!(v <= u, "repacked {v} above its start {u}");
-        prop_assert!(v >= opt * (1.0 - 1e-12), "repacked {v} below the optimum {opt}");
-        let step = (u - opt) / f64::from(1u32 << PROBES);
-        prop_assert!(v <= opt + step + 1e-9, "repacked {v}, optimum {opt}, start {u}");
+        let own = algorithms::greedy_with(&shape, w, &fixed);
+        prop_assume!(own.is_some());
+        let greedy = algorithms::greedy(&shape, w).unwrap();
+        let u = evaluate::max_load(&shape, w, &greedy);
+        let in_range = (0..experts).all(|e| counts[e] <= (w[e] / u).ceil() as usize + SLACK);
+        for (start, bisected) in [(own.unwrap(), true), (greedy, in_range)] {
+            let plan = repack(&shape, w, &start, opt, &SolveOptions::default()).unwrap();
+            prop_assert!(evaluate::check_layer(&shape, &plan).is_ok(), "{plan:?}");
+            let v = evaluate::max_load(&shape, w, &plan);
+            let u = evaluate::max_load(&shape, w, &start);
+            prop_assert!(v <= u, "repacked {v} above its start {u}");
+            prop_assert!(v >= opt * (1.0 - 1e-12), "repacked {v} below the optimum {opt}");
+            let step = (u - opt) / f64::from(1u32 << PROBES);
+            prop_assert!(!bisected || v <= opt + step + 1e-9, "repacked {v}, optimum {opt}, start {u}");
+        }
     }
+}
+
+/// The counts-free bisection on the layer of `heavy_starts_reach_the_optimum_the_greedy_counts_miss`
+/// (optimum 30): the greedy plan's counts 3, 2, 1, 1, 1, 1 cannot reach it (the three replicas
+/// of 16.67 need three GPUs, and two of them share their other two slots with the replicas of
+/// 15 and at least 1: 32.67 or more), and repacking from that plan, with 30 as the bound,
+/// frees them and reaches 30.
+#[test]
+fn repacking_frees_the_counts_the_greedy_fixed() {
+    let i = instance(vec![vec![50.0, 30.0, 1.0, 2.0, 3.0, 2.0]], 9, 3);
+    let (shape, w) = (i.shape(), &i.loads[0]);
+    let greedy = algorithms::greedy(&shape, w).unwrap();
+    assert_eq!(replica_counts(&greedy, 6), [3, 2, 1, 1, 1, 1]);
+    let plan = repack(&shape, w, &greedy, 30.0, &SolveOptions::default()).unwrap();
+    assert!(evaluate::check_layer(&shape, &plan).is_ok());
+    assert_eq!(evaluate::max_load(&shape, w, &plan), 30.0);
 }
 
 proptest! {

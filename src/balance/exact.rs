@@ -5,11 +5,11 @@
 //! combinatorial lower bound L ([`formulations::balance::bounds`]) is proved. When U <= L the
 //! plan is optimal and no MILP is needed; otherwise, at three slots per GPU or more and unless
 //! U is within the gap asked for, the plan is annealed ([`annealed`]) and, if still not within
-//! it, repacked with its counts fixed ([`super::repack`]), and U and L are taken again (at
-//! two, [`pairing`] gives the optimum or a bound). If U > L still, HiGHS solves the layer's
-//! MILP ([`formulations::balance::milp`]) started from the plan, with T >= L and the count
-//! ranges U implies, under the time limit. The status is HiGHS's; a layer proved by the bound
-//! alone is `optimal` with the bound as its best bound.
+//! it, repacked with its counts fixed, then free ([`super::repack`]), and U and L are taken
+//! again (at two, [`pairing`] gives the optimum or a bound). If U > L still, HiGHS solves the
+//! layer's MILP ([`formulations::balance::milp`]) started from the plan, with T >= L and the
+//! count ranges U implies, under the time limit. The status is HiGHS's; a layer proved by the
+//! bound alone is `optimal` with the bound as its best bound.
 //!
 //! Hierarchical layers decompose exactly: a hierarchical plan is a partition of the groups
 //! onto the nodes (K / N each) and, on every node, a plan of its experts alone on its S / N

@@ -1,5 +1,5 @@
-//! Repacking a plan with its counts fixed: the exact method's last improvement of its start at
-//! three slots per GPU or more, where neither local search nor annealing reaches the bound.
+//! Repacking a plan: the exact method's last improvement of its start at three slots per GPU
+//! or more, where neither local search nor annealing reaches the bound.
 //!
 //! What keeps an annealed plan above the mean is mostly its packing, not its counts. With the
 //! counts c fixed, a plan whose busiest GPU carries at most T is a choice of G GPU contents,
@@ -13,9 +13,20 @@
 //! Near the mean the window is narrow, so the contents are few (about 4,000 on a layer of
 //! DeepSeek-V2-Lite at 32 GPUs with 96 slots, T 0.1 % above the mean) and HiGHS decides the
 //! program in about a second. [`repack`] bisects T between the layer's bound and the plan's
-//! load: a feasible T gives a plan (checked by the evaluator), an infeasible one raises the low
-//! end for these counts only. That is no bound on the layer, whose counts are free, so the
-//! exact method's bound does not use it.
+//! load, never below the gap asked for (a plan there counts no more than one at it): a
+//! feasible T gives a plan (checked by the evaluator), an infeasible one raises the low end for
+//! these counts only. (At 60 s with a gap of 0.1 %, bisecting from the bound instead took
+//! fewer of the hierarchical layers at 32 GPUs with 96 slots within it: DeepSeek-V2-Lite's 23
+//! of 26 against 24, Qwen1.5-MoE's 18 of 24 against 19.)
+//!
+//! Where the plan's counts cannot reach the goal, a second bisection frees them: each expert
+//! takes one count c from ceil(w_e / T) (a replica carries at most T) to [`SLACK`] more, by
+//! binaries y_{e,c} (sum_c y_{e,c} = 1); a content holds replicas of kinds (e, c), one count
+//! per expert, each of load w_e / c, and sum_p n_{(e,c),p} x_p = c y_{e,c}. On the heavier
+//! node of DeepSeek-V2-Lite's layer 1 under the hierarchical option (16 GPUs, 48 slots) no
+//! packing of the annealed counts comes within 0.3 % of the bound, and this program finds a
+//! plan within 0.1 %. The counts above ceil(w_e / T) + [`SLACK`] are left out, so an infeasible
+//! probe is no bound on the layer either, and the exact method's bound uses neither.
 
 use formulations::balance::evaluate::{check_layer, max_load};
 use formulations::balance::model::replica_counts;
@@ -23,7 +34,8 @@ use formulations::balance::Shape;
 use formulations::milp::{Milp, MilpStatus, Sense, SolveOptions, PROVED_GAP};
 use formulations::Error;
 
-/// Most contents a probe enumerates; a probe that would need more is not made.
+/// Most contents a probe enumerates; a probe that would need more is not made, and its
+/// bisection ends there (the probes above it have wider windows).
 pub const MAX_CONTENTS: usize = 200_000;
 
 /// Most steps (partial contents) of a probe's enumeration: with many slots per GPU the
@@ -31,23 +43,33 @@ pub const MAX_CONTENTS: usize = 200_000;
 /// not made either.
 pub const MAX_STEPS: usize = 4_000_000;
 
-/// Most probes of the bisection.
+/// Most contents a probe with the counts free enumerates: beyond about this many HiGHS's
+/// presolve, which does not check the time limit, outlasts it (11 s for a limit of 2 s on
+/// 68,000 contents of a Qwen1.5-MoE layer at 32 GPUs; 1.1 s for 1 s on 25,000), and such
+/// programs stayed undecided after 30 s anyway.
+pub const MAX_FREE_CONTENTS: usize = 30_000;
+
+/// Most probes of each bisection.
 pub const PROBES: usize = 8;
+
+/// How many counts above ceil(w_e / T) an expert may take when the counts are free.
+pub const SLACK: usize = 2;
 
 /// Longest a probe may run, seconds (also without a time limit: a probe that cannot decide is
 /// a bisection step without a plan).
 const PROBE_LIMIT_S: f64 = 10.0;
 
-/// The best plan [`repack`]'s probes find with `plan`'s counts (module doc), or `plan` itself;
-/// `lower` is a proved bound on the layer. Probes stop once a plan is within the larger of
-/// `options.mip_rel_gap` and [`PROVED_GAP`] of `lower`, after [`PROBES`] probes, or when the
-/// time limit has run out. A hierarchical layer is returned as it is (the exact method solves
-/// its nodes as plain layers).
+/// The best plan [`repack`]'s probes find, with `plan`'s counts and then with the counts free
+/// (module doc), or `plan` itself; `lower` is a proved bound on the layer. Each bisection stops
+/// once a plan is within the larger of `options.mip_rel_gap` and [`PROVED_GAP`] of `lower`,
+/// after [`PROBES`] probes, or when the time limit has run out. A hierarchical layer is
+/// returned as it is (the exact method solves its nodes as plain layers).
 ///
 /// # Complexity
-/// G GPUs of m slots, E experts, P contents in the window. Per probe: the enumeration,
-/// O(E^m) steps in the worst case, cut at [`MAX_STEPS`] steps or [`MAX_CONTENTS`] contents,
-/// then one integer program of P variables and E + 1 rows.
+/// G GPUs of m slots, E experts, K = E kinds with the counts fixed and at most (1 + [`SLACK`])
+/// E with them free, P contents in the window. Per probe: the enumeration, O(K^m) steps in the
+/// worst case, cut at [`MAX_STEPS`] steps or [`MAX_CONTENTS`] contents, then one integer
+/// program of P + K variables and E + K + 1 rows.
 ///
 /// # Examples
 /// ```
@@ -79,54 +101,145 @@ pub fn repack(
     lower: f64,
     options: &SolveOptions,
 ) -> Result<Vec<usize>, Error> {
-    let mut best = plan.to_vec();
     if shape.hierarchical || shape.per_gpu() < 2 {
-        return Ok(best);
+        return Ok(plan.to_vec());
     }
-    let began = options.started.unwrap_or_else(std::time::Instant::now);
     let counts = replica_counts(plan, shape.experts);
-    let goal = lower * (1.0 + PROVED_GAP.max(options.mip_rel_gap));
-    let (mut low, mut high) = (lower, max_load(shape, w, plan));
-    for _ in 0..PROBES {
-        let left = options
-            .time_limit_s
-            .map_or(PROBE_LIMIT_S, |limit| limit - began.elapsed().as_secs_f64());
-        if high <= goal || left <= 0.0 {
-            break;
-        }
-        let target = (low + high) / 2.0;
-        // The probe's clock starts before its enumeration, which it covers.
-        let probe = SolveOptions {
-            time_limit_s: Some(left.min(PROBE_LIMIT_S)),
-            started: Some(std::time::Instant::now()),
-            ..options.clone()
-        };
-        match probe_at(shape, w, &counts, target, &probe)? {
-            Some(p) if check_layer(shape, &p).is_ok() && max_load(shape, w, &p) < high => {
-                high = max_load(shape, w, &p);
-                best = p;
-            }
-            _ => low = target,
-        }
-    }
-    Ok(best)
+    let mut bisection = Bisection {
+        shape,
+        w,
+        goal: lower * (1.0 + PROVED_GAP.max(options.mip_rel_gap)),
+        high: max_load(shape, w, plan),
+        best: plan.to_vec(),
+        began: options.started.unwrap_or_else(std::time::Instant::now),
+        options,
+    };
+    bisection.run(lower, MAX_CONTENTS, |_| fixed_kinds(w, &counts))?;
+    bisection.run(lower, MAX_FREE_CONTENTS, |target| {
+        free_kinds(shape, w, target)
+    })?;
+    Ok(bisection.best)
 }
 
-/// A plan with `counts` whose busiest GPU carries at most `target`, if the probe finds one
-/// (`None`: infeasible, undecided within its limit, or beyond [`MAX_CONTENTS`] contents or
-/// [`MAX_STEPS`] steps of enumeration).
+/// An expert at one count: a replica of it carries `load` = w_e / `count`.
+#[derive(Debug, Clone, Copy)]
+struct Kind {
+    expert: usize,
+    count: usize,
+    load: f64,
+}
+
+/// The kinds of fixed counts: one per expert.
+fn fixed_kinds(w: &[f64], counts: &[usize]) -> Vec<Kind> {
+    (0..w.len())
+        .map(|e| Kind {
+            expert: e,
+            count: counts[e],
+            load: w[e] / counts[e] as f64,
+        })
+        .collect()
+}
+
+/// The kinds of free counts under `target` (module doc): ceil(w_e / target) to [`SLACK`] more,
+/// at most G under one-replica-per-GPU.
+fn free_kinds(shape: &Shape, w: &[f64], target: f64) -> Vec<Kind> {
+    let most = if shape.one_per_gpu {
+        shape.gpus
+    } else {
+        shape.slots
+    };
+    let mut kinds = Vec::new();
+    for (e, &load) in w.iter().enumerate() {
+        let least = ((load / target * (1.0 - 1e-12)).ceil() as usize).max(1);
+        for count in least..=(least + SLACK).min(most) {
+            kinds.push(Kind {
+                expert: e,
+                count,
+                load: load / count as f64,
+            });
+        }
+    }
+    kinds
+}
+
+/// The bisection state both of [`repack`]'s runs share: the best plan so far and its load.
+struct Bisection<'a> {
+    shape: &'a Shape,
+    w: &'a [f64],
+    options: &'a SolveOptions,
+    began: std::time::Instant,
+    goal: f64,
+    high: f64,
+    best: Vec<usize>,
+}
+
+impl Bisection<'_> {
+    /// Up to [`PROBES`] probes between `low` and the best plan's load, each with the kinds
+    /// `kinds(target)` gives and at most `cap` contents; none below the goal.
+    fn run(
+        &mut self,
+        mut low: f64,
+        cap: usize,
+        kinds: impl Fn(f64) -> Vec<Kind>,
+    ) -> Result<(), Error> {
+        for _ in 0..PROBES {
+            let left = self.options.time_limit_s.map_or(PROBE_LIMIT_S, |limit| {
+                limit - self.began.elapsed().as_secs_f64()
+            });
+            if self.high <= self.goal || left <= 0.0 {
+                break;
+            }
+            let target = ((low + self.high) / 2.0).max(self.goal);
+            // The probe's clock starts before its enumeration, which it covers.
+            let probe = SolveOptions {
+                time_limit_s: Some(left.min(PROBE_LIMIT_S)),
+                started: Some(std::time::Instant::now()),
+                ..self.options.clone()
+            };
+            let (shape, w) = (self.shape, self.w);
+            match probe_at(shape, w, &kinds(target), target, cap, &probe)? {
+                Probe::Plan(p)
+                    if check_layer(shape, &p).is_ok() && max_load(shape, w, &p) < self.high =>
+                {
+                    self.high = max_load(shape, w, &p);
+                    self.best = p;
+                }
+                // Every later probe is above this one, where the window is wider (with the
+                // counts free, its kinds' loads shift too, so only about as wide): the
+                // enumeration would be cut again.
+                Probe::Cut => break,
+                _ => low = target,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a probe found.
+enum Probe {
+    /// A plan whose busiest GPU carries at most the target.
+    Plan(Vec<usize>),
+    /// None: the program is infeasible or was undecided within its limit.
+    NoPlan,
+    /// The enumeration passed its `cap` contents or [`MAX_STEPS`] steps: no program was made.
+    Cut,
+}
+
+/// A plan of `kinds` whose busiest GPU carries at most `target`, if the probe finds one.
 fn probe_at(
     shape: &Shape,
     w: &[f64],
-    counts: &[usize],
+    kinds: &[Kind],
     target: f64,
+    cap: usize,
     options: &SolveOptions,
-) -> Result<Option<Vec<usize>>, Error> {
+) -> Result<Probe, Error> {
     let total: f64 = w.iter().sum();
     let floor = total - (shape.gpus - 1) as f64 * target;
-    let contents = match contents(shape, w, counts, floor, target) {
+    let contents = match contents(shape, kinds, floor, target, cap) {
         Some(c) if !c.is_empty() => c,
-        _ => return Ok(None),
+        Some(_) => return Ok(Probe::NoPlan),
+        None => return Ok(Probe::Cut),
     };
     let mut milp = Milp::new("balance repack", Sense::Minimize);
     let gpus = shape.gpus as f64;
@@ -134,68 +247,85 @@ fn probe_at(
         .map(|p| milp.integer(format!("x_{p}"), 0.0, gpus))
         .collect();
     milp.row("gpus", x.iter().map(|&v| (v, 1.0)).collect(), gpus, gpus);
-    let mut holding = vec![Vec::new(); shape.experts];
+    let mut holding = vec![Vec::new(); kinds.len()];
     for (p, content) in contents.iter().enumerate() {
-        for (i, &e) in content.iter().enumerate() {
-            // Each expert once per content, with its multiplicity there.
-            if i == 0 || content[i - 1] != e {
-                let n = content.iter().filter(|&&f| f == e).count();
-                holding[e].push((x[p], n as f64));
+        for (i, &k) in content.iter().enumerate() {
+            // Each kind once per content, with its multiplicity there.
+            if i == 0 || content[i - 1] != k {
+                let n = content.iter().filter(|&&f| f == k).count();
+                holding[k].push((x[p], n as f64));
             }
         }
     }
-    for (e, terms) in holding.into_iter().enumerate() {
-        let c = counts[e] as f64;
-        milp.row(format!("count_{e}"), terms, c, c);
+    // An expert of one kind holds its count; of several, the count its binary chooses.
+    let mut choices = vec![Vec::new(); shape.experts];
+    for (k, mut terms) in holding.into_iter().enumerate() {
+        let Kind { expert, count, .. } = kinds[k];
+        let c = count as f64;
+        if kinds.iter().filter(|o| o.expert == expert).count() == 1 {
+            milp.row(format!("count_{expert}"), terms, c, c);
+        } else {
+            let y = milp.binary(format!("y_{expert}_{count}"));
+            choices[expert].push((y, 1.0));
+            terms.push((y, -c));
+            milp.row(format!("count_{expert}_{count}"), terms, 0.0, 0.0);
+        }
+    }
+    for (e, terms) in choices.into_iter().enumerate() {
+        if !terms.is_empty() {
+            milp.row(format!("one_count_{e}"), terms, 1.0, 1.0);
+        }
     }
     let solved = milp.solve(options, None)?;
     let values = match (solved.status, solved.values) {
-        (MilpStatus::Infeasible, _) | (_, None) => return Ok(None),
+        (MilpStatus::Infeasible, _) | (_, None) => return Ok(Probe::NoPlan),
         (_, Some(values)) => values,
     };
     let mut plan = Vec::with_capacity(shape.slots);
     for (p, content) in contents.iter().enumerate() {
         for _ in 0..values[p].round() as usize {
-            plan.extend_from_slice(content);
+            plan.extend(content.iter().map(|&k| kinds[k].expert));
         }
     }
-    Ok((plan.len() == shape.slots).then_some(plan))
+    Ok(if plan.len() == shape.slots {
+        Probe::Plan(plan)
+    } else {
+        Probe::NoPlan
+    })
 }
 
-/// The GPU contents with `counts` whose load lies in [`floor`, `ceiling`], each sorted by
-/// expert (module doc); `None` beyond [`MAX_CONTENTS`] contents or [`MAX_STEPS`] steps.
+/// The GPU contents of `kinds` whose load lies in [`floor`, `ceiling`], each a sorted list of
+/// kinds (module doc); `None` beyond `cap` contents or [`MAX_STEPS`] steps.
 fn contents(
     shape: &Shape,
-    w: &[f64],
-    counts: &[usize],
+    kinds: &[Kind],
     floor: f64,
     ceiling: f64,
+    cap: usize,
 ) -> Option<Vec<Vec<usize>>> {
     let m = shape.per_gpu();
-    let load: Vec<f64> = (0..shape.experts)
-        .map(|e| w[e] / counts[e] as f64)
-        .collect();
-    let most: Vec<usize> = counts
+    let most: Vec<usize> = kinds
         .iter()
-        .map(|&c| {
+        .map(|k| {
             if shape.one_per_gpu {
-                c.min(1)
+                k.count.min(1)
             } else {
-                c.min(m)
+                k.count.min(m)
             }
         })
         .collect();
-    // Experts by replica load, lightest first: what is left to add lies between the next
+    // Kinds by replica load, lightest first: what is left to add lies between the next
     // replica's load and the heaviest's, per slot.
-    let mut order: Vec<usize> = (0..shape.experts).collect();
-    order.sort_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)));
+    let mut order: Vec<usize> = (0..kinds.len()).collect();
+    order.sort_by(|&a, &b| kinds[a].load.total_cmp(&kinds[b].load).then(a.cmp(&b)));
     let window = Window {
-        heaviest: order.last().map_or(0.0, |&e| load[e]),
+        heaviest: order.last().map_or(0.0, |&k| kinds[k].load),
         tolerance: 1e-9 * ceiling.abs().max(1.0),
         floor,
         ceiling,
+        cap,
         order,
-        load,
+        kinds,
         most,
     };
     let mut out = Vec::new();
@@ -206,19 +336,20 @@ fn contents(
 }
 
 /// The enumeration of [`contents`].
-struct Window {
+struct Window<'a> {
     order: Vec<usize>,
-    load: Vec<f64>,
+    kinds: &'a [Kind],
     most: Vec<usize>,
     floor: f64,
     ceiling: f64,
+    cap: usize,
     heaviest: f64,
     tolerance: f64,
 }
 
-impl Window {
+impl Window<'_> {
     /// Adds to `out` every completion of `content` (`left` more replicas, from `order[from..]`,
-    /// its load so far `sum`); false once `out` holds more than [`MAX_CONTENTS`] or `steps`
+    /// its load so far `sum`); false once `out` holds more than `cap` contents or `steps`
     /// passes [`MAX_STEPS`].
     fn walk(
         &self,
@@ -239,22 +370,26 @@ impl Window {
                 c.sort_unstable();
                 out.push(c);
             }
-            return out.len() <= MAX_CONTENTS;
+            return out.len() <= self.cap;
         }
-        for (i, &e) in self.order.iter().enumerate().skip(from) {
-            let r = self.load[e];
+        for (i, &k) in self.order.iter().enumerate().skip(from) {
+            let r = self.kinds[k].load;
             // The rest weighs at least r a slot: past the ceiling here is past it for every
-            // later (heavier) expert too.
+            // later (heavier) kind too.
             if sum + r * left as f64 > self.ceiling + self.tolerance {
                 break;
             }
             let most_after = sum + r + self.heaviest * (left - 1) as f64;
-            let used = content.iter().filter(|&&f| f == e).count();
-            if most_after < self.floor - self.tolerance || used >= self.most[e] {
+            let used = content.iter().filter(|&&f| f == k).count();
+            // One count per expert in a content.
+            let other_count = content
+                .iter()
+                .any(|&f| f != k && self.kinds[f].expert == self.kinds[k].expert);
+            if most_after < self.floor - self.tolerance || used >= self.most[k] || other_count {
                 continue;
             }
-            // `from` stays at i: the same expert again while its multiplicity allows.
-            content.push(e);
+            // `from` stays at i: the same kind again while its multiplicity allows.
+            content.push(k);
             let more = self.walk(i, left - 1, sum + r, content, out, steps);
             content.pop();
             if !more {
