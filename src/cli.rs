@@ -51,7 +51,7 @@ use formulations::milp::SolveOptions;
 use crate::claims::{CheckOptions, ClaimInfo, ClaimKind, Scale, Verdict};
 use crate::generate::Made;
 use crate::parametric::ParametricFamily;
-use crate::registry::{Entry, LpFormat, Registry, Rendered};
+use crate::registry::{ConfigSource, Entry, LpFormat, Registry, Rendered};
 use crate::report::VERSION;
 use crate::verify::{ClaimGroup, VerifyOptions};
 
@@ -320,11 +320,12 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                 out!("{}", presets_text(entry));
                 return Ok(());
             }
+            let source = ConfigSource {
+                preset: preset.as_deref(),
+                file: config.as_deref(),
+            };
             if print_config {
-                outln!(
-                    "{}",
-                    to_json(&entry.config(preset.as_deref(), config.as_deref())?)
-                );
+                outln!("{}", to_json(&entry.config(source)?));
                 return Ok(());
             }
             let Some(output) = output else {
@@ -332,7 +333,7 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
                     "--output is required (or --print-config, --list-presets)",
                 ));
             };
-            let made = entry.generate(preset.as_deref(), config.as_deref(), seed)?;
+            let made = entry.generate(source, seed)?;
             write_made(&output, &made)
         }
         Command::Import {
@@ -355,7 +356,10 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
         } => {
             let run = options.run_options();
             // A method's refusal (too large, ...) names the instance file like a load error.
-            let solved = registry.of_file(&file)?.solve(&file, &method, &run);
+            let solved = registry
+                .of_file(&file)?
+                .solver_for(&file, "solve")
+                .and_then(|s| s.solve(&file, &method, &run));
             output.emit(solved.map_err(|e| e.with_file(&file))?)
         }
         Command::Compare {
@@ -369,7 +373,8 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
             output.emit(
                 registry
                     .of_file(&file)?
-                    .compare(&file, names.as_deref(), &run)
+                    .solver_for(&file, "compare")
+                    .and_then(|s| s.compare(&file, names.as_deref(), &run))
                     .map_err(|e| e.with_file(&file))?,
             )
         }
@@ -381,7 +386,8 @@ pub fn run_with(registry: &Registry, cli: Cli) -> Result<(), CliError> {
         } => {
             let (milp, which) = registry
                 .of_file(&file)?
-                .exact_milp(&file, model)
+                .solver_for(&file, "write-lp")
+                .and_then(|s| s.exact_milp(&file, model))
                 .map_err(|e| e.with_file(&file))?;
             let text = match format {
                 LpFormat::Lp => milp.to_lp(),

@@ -4,7 +4,9 @@
 //! [`Problem`] gets its entry from [`ProblemEntry`] once it implements [`Commands`] (the
 //! standard reports by default; its own reports and importer where it has them), its registry
 //! line adding the generator and the sweep where it has them; a problem without methods to
-//! compare (a token stream, the cache-pool plan) implements [`Entry`] itself.
+//! compare (a token stream, the cache-pool plan) implements [`Entry`] itself, as do the
+//! offline cache and SMoE, whose methods do not fit [`Problem`]: they solve their files through
+//! their own [`Solver`].
 //! docs/adding-a-problem.md is the recipe, and tests/toy_problem.rs follows it with a knapsack.
 //!
 //! An entry answers the commands with [`Rendered`] reports (JSON, text and the tidy table of
@@ -286,49 +288,25 @@ pub trait Entry: Sync {
     fn presets(&self) -> Vec<MethodInfo> {
         self.generator().map_or_else(Vec::new, |g| g.presets())
     }
-    /// The generator configuration of `preset` (the problem's default when `None`), or of
-    /// the file `config`, as JSON (`generate --print-config`).
-    fn config(&self, preset: Option<&str>, config: Option<&Path>) -> Result<Value, Error> {
+    /// The generator configuration of `source`, as JSON (`generate --print-config`).
+    fn config(&self, source: ConfigSource) -> Result<Value, Error> {
         self.generator()
             .ok_or_else(|| self.refuse("generate"))?
-            .config(preset, config)
+            .config(source)
     }
     /// An instance from the generator (`generate`).
-    fn generate(
-        &self,
-        preset: Option<&str>,
-        config: Option<&Path>,
-        seed: u64,
-    ) -> Result<Made, Error> {
+    fn generate(&self, source: ConfigSource, seed: u64) -> Result<Made, Error> {
         self.generator()
             .ok_or_else(|| self.refuse("generate"))?
-            .generate(preset, config, seed)
+            .generate(source, seed)
     }
     /// An instance from real data (`import`).
     fn import(&self, _args: &ImportArgs) -> Result<Made, Error> {
         Err(self.refuse("import"))
     }
-    /// One method on an instance file (`solve`).
-    fn solve(&self, file: &Path, _method: &str, _options: &RunOptions) -> Result<Rendered, Error> {
-        Err(self.not_for(file, "solve"))
-    }
-    /// Several methods on an instance file, rated against the best reference (`compare`).
-    fn compare(
-        &self,
-        file: &Path,
-        _methods: Option<&[String]>,
-        _options: &RunOptions,
-    ) -> Result<Rendered, Error> {
-        Err(self.not_for(file, "compare"))
-    }
-    /// The exact MILP of `write-lp` (`model`: which one, for a problem with several), and a
-    /// few words on which it is.
-    fn exact_milp(
-        &self,
-        file: &Path,
-        _model: Option<LpModel>,
-    ) -> Result<(Milp, &'static str), Error> {
-        Err(self.not_for(file, "write-lp"))
+    /// `solve`, `compare` and `write-lp` on its instance files, if it takes them.
+    fn solver(&self) -> Option<&dyn Solver> {
+        None
     }
     /// The problem's claim groups (`claims`, `verify`), in paper order.
     fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
@@ -354,6 +332,11 @@ pub trait Entry: Sync {
         None
     }
 
+    /// The solver of `file`, or the error of `command` (`solve`, `compare`, `write-lp`) on it.
+    fn solver_for(&self, file: &Path, command: &str) -> Result<&dyn Solver, Error> {
+        self.solver().ok_or_else(|| self.not_for(file, command))
+    }
+
     /// The error of a command this problem does not take.
     fn not_for(&self, file: &Path, command: &str) -> Error {
         Error::Invalid {
@@ -371,6 +354,27 @@ pub trait Entry: Sync {
     fn refuse(&self, command: &str) -> Error {
         Error::command_line("problem", format!("{} has no `{command}`", self.tag()))
     }
+}
+
+/// `solve`, `compare` and `write-lp` on a problem's instance files ([`Entry::solver`]).
+pub trait Solver {
+    /// One method on an instance file (`solve`).
+    fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error>;
+    /// Several methods on an instance file, rated against the best reference (`compare`):
+    /// `methods`, else the problem's default ones.
+    fn compare(
+        &self,
+        file: &Path,
+        methods: Option<&[String]>,
+        options: &RunOptions,
+    ) -> Result<Rendered, Error>;
+    /// The exact MILP of `write-lp` (`model`: which one, for a problem with several), and a
+    /// few words on which it is.
+    fn exact_milp(
+        &self,
+        file: &Path,
+        model: Option<LpModel>,
+    ) -> Result<(Milp, &'static str), Error>;
 }
 
 /// The problems, in paper order.
@@ -441,22 +445,41 @@ pub fn infos<N: Named>() -> Vec<MethodInfo> {
         .collect()
 }
 
-/// A generator configuration: read from `file` (errors name it), else made from `preset`
-/// (`default` when none is named).
-pub fn generator_config<C: DeserializeOwned, P: Named>(
-    preset: Option<&str>,
-    default: P,
-    file: Option<&Path>,
-    make: impl FnOnce(P) -> C,
-) -> Result<C, Error> {
-    if let Some(path) = file {
-        return formulations::error::read_json(path);
+/// Where `generate` takes its configuration from: the `--config` file, which overrides the
+/// `--preset`, else the preset, else the problem's default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConfigSource<'a> {
+    /// `--preset`.
+    pub preset: Option<&'a str>,
+    /// `--config`.
+    pub file: Option<&'a Path>,
+}
+
+impl<'a> ConfigSource<'a> {
+    /// A named preset.
+    pub fn preset(name: &'a str) -> Self {
+        ConfigSource {
+            preset: Some(name),
+            file: None,
+        }
     }
-    let preset = match preset {
-        None => default,
-        Some(name) => P::parse_name(name).map_err(|e| Error::command_line("--preset", e))?,
-    };
-    Ok(make(preset))
+
+    /// The configuration: read from the file (errors name it), else made from the preset
+    /// (`default` when none is named).
+    pub fn resolve<C: DeserializeOwned, P: Named>(
+        self,
+        default: P,
+        make: impl FnOnce(P) -> C,
+    ) -> Result<C, Error> {
+        if let Some(path) = self.file {
+            return formulations::error::read_json(path);
+        }
+        let preset = match self.preset {
+            None => default,
+            Some(name) => P::parse_name(name).map_err(|e| Error::command_line("--preset", e))?,
+        };
+        Ok(make(preset))
+    }
 }
 
 /// A configuration as JSON.
@@ -695,6 +718,31 @@ impl<P: Commands> Entry for ProblemEntry<P> {
         P::import(args)
     }
 
+    fn solver(&self) -> Option<&dyn Solver> {
+        Some(self)
+    }
+
+    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
+        P::claims()
+    }
+
+    fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
+        self.sweep.map(|adapter| adapter())
+    }
+
+    fn families(&self) -> Vec<ParametricFamily> {
+        P::families()
+    }
+
+    /// The generator's first (smallest) preset.
+    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
+        let generator = self.generator()?;
+        let (smallest, _) = generator.presets().into_iter().next()?;
+        Some(generator.generate(ConfigSource::preset(&smallest), seed))
+    }
+}
+
+impl<P: Commands> Solver for ProblemEntry<P> {
     fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
         // The file first: a file of another problem without its tag is refused as that, not
         // through a method name of the wrong problem.
@@ -725,25 +773,6 @@ impl<P: Commands> Entry for ProblemEntry<P> {
         model: Option<LpModel>,
     ) -> Result<(Milp, &'static str), Error> {
         exact_milp::<P>(file, model)
-    }
-
-    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
-        P::claims()
-    }
-
-    fn sweep(&self) -> Option<Box<dyn SweepProblem>> {
-        self.sweep.map(|adapter| adapter())
-    }
-
-    fn families(&self) -> Vec<ParametricFamily> {
-        P::families()
-    }
-
-    /// The generator's first (smallest) preset.
-    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
-        let generator = self.generator()?;
-        let (smallest, _) = generator.presets().into_iter().next()?;
-        Some(generator.generate(Some(&smallest), None, seed))
     }
 }
 
@@ -809,11 +838,10 @@ pub fn standard_compare<P: Problem>(instance: &P::Instance, runs: &Runs<P>) -> R
 pub trait GeneratorEntry {
     /// The presets.
     fn presets(&self) -> Vec<MethodInfo>;
-    /// `--print-config`: the configuration of `file`, else of `preset`.
-    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error>;
+    /// `--print-config`: the configuration of `source`.
+    fn config(&self, source: ConfigSource) -> Result<Value, Error>;
     /// `generate`.
-    fn generate(&self, preset: Option<&str>, file: Option<&Path>, seed: u64)
-        -> Result<Made, Error>;
+    fn generate(&self, source: ConfigSource, seed: u64) -> Result<Made, Error>;
 }
 
 struct GeneratorOf<P>(std::marker::PhantomData<P>);
@@ -823,19 +851,15 @@ impl<P: Generator> GeneratorEntry for GeneratorOf<P> {
         infos::<P::Preset>()
     }
 
-    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
-        let config = generator_config(preset, P::DEFAULT_PRESET, file, P::preset_config)?;
+    fn config(&self, source: ConfigSource) -> Result<Value, Error> {
+        let config = source.resolve(P::DEFAULT_PRESET, P::preset_config)?;
         Ok(to_value(&config))
     }
 
-    fn generate(
-        &self,
-        preset: Option<&str>,
-        file: Option<&Path>,
-        seed: u64,
-    ) -> Result<Made, Error> {
-        let config = generator_config(preset, P::DEFAULT_PRESET, file, P::preset_config)?;
-        let instance = P::generate_instance(&config, seed).map_err(|e| e.with_file_if(file))?;
+    fn generate(&self, source: ConfigSource, seed: u64) -> Result<Made, Error> {
+        let config = source.resolve(P::DEFAULT_PRESET, P::preset_config)?;
+        let instance =
+            P::generate_instance(&config, seed).map_err(|e| e.with_file_if(source.file))?;
         Ok(Made::new(&instance, P::summary(&instance)))
     }
 }

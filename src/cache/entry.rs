@@ -18,7 +18,9 @@ use super::libcachesim::Shape;
 use crate::export::Table;
 use crate::generate::Made;
 use crate::problem::RunOptions;
-use crate::registry::{self, Entry, GeneratorEntry, ImportArgs, LpModel, MethodInfo, Rendered};
+use crate::registry::{
+    self, Entry, GeneratorEntry, ImportArgs, LpModel, MethodInfo, Rendered, Solver,
+};
 use crate::verify::ClaimGroup;
 
 /// A stream of router decisions (papers 002 and 004).
@@ -136,6 +138,38 @@ impl Entry for CacheOfflineEntry {
         methods
     }
 
+    fn solver(&self) -> Option<&dyn Solver> {
+        Some(self)
+    }
+
+    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
+        vec![Box::new(super::claims::table())]
+    }
+
+    fn hint(&self, _: &Path) -> String {
+        "make one with `moe-opt offline TRACE`".into()
+    }
+
+    /// 30 tokens of one layer of a generated Mixtral-shaped trace, half the experts cached,
+    /// the top expert of each token fixed (J = 1).
+    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
+        let mut config = GeneratorConfig::preset(Preset::Mixtral8x7b);
+        (config.layers, config.sequences, config.tokens_per_sequence) = (1, 1, 30);
+        let made = super::generate::generate(&config, seed).and_then(|trace| {
+            let freedom = Freedom {
+                top_j: 1,
+                max_rank: None,
+                min_mass: None,
+            };
+            let capacity = trace.experts / 2;
+            let name = format!("{}-layer0-c{capacity}", trace.name);
+            bounds::instance_from_trace(&trace, 0, capacity, freedom, &name)
+        });
+        Some(made.map(|i| Made::new(&i, String::new())))
+    }
+}
+
+impl Solver for CacheOfflineEntry {
     /// `--csv`: a row per step, the experts it runs and those resident after its loads.
     fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
         let instance = offline::load(file)?;
@@ -211,31 +245,5 @@ impl Entry for CacheOfflineEntry {
         } else {
             (milp, "the fixed-routing MILP")
         })
-    }
-
-    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
-        vec![Box::new(super::claims::table())]
-    }
-
-    fn hint(&self, _: &Path) -> String {
-        "make one with `moe-opt offline TRACE`".into()
-    }
-
-    /// 30 tokens of one layer of a generated Mixtral-shaped trace, half the experts cached,
-    /// the top expert of each token fixed (J = 1).
-    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
-        let mut config = GeneratorConfig::preset(Preset::Mixtral8x7b);
-        (config.layers, config.sequences, config.tokens_per_sequence) = (1, 1, 30);
-        let made = super::generate::generate(&config, seed).and_then(|trace| {
-            let freedom = Freedom {
-                top_j: 1,
-                max_rank: None,
-                min_mass: None,
-            };
-            let capacity = trace.experts / 2;
-            let name = format!("{}-layer0-c{capacity}", trace.name);
-            bounds::instance_from_trace(&trace, 0, capacity, freedom, &name)
-        });
-        Some(made.map(|i| Made::new(&i, String::new())))
     }
 }

@@ -64,7 +64,10 @@ pub(super) fn demo(
             let file = dir.join(format!("{}-{seed}.json", entry.tag()));
             write_file(&file, &made?.instance)?;
             outln!("== {} ({}), seed {seed}", entry.tag(), entry.about());
-            out!("{}", entry.compare(&file, None, &options)?.text);
+            let compared = entry
+                .solver_for(&file, "compare")?
+                .compare(&file, None, &options)?;
+            out!("{}", compared.text);
             outln!();
         }
     }

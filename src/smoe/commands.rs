@@ -33,7 +33,9 @@ use crate::cache::policy::Lru;
 use crate::export::Table;
 use crate::generate::{Generator, Made};
 use crate::problem::RunOptions;
-use crate::registry::{self, Entry, GeneratorEntry, LpModel, MethodInfo, Rendered};
+use crate::registry::{
+    self, ConfigSource, Entry, GeneratorEntry, LpModel, MethodInfo, Rendered, Solver,
+};
 use crate::report::{canonical_sha256, VERSION};
 use crate::verify::ClaimGroup;
 use std::path::Path;
@@ -607,6 +609,20 @@ impl Entry for SmoeEntry {
             .into()
     }
 
+    fn solver(&self) -> Option<&dyn Solver> {
+        Some(self)
+    }
+
+    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
+        vec![Box::new(super::claims::table())]
+    }
+
+    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
+        Some(self.generate(ConfigSource::preset("tiny"), seed))
+    }
+}
+
+impl Solver for SmoeEntry {
     /// `METHOD` is `ROUTING+SPLIT` (split `alg2` when only the routing is named); `--csv` is
     /// `compare`'s table with its one row.
     fn solve(&self, file: &Path, method: &str, options: &RunOptions) -> Result<Rendered, Error> {
@@ -663,13 +679,5 @@ impl Entry for SmoeEntry {
                 &[LpModel::Routing, LpModel::Split],
             )),
         }
-    }
-
-    fn claims(&self) -> Vec<Box<dyn ClaimGroup>> {
-        vec![Box::new(super::claims::table())]
-    }
-
-    fn demo_instance(&self, seed: u64) -> Option<Result<Made, Error>> {
-        Some(self.generate(Some("tiny"), None, seed))
     }
 }

@@ -15,7 +15,7 @@ use super::counts::{inclusion_probabilities, read, Header, RankScope, SyntheticC
 use super::generate::{self, PlanConfig};
 use super::planner;
 use crate::generate::Made;
-use crate::registry::{self, Entry, ImportArgs};
+use crate::registry::{self, ConfigSource, Entry, ImportArgs};
 use crate::report::{canonical_sha256, VERSION};
 use crate::verify::ClaimGroup;
 use serde_json::Value;
@@ -348,19 +348,14 @@ impl Entry for PoolEntry {
         "ZipMoE's cache-pool planning (paper 003, App. C and D)"
     }
 
-    fn config(&self, preset: Option<&str>, file: Option<&Path>) -> Result<Value, Error> {
-        Ok(registry::to_value(&pool_options(preset, file)?))
+    fn config(&self, source: ConfigSource) -> Result<Value, Error> {
+        Ok(registry::to_value(&pool_options(source)?))
     }
 
-    fn generate(
-        &self,
-        preset: Option<&str>,
-        file: Option<&Path>,
-        seed: u64,
-    ) -> Result<Made, Error> {
+    fn generate(&self, source: ConfigSource, seed: u64) -> Result<Made, Error> {
         // The configuration's errors name its file, as every generator's do.
         let made =
-            generate(&pool_options(preset, file)?, seed).map_err(|e| e.with_file_if(file))?;
+            generate(&pool_options(source)?, seed).map_err(|e| e.with_file_if(source.file))?;
         Ok(Made::new(&made, String::new()))
     }
 
@@ -383,14 +378,14 @@ impl Entry for PoolEntry {
 }
 
 /// The generator options: the file's, or the defaults (the planner has no presets).
-fn pool_options(preset: Option<&str>, file: Option<&Path>) -> Result<GenerateOptions, Error> {
-    if let Some(p) = preset {
+fn pool_options(source: ConfigSource) -> Result<GenerateOptions, Error> {
+    if let Some(p) = source.preset {
         return Err(Error::command_line(
             "--preset",
             format!("zipmoe-pool has no presets (got `{p}`); give --config (see --print-config)"),
         ));
     }
-    match file {
+    match source.file {
         Some(path) => formulations::error::read_json(path),
         None => Ok(GenerateOptions::default()),
     }
