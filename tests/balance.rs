@@ -22,7 +22,7 @@ use moe_opt::balance::anneal::anneal;
 use moe_opt::balance::exact;
 use moe_opt::balance::methods::{Balance, Method};
 use moe_opt::balance::pairing;
-use moe_opt::balance::repack::{repack, PROBES, SLACK};
+use moe_opt::balance::repack::{repack, PROBES, SLACKS};
 use moe_opt::problem::{self, RunOptions};
 use proptest::prelude::*;
 use std::ops::Range;
@@ -372,10 +372,11 @@ proptest! {
     /// load) whenever one bisection keeps the optimum between its ends: the first does from
     /// the optimum's own counts (each probe at or above the optimum is feasible with them); the
     /// second, with the counts free, does when the optimum's counts lie in every probe's range,
-    /// ceil(w_e / T) to SLACK more for T between the optimum and U, that is when
-    /// c_e <= ceil(w_e / U) + SLACK (the optimum's GPUs are contents in every window at or
+    /// ceil(w_e / T) to SLACKS[0] more for T between the optimum and U, that is when
+    /// c_e <= ceil(w_e / U) + SLACKS[0] (the optimum's GPUs are contents in every window at or
     /// above it, so each probe there is feasible). Either bisection halves its ends PROBES
-    /// times from at most U.
+    /// times from at most U (no probe of layers this small passes its contents cap, so the
+    /// first slack decides each).
     #[test]
     fn repacking_bisects_to_the_optimum(
         i in small_layers(false, 1..60),
@@ -392,7 +393,7 @@ proptest! {
         prop_assume!(own.is_some());
         let greedy = algorithms::greedy(&shape, w).unwrap();
         let u = evaluate::max_load(&shape, w, &greedy);
-        let in_range = (0..experts).all(|e| counts[e] <= (w[e] / u).ceil() as usize + SLACK);
+        let in_range = (0..experts).all(|e| counts[e] <= (w[e] / u).ceil() as usize + SLACKS[0]);
         for (start, bisected) in [(own.unwrap(), true), (greedy, in_range)] {
             let plan = repack(&shape, w, &start, opt, &SolveOptions::default()).unwrap();
             prop_assert!(evaluate::check_layer(&shape, &plan).is_ok(), "{plan:?}");
