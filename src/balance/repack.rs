@@ -50,8 +50,8 @@ use formulations::balance::Shape;
 use formulations::milp::{Milp, MilpStatus, Sense, SolveOptions, PROVED_GAP};
 use formulations::Error;
 
-/// Most contents a probe enumerates; a probe that would need more is not made, and its
-/// bisection ends there (the probes above it have wider windows).
+/// Most contents a probe enumerates; a probe that would need more is not made, and the later
+/// probes of its bisection stay below it (their windows are narrower).
 pub const MAX_CONTENTS: usize = 200_000;
 
 /// Most steps (partial contents) of a probe's enumeration: with many slots per GPU the
