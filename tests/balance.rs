@@ -15,7 +15,7 @@
 use formulations::balance::milp::{count_ranges, LayerModel, LayerOptions};
 use formulations::balance::model::replica_counts;
 use formulations::balance::{bounds, evaluate, Instance, Plan};
-use formulations::milp::{MilpStatus, SolveOptions};
+use formulations::milp::{MilpStatus, SolveOptions, PROVED_GAP};
 use formulations::ProblemKind;
 use moe_opt::balance::algorithms::{self, exhaustive};
 use moe_opt::balance::anneal::anneal;
@@ -395,14 +395,55 @@ proptest! {
         let u = evaluate::max_load(&shape, w, &greedy);
         let in_range = (0..experts).all(|e| counts[e] <= (w[e] / u).ceil() as usize + SLACKS[0]);
         for (start, bisected) in [(own.unwrap(), true), (greedy, in_range)] {
-            let plan = repack(&shape, w, &start, opt, &SolveOptions::default()).unwrap();
+            let repacked = repack(&shape, w, &start, opt, &SolveOptions::default()).unwrap();
+            let plan = repacked.plan;
             prop_assert!(evaluate::check_layer(&shape, &plan).is_ok(), "{plan:?}");
+            prop_assert!(repacked.bound == opt, "bound {} from the optimum {opt}", repacked.bound);
             let v = evaluate::max_load(&shape, w, &plan);
             let u = evaluate::max_load(&shape, w, &start);
             prop_assert!(v <= u, "repacked {v} above its start {u}");
             prop_assert!(v >= opt * (1.0 - 1e-12), "repacked {v} below the optimum {opt}");
             let step = (u - opt) / f64::from(1u32 << PROBES);
             prop_assert!(!bisected || v <= opt + step + 1e-9, "repacked {v}, optimum {opt}, start {u}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// The bound repacking proves, from the mean and the greedy plan, against the exhaustive
+    /// optimum: never above it on the small layers (counts free or forced, one replica per GPU
+    /// or not). Where every expert has one replica (S = E: 2 or 3 GPUs of 2 to 4 slots), every
+    /// counts-fixed probe is complete and decided, so each halves the distance between the
+    /// bound and the best plan (or reaches the goal): after PROBES probes the plan is within
+    /// the gap of the bound or within (U - mean) / 2^PROBES of it (U the greedy's load).
+    #[test]
+    fn repacking_proves_no_bound_above_the_optimum(
+        i in small_layers(false, 1..60),
+        forced in (2usize..=3, 2usize..=4, prop::collection::vec(1u32..60, 12), any::<bool>()),
+    ) {
+        let (gpus, m, raw, one) = forced;
+        let loads = raw[..gpus * m].iter().map(|&x| f64::from(x)).collect();
+        let mut e = instance(vec![loads], gpus * m, gpus);
+        e.one_replica_per_gpu = one;
+        for (layer, all_one) in [(i, false), (e, true)] {
+            let (shape, w) = (layer.shape(), &layer.loads[0]);
+            let Ok(best) = exhaustive(&shape, w) else {
+                continue;
+            };
+            let opt = evaluate::max_load(&shape, w, &best);
+            let greedy = algorithms::greedy(&shape, w).unwrap();
+            let (u, mean) = (evaluate::max_load(&shape, w, &greedy), bounds::mean(&shape, w));
+            let repacked = repack(&shape, w, &greedy, mean, &SolveOptions::default()).unwrap();
+            let (v, b) = (evaluate::max_load(&shape, w, &repacked.plan), repacked.bound);
+            prop_assert!(b >= mean && b <= opt * (1.0 + 1e-12), "bound {b}, optimum {opt}");
+            prop_assert!(v >= opt * (1.0 - 1e-12), "repacked {v} below the optimum {opt}");
+            let step = (u - mean) / f64::from(1u32 << PROBES);
+            prop_assert!(
+                !all_one || v <= b * (1.0 + PROVED_GAP) * (1.0 + 1e-12) || v - b <= step + 1e-9,
+                "plan {v}, bound {b}, optimum {opt}, start {u}, mean {mean}"
+            );
         }
     }
 }
@@ -418,7 +459,9 @@ fn repacking_frees_the_counts_the_greedy_fixed() {
     let (shape, w) = (i.shape(), &i.loads[0]);
     let greedy = algorithms::greedy(&shape, w).unwrap();
     assert_eq!(replica_counts(&greedy, 6), [3, 2, 1, 1, 1, 1]);
-    let plan = repack(&shape, w, &greedy, 30.0, &SolveOptions::default()).unwrap();
+    let plan = repack(&shape, w, &greedy, 30.0, &SolveOptions::default())
+        .unwrap()
+        .plan;
     assert!(evaluate::check_layer(&shape, &plan).is_ok());
     assert_eq!(evaluate::max_load(&shape, w, &plan), 30.0);
 }

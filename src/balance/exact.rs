@@ -6,7 +6,8 @@
 //! plan is optimal and no MILP is needed; otherwise, at three slots per GPU or more and unless
 //! U is within the gap asked for, the plan is annealed ([`annealed`]) and, if still not within
 //! it, repacked with its counts fixed, then free ([`super::repack`]), and U and L are taken
-//! again (at two, [`pairing`] gives the optimum or a bound). If U > L still, HiGHS solves the
+//! again, L also at least the bound the repacking's complete probes prove (at two,
+//! [`pairing`] gives the optimum or a bound). If U > L still, HiGHS solves the
 //! layer's MILP ([`formulations::balance::milp`]) started from the plan, with T >= L and the
 //! count ranges U implies, under the time limit. The status is HiGHS's; a layer proved by the
 //! bound alone is `optimal` with the bound as its best bound.
@@ -56,7 +57,8 @@ pub struct LayerSolve {
     pub gap: f64,
     /// The incumbent before the MILP (the heuristics' best).
     pub heuristic: f64,
-    /// The combinatorial lower bound.
+    /// The bound before the MILP: the largest of the combinatorial bounds, the repacking's
+    /// and the sorted pairing's.
     pub combinatorial_bound: f64,
     /// Whether HiGHS ran (false: the bound proved the heuristic's plan).
     pub milp: bool,
@@ -71,8 +73,8 @@ pub struct LayerSolve {
 }
 
 impl LayerSolve {
-    /// A layer's result from what it settled on, its heuristics' best and its combinatorial
-    /// bound; the layer index and the time are set by [`solve_layer`].
+    /// A layer's result from what it settled on, its heuristics' best and its bound before the
+    /// MILP; the layer index and the time are set by [`solve_layer`].
     fn new(settled: Settled, heuristic: f64, combinatorial_bound: f64, milp: bool) -> Self {
         LayerSolve {
             layer: 0,
@@ -238,12 +240,16 @@ pub fn solve_plain(
         |upper: f64, lower: f64| upper <= lower * (1.0 + PROVED_GAP.max(options.mip_rel_gap));
     if !within(upper, lower) && shape.per_gpu() >= 3 {
         plan = annealed(shape, w, plan);
+        let mut proved = lower;
         if !within(max_load(shape, w, &plan), lower) {
-            plan = repack(shape, w, &plan, lower, options)?;
+            let repacked = repack(shape, w, &plan, lower, options)?;
+            (plan, proved) = (repacked.plan, repacked.bound);
         }
         upper = max_load(shape, w, &plan);
         ranges = count_ranges(shape, w, Some(upper));
-        lower = bounds::lower_bound(shape, w, &ranges).min(upper);
+        lower = bounds::lower_bound(shape, w, &ranges)
+            .max(proved)
+            .min(upper);
     }
     let heuristic = upper;
     // Two slots per GPU: the best sorted pairing over the count vectors (pairing's module doc).

@@ -25,9 +25,24 @@
 //! holds replicas of kinds (e, c), one count per expert, each of load w_e / c, and
 //! sum_p n_{(e,c),p} x_p = c y_{e,c}. On the heavier node of DeepSeek-V2-Lite's layer 1 under
 //! the hierarchical option (16 GPUs, 48 slots) no packing of the annealed counts comes within
-//! 0.3 % of the bound, and this program finds a plan within 0.1 %. The counts above the slack
-//! are left out, so an infeasible probe is no bound on the layer either, and the exact method's
-//! bound uses neither.
+//! 0.3 % of the bound, and this program finds a plan within 0.1 %.
+//!
+//! A probe is *complete* when its enumeration was not cut and its kinds hold, for every expert,
+//! every count in the range [`count_ranges`] gives under its target T (at least the least c
+//! with w_e / c <= T, at most the slots the other experts' least counts leave). A complete
+//! probe that is infeasible proves that no plan's busiest GPU carries T or less: such a plan
+//! gives every expert one count in its range (a GPU carries at least each of its replicas,
+//! and the counts sum to S), every GPU of it carries a load in the window (at most T; at least
+//! W - (G - 1) T, as the other GPUs carry at most (G - 1) T), so its GPUs are contents of the
+//! probe (a content holds at most c_e replicas of expert e, at most one under
+//! one-replica-per-GPU, one count per expert) and the number of GPUs taking each content is a
+//! solution of the program. So T is a lower bound on the layer, and the exact method takes
+//! it. Where the ranges under the plan's load are single counts (no redundant slot: S = E,
+//! every expert one replica; a third of the real-data table's shapes), every counts-fixed
+//! probe below that load is complete or the ranges leave no plan at all, and freeing the
+//! counts would find nothing more, so the counts-fixed bisection alone runs, with all the
+//! time. An incomplete probe (counts left out above the slack, or other than the plan's) that
+//! is infeasible raises its bisection's low end only.
 //!
 //! The counts-free programs are larger, and grow fast above the goal (on Qwen1.5-MoE's layer
 //! 19 at 32 GPUs with 96 slots: 38,700 contents at the goal with two counts of slack, 9,500
@@ -45,6 +60,7 @@
 //! the counts-free probe at the goal finds a plan within 0.1 % in the next 15 s.
 
 use formulations::balance::evaluate::{check_layer, max_load};
+use formulations::balance::milp::count_ranges;
 use formulations::balance::model::replica_counts;
 use formulations::balance::Shape;
 use formulations::milp::{Milp, MilpStatus, Sense, SolveOptions, PROVED_GAP};
@@ -77,11 +93,22 @@ pub const SLACKS: [usize; 2] = [2, 1];
 /// a bisection step without a plan).
 const PROBE_LIMIT_S: f64 = 10.0;
 
+/// What [`repack`] returns: its best plan, and the bound its probes proved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Repacked {
+    /// The best plan the probes found, or the plan repacking started from.
+    pub plan: Vec<usize>,
+    /// A proved lower bound on the layer: the highest target of a complete probe (module doc)
+    /// that was infeasible, or the bound repacking was given.
+    pub bound: f64,
+}
+
 /// The best plan [`repack`]'s probes find, with `plan`'s counts and then with the counts free
-/// (module doc), or `plan` itself; `lower` is a proved bound on the layer. Each bisection stops
-/// once a plan is within the larger of `options.mip_rel_gap` and [`PROVED_GAP`] of `lower`,
-/// after [`PROBES`] probes, or when the time limit has run out. A hierarchical layer is
-/// returned as it is (the exact method solves its nodes as plain layers).
+/// (module doc), or `plan` itself, and the bound the complete probes prove; `lower` is a proved
+/// bound on the layer. Each bisection stops once a plan is within the larger of
+/// `options.mip_rel_gap` and [`PROVED_GAP`] of the bound, after [`PROBES`] probes, or when the
+/// time limit has run out. A hierarchical layer is returned as it is (the exact method solves
+/// its nodes as plain layers).
 ///
 /// # Complexity
 /// G GPUs of m slots, E experts, K = E kinds with the counts fixed and at most 3E with them
@@ -98,7 +125,9 @@ const PROBE_LIMIT_S: f64 = 10.0;
 ///
 /// // Two GPUs of three slots, six experts of one replica each (loads 6, 5, 4, 3, 2, 1; mean
 /// // 10.5): the plan 6 + 5 + 4 | 3 + 2 + 1 carries 15; the best split of the same replicas
-/// // is 6 + 4 + 1 | 5 + 3 + 2 (11 and 10).
+/// // is 6 + 4 + 1 | 5 + 3 + 2 (11 and 10). With six slots every expert has one replica, so
+/// // a probe with these counts that is infeasible proves a bound: no split of the integer
+/// // total 21 has both sides below 11.
 /// let shape = Shape {
 ///     experts: 6,
 ///     slots: 6,
@@ -109,8 +138,10 @@ const PROBE_LIMIT_S: f64 = 10.0;
 ///     hierarchical: false,
 /// };
 /// let w = [6.0, 5.0, 4.0, 3.0, 2.0, 1.0];
-/// let plan = repack(&shape, &w, &[0, 1, 2, 3, 4, 5], 10.5, &SolveOptions::default()).unwrap();
-/// assert_eq!(max_load(&shape, &w, &plan), 11.0);
+/// let options = SolveOptions::default();
+/// let repacked = repack(&shape, &w, &[0, 1, 2, 3, 4, 5], 10.5, &options).unwrap();
+/// assert_eq!(max_load(&shape, &w, &repacked.plan), 11.0);
+/// assert!(repacked.bound > 10.98 && repacked.bound < 11.0);
 /// ```
 pub fn repack(
     shape: &Shape,
@@ -118,38 +149,51 @@ pub fn repack(
     plan: &[usize],
     lower: f64,
     options: &SolveOptions,
-) -> Result<Vec<usize>, Error> {
+) -> Result<Repacked, Error> {
     if shape.hierarchical || shape.per_gpu() < 2 {
-        return Ok(plan.to_vec());
+        return Ok(Repacked {
+            plan: plan.to_vec(),
+            bound: lower,
+        });
     }
     let counts = replica_counts(plan, shape.experts);
+    let gap = PROVED_GAP.max(options.mip_rel_gap);
+    let high = max_load(shape, w, plan);
     let mut bisection = Bisection {
         shape,
         w,
-        goal: lower * (1.0 + PROVED_GAP.max(options.mip_rel_gap)),
-        high: max_load(shape, w, plan),
+        gap,
+        goal: lower * (1.0 + gap),
+        bound: lower,
+        high,
         best: plan.to_vec(),
         began: options.started.unwrap_or_else(std::time::Instant::now),
         options,
     };
+    // Counts forced below the plan's load (no redundant slot, say): every probe with them is
+    // complete, and freeing them finds nothing more.
+    let forced = count_ranges(shape, w, Some(high))
+        .iter()
+        .all(|(least, most)| least == most);
     // With time for a long counts-free probe (module doc), the counts-fixed bisection leaves it
     // half, and the counts-free one starts at the goal.
-    let ample = options
-        .time_limit_s
-        .is_none_or(|limit| limit - bisection.began.elapsed().as_secs_f64() >= 2.0 * PROBE_LIMIT_S);
+    let ample = !forced
+        && options.time_limit_s.is_none_or(|limit| {
+            limit - bisection.began.elapsed().as_secs_f64() >= 2.0 * PROBE_LIMIT_S
+        });
     let share = if ample { 0.5 } else { 1.0 };
-    bisection.run(lower, MAX_CONTENTS, share, false, &[0], |_, _| {
+    bisection.run(MAX_CONTENTS, share, false, &[0], |_, _| {
         fixed_kinds(w, &counts)
     })?;
-    bisection.run(
-        lower,
-        MAX_FREE_CONTENTS,
-        1.0,
-        ample,
-        &SLACKS,
-        |target, slack| free_kinds(shape, w, target, slack),
-    )?;
-    Ok(bisection.best)
+    if !forced {
+        bisection.run(MAX_FREE_CONTENTS, 1.0, ample, &SLACKS, |target, slack| {
+            free_kinds(shape, w, target, slack)
+        })?;
+    }
+    Ok(Repacked {
+        plan: bisection.best,
+        bound: bisection.bound,
+    })
 }
 
 /// An expert at one count: a replica of it carries `load` = w_e / `count`.
@@ -193,27 +237,29 @@ fn free_kinds(shape: &Shape, w: &[f64], target: f64, slack: usize) -> Vec<Kind> 
     kinds
 }
 
-/// The bisection state both of [`repack`]'s runs share: the best plan so far and its load.
+/// The bisection state both of [`repack`]'s runs share: the proved bound, the goal (the bound
+/// raised by the gap) and the best plan so far and its load.
 struct Bisection<'a> {
     shape: &'a Shape,
     w: &'a [f64],
     options: &'a SolveOptions,
     began: std::time::Instant,
+    gap: f64,
     goal: f64,
+    bound: f64,
     high: f64,
     best: Vec<usize>,
 }
 
 impl Bisection<'_> {
-    /// Up to [`PROBES`] probes between `low` and the best plan's load, none below the goal,
-    /// within `share` of the time left: each with the kinds `kinds(target, slack)` gives for
-    /// the first of `slacks` whose enumeration stays within `cap` contents. A probe cut at
+    /// Up to [`PROBES`] probes between the bound and the best plan's load, none below the
+    /// goal, within `share` of the time left: each with the kinds `kinds(target, slack)` gives
+    /// for the first of `slacks` whose enumeration stays within `cap` contents. A probe cut at
     /// every slack, or undecided within its limit, lowers the top of the later probes (lower
     /// targets have narrower windows, so fewer contents), and ends the bisection at the goal;
-    /// an infeasible one raises the low end.
+    /// an infeasible one raises the low end, and the bound and the goal where it was complete.
     fn run(
         &mut self,
-        mut low: f64,
         cap: usize,
         share: f64,
         from_goal: bool,
@@ -224,7 +270,7 @@ impl Bisection<'_> {
             let now = self.began.elapsed().as_secs_f64();
             now + (limit - now) * share
         });
-        let mut top = self.high;
+        let (mut low, mut top) = (self.bound, self.high);
         for probe in 0..PROBES {
             let left = end.map_or(PROBE_LIMIT_S, |end| {
                 end - self.began.elapsed().as_secs_f64()
@@ -250,10 +296,12 @@ impl Bisection<'_> {
                 ..self.options.clone()
             };
             let (shape, w) = (self.shape, self.w);
-            let mut found = Probe::Cut;
+            let (mut found, mut complete) = (Probe::Cut, false);
             for &slack in slacks {
-                found = probe_at(shape, w, &kinds(target, slack), target, cap, &options)?;
+                let kinds = kinds(target, slack);
+                found = probe_at(shape, w, &kinds, target, cap, &options)?;
                 if !matches!(found, Probe::Cut) {
+                    complete = covers(shape, w, target, &kinds);
                     break;
                 }
             }
@@ -266,11 +314,28 @@ impl Bisection<'_> {
                 }
                 Probe::Cut | Probe::Undecided if target <= self.goal => break,
                 Probe::Cut | Probe::Undecided => top = target,
+                Probe::Infeasible if complete => {
+                    low = target;
+                    self.bound = self.bound.max(target);
+                    self.goal = self.goal.max(self.bound * (1.0 + self.gap));
+                }
                 _ => low = target,
             }
         }
         Ok(())
     }
+}
+
+/// Whether `kinds` hold, for every expert, every count a plan whose busiest GPU carries at most
+/// `target` may give it (`count_ranges`): then an infeasible probe at `target` proves that no
+/// plan carries that little (module doc).
+fn covers(shape: &Shape, w: &[f64], target: f64, kinds: &[Kind]) -> bool {
+    count_ranges(shape, w, Some(target))
+        .iter()
+        .enumerate()
+        .all(|(e, &(least, most))| {
+            (least..=most).all(|c| kinds.iter().any(|k| k.expert == e && k.count == c))
+        })
 }
 
 /// What a probe found.
@@ -348,10 +413,11 @@ fn probe_at(
             plan.extend(content.iter().map(|&k| kinds[k].expert));
         }
     }
+    // A solution that does not round to a whole plan proves nothing.
     Ok(if plan.len() == shape.slots {
         Probe::Plan(plan)
     } else {
-        Probe::Infeasible
+        Probe::Undecided
     })
 }
 
