@@ -163,7 +163,6 @@ pub fn repack(
         shape,
         w,
         gap,
-        goal: lower * (1.0 + gap),
         bound: lower,
         high,
         best: plan.to_vec(),
@@ -237,27 +236,32 @@ fn free_kinds(shape: &Shape, w: &[f64], target: f64, slack: usize) -> Vec<Kind> 
     kinds
 }
 
-/// The bisection state both of [`repack`]'s runs share: the proved bound, the goal (the bound
-/// raised by the gap) and the best plan so far and its load.
+/// The bisection state both of [`repack`]'s runs share: the proved bound and the best plan so
+/// far and its load.
 struct Bisection<'a> {
     shape: &'a Shape,
     w: &'a [f64],
     options: &'a SolveOptions,
     began: std::time::Instant,
     gap: f64,
-    goal: f64,
     bound: f64,
     high: f64,
     best: Vec<usize>,
 }
 
 impl Bisection<'_> {
+    /// The load within the gap of the proved bound: a plan there ends the repacking, and none
+    /// below it counts for more.
+    fn goal(&self) -> f64 {
+        self.bound * (1.0 + self.gap)
+    }
+
     /// Up to [`PROBES`] probes between the bound and the best plan's load, none below the
     /// goal, within `share` of the time left: each with the kinds `kinds(target, slack)` gives
     /// for the first of `slacks` whose enumeration stays within `cap` contents. A probe cut at
     /// every slack, or undecided within its limit, lowers the top of the later probes (lower
     /// targets have narrower windows, so fewer contents), and ends the bisection at the goal;
-    /// an infeasible one raises the low end, and the bound and the goal where it was complete.
+    /// an infeasible one raises the low end, and the bound where it was complete.
     fn run(
         &mut self,
         cap: usize,
@@ -275,17 +279,17 @@ impl Bisection<'_> {
             let left = end.map_or(PROBE_LIMIT_S, |end| {
                 end - self.began.elapsed().as_secs_f64()
             });
-            if self.high <= self.goal || left <= 0.0 {
+            if self.high <= self.goal() || left <= 0.0 {
                 break;
             }
             let target = if probe == 0 && from_goal {
-                self.goal
+                self.goal()
             } else {
-                ((low + top.min(self.high)) / 2.0).max(self.goal)
+                ((low + top.min(self.high)) / 2.0).max(self.goal())
             };
             // The probe's clock starts before its enumeration, which it covers. No probe follows
             // one at the goal that is undecided, so that one may take all the time left.
-            let limit = if target <= self.goal {
+            let limit = if target <= self.goal() {
                 left
             } else {
                 left.min(PROBE_LIMIT_S)
@@ -312,12 +316,11 @@ impl Bisection<'_> {
                     self.high = max_load(shape, w, &p);
                     self.best = p;
                 }
-                Probe::Cut | Probe::Undecided if target <= self.goal => break,
+                Probe::Cut | Probe::Undecided if target <= self.goal() => break,
                 Probe::Cut | Probe::Undecided => top = target,
                 Probe::Infeasible if complete => {
                     low = target;
                     self.bound = self.bound.max(target);
-                    self.goal = self.goal.max(self.bound * (1.0 + self.gap));
                 }
                 _ => low = target,
             }
