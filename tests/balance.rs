@@ -414,10 +414,12 @@ proptest! {
 
     /// The bound repacking proves, from the mean and the greedy plan, against the exhaustive
     /// optimum: never above it on the small layers (counts free or forced, one replica per GPU
-    /// or not). Where every expert has one replica (S = E: 2 or 3 GPUs of 2 to 4 slots), every
-    /// counts-fixed probe is complete and decided, so each halves the distance between the
-    /// bound and the best plan (or reaches the goal): after PROBES probes the plan is within
-    /// the gap of the bound or within (U - mean) / 2^PROBES of it (U the greedy's load).
+    /// or not), without a time limit and with one of 60 s (where the probes at the goal are
+    /// long: `LONG_PROBE_S`). Where every expert has one replica (S = E: 2 or 3 GPUs of 2 to 4
+    /// slots), every counts-fixed probe is complete and decided, so each halves the distance
+    /// between the bound and the best plan (or reaches the goal): after PROBES probes the plan
+    /// is within the gap of the bound or within (U - mean) / 2^PROBES of it (U the greedy's
+    /// load).
     #[test]
     fn repacking_proves_no_bound_above_the_optimum(
         i in small_layers(false, 1..60),
@@ -435,15 +437,19 @@ proptest! {
             let opt = evaluate::max_load(&shape, w, &best);
             let greedy = algorithms::greedy(&shape, w).unwrap();
             let (u, mean) = (evaluate::max_load(&shape, w, &greedy), bounds::mean(&shape, w));
-            let repacked = repack(&shape, w, &greedy, mean, &SolveOptions::default()).unwrap();
-            let (v, b) = (evaluate::max_load(&shape, w, &repacked.plan), repacked.bound);
-            prop_assert!(b >= mean && b <= opt * (1.0 + 1e-12), "bound {b}, optimum {opt}");
-            prop_assert!(v >= opt * (1.0 - 1e-12), "repacked {v} below the optimum {opt}");
-            let step = (u - mean) / f64::from(1u32 << PROBES);
-            prop_assert!(
-                !all_one || v <= b * (1.0 + PROVED_GAP) * (1.0 + 1e-12) || v - b <= step + 1e-9,
-                "plan {v}, bound {b}, optimum {opt}, start {u}, mean {mean}"
-            );
+            for limit in [None, Some(60.0)] {
+                let options = SolveOptions { time_limit_s: limit, ..SolveOptions::default() };
+                let repacked = repack(&shape, w, &greedy, mean, &options).unwrap();
+                prop_assert!(evaluate::check_layer(&shape, &repacked.plan).is_ok());
+                let (v, b) = (evaluate::max_load(&shape, w, &repacked.plan), repacked.bound);
+                prop_assert!(b >= mean && b <= opt * (1.0 + 1e-12), "bound {b}, optimum {opt}");
+                prop_assert!(v >= opt * (1.0 - 1e-12), "repacked {v} below the optimum {opt}");
+                let step = (u - mean) / f64::from(1u32 << PROBES);
+                prop_assert!(
+                    !all_one || v <= b * (1.0 + PROVED_GAP) * (1.0 + 1e-12) || v - b <= step + 1e-9,
+                    "plan {v}, bound {b}, optimum {opt}, start {u}, mean {mean}, limit {limit:?}"
+                );
+            }
         }
     }
 }

@@ -57,7 +57,9 @@
 //! either bisection a probe whose enumeration passes its cap is not made, and it or an
 //! undecided probe lowers the top of the later ones instead of raising the low end. On that
 //! layer, at 60 s, the counts-fixed bisection ends at 0.98 % above the bound after 30 s, and
-//! the counts-free probe at the goal finds a plan within 0.1 % in the next 15 s.
+//! the counts-free probe at the goal finds a plan within 0.1 % in the next 15 s. With
+//! [`LONG_PROBE_S`] or more left the probe at the goal is long: one count of slack first, then
+//! two where one gives an infeasible program, with the counts-fixed cap.
 
 use formulations::balance::evaluate::{check_layer, max_load};
 use formulations::balance::milp::count_ranges;
@@ -80,6 +82,17 @@ pub const MAX_STEPS: usize = 4_000_000;
 /// 68,000 contents of a Qwen1.5-MoE layer at 32 GPUs; 1.1 s for 1 s on 25,000), and such
 /// programs stayed undecided after 30 s anyway.
 pub const MAX_FREE_CONTENTS: usize = 30_000;
+
+/// Seconds left from which a probe at the goal is *long*: it tries the counts' slacks from the
+/// fewest up, going on while they give an infeasible program that is not complete, and may
+/// enumerate up to [`MAX_CONTENTS`] contents with the counts free (a presolve that overruns
+/// its limit is small against the time). On Qwen1.5-MoE's layer 0 at 32 GPUs with 96 slots the
+/// program at the goal has no LP solution with one count of slack, and with two (49,459
+/// contents) holds a plan, which HiGHS found in 64 and 108 s outside moe-opt (highspy) and in
+/// moe-opt within the layer's 60 s. Trying two counts first (with the larger cap) left
+/// DeepSeek-V2-Lite's layer 12 at 32 GPUs with 96 slots 0.16 % above its bound at 60 s, where
+/// one count first brings it within 0.1 %.
+pub const LONG_PROBE_S: f64 = 25.0;
 
 /// Most probes of each bisection.
 pub const PROBES: usize = 8;
@@ -294,6 +307,17 @@ impl Bisection<'_> {
             } else {
                 left.min(PROBE_LIMIT_S)
             };
+            // A long probe at the goal tries the slacks from the fewest up, on past an infeasible
+            // one that is not complete, with the larger cap; the others from the most down.
+            let long = target <= self.goal() && left >= LONG_PROBE_S;
+            let (cap, order) = if long {
+                (
+                    cap.max(MAX_CONTENTS),
+                    slacks.iter().rev().copied().collect(),
+                )
+            } else {
+                (cap, slacks.to_vec())
+            };
             let options = SolveOptions {
                 time_limit_s: Some(limit),
                 started: Some(std::time::Instant::now()),
@@ -301,11 +325,14 @@ impl Bisection<'_> {
             };
             let (shape, w) = (self.shape, self.w);
             let (mut found, mut complete) = (Probe::Cut, false);
-            for &slack in slacks {
+            for slack in order {
                 let kinds = kinds(target, slack);
-                found = probe_at(shape, w, &kinds, target, cap, &options)?;
-                if !matches!(found, Probe::Cut) {
-                    complete = covers(shape, w, target, &kinds);
+                let probe = probe_at(shape, w, &kinds, target, cap, &options)?;
+                if matches!(probe, Probe::Cut) {
+                    continue;
+                }
+                (found, complete) = (probe, covers(shape, w, target, &kinds));
+                if !(long && matches!(found, Probe::Infeasible) && !complete) {
                     break;
                 }
             }
