@@ -271,7 +271,8 @@ impl Bisection<'_> {
 
     /// Up to [`PROBES`] probes between the bound and the best plan's load, none below the
     /// goal, within `share` of the time left: each with the kinds `kinds(target, slack)` gives
-    /// for the first of `slacks` whose enumeration stays within `cap` contents. A probe cut at
+    /// for the first of `slacks` whose enumeration stays within `cap` contents (a long probe
+    /// at the goal goes the other way: [`LONG_PROBE_S`]). A probe cut at
     /// every slack, or undecided within its limit, lowers the top of the later probes (lower
     /// targets have narrower windows, so fewer contents), and ends the bisection at the goal;
     /// an infeasible one raises the low end, and the bound where it was complete.
