@@ -656,6 +656,17 @@ const HEADERS: [&str; 6] = [
     "note",
 ];
 
+/// What a report has of the file its runs were made on: the instance, its compiled model and
+/// the run options (Prism's latency report samples its batch with their seed).
+pub struct Case<'a, P: Problem> {
+    /// The instance, as its file holds it.
+    pub instance: &'a P::Instance,
+    /// The instance compiled for the methods ([`Problem::model`]).
+    pub model: &'a P::Model,
+    /// The options the methods ran with.
+    pub options: &'a RunOptions,
+}
+
 /// What a [`Problem`] shows on the command line beyond its methods: every item has a
 /// default (the standard reports, no generator), so a new problem starts with
 /// `impl Commands for MyProblem {}` and overrides what it has.
@@ -665,22 +676,12 @@ pub trait Commands: Problem {
         Err(refused::<Self>("import"))
     }
     /// The `solve` report of one run.
-    fn solve_report(
-        instance: &Self::Instance,
-        _model: &Self::Model,
-        run: &MethodRun<Self>,
-        _options: &RunOptions,
-    ) -> Result<Rendered, Error> {
-        Ok(standard_solve(instance, run))
+    fn solve_report(case: &Case<Self>, run: &MethodRun<Self>) -> Result<Rendered, Error> {
+        Ok(standard_solve(case.instance, run))
     }
     /// The `compare` report of several runs.
-    fn compare_report(
-        instance: &Self::Instance,
-        _model: &Self::Model,
-        runs: &Runs<Self>,
-        _options: &RunOptions,
-    ) -> Result<Rendered, Error> {
-        Ok(standard_compare(instance, runs))
+    fn compare_report(case: &Case<Self>, runs: &Runs<Self>) -> Result<Rendered, Error> {
+        Ok(standard_compare(case.instance, runs))
     }
     /// The parametric families breaking its claims.
     fn families() -> Vec<ParametricFamily> {
@@ -751,7 +752,12 @@ impl<P: Commands> Solver for ProblemEntry<P> {
             P::Method::parse_name(method).map_err(|e| Error::command_line("--method", e))?;
         let model = P::model(&instance);
         let run = problem::run::<P>(&model, method, options)?;
-        P::solve_report(&instance, &model, &run, options)
+        let case = Case {
+            instance: &instance,
+            model: &model,
+            options,
+        };
+        P::solve_report(&case, &run)
     }
 
     fn compare(
@@ -764,7 +770,12 @@ impl<P: Commands> Solver for ProblemEntry<P> {
         let chosen = problem::chosen_methods::<P>(&instance, methods)?;
         let model = P::model(&instance);
         let runs = problem::run_all::<P>(&model, &chosen, options)?;
-        P::compare_report(&instance, &model, &runs, options)
+        let case = Case {
+            instance: &instance,
+            model: &model,
+            options,
+        };
+        P::compare_report(&case, &runs)
     }
 
     fn exact_milp(

@@ -547,8 +547,7 @@ pub fn run(
                     seed: cell.seed,
                     ..run_options.clone()
                 };
-                let (_, mut rows) =
-                    problem.run_cell(&config, cell.seed, &spec.methods, &run_options)?;
+                let mut rows = problem.run_cell(&config, &spec.methods, &run_options)?;
                 for r in &mut rows {
                     r.cell = cell.index;
                     if !spec.record_runtime {

@@ -61,14 +61,14 @@ pub trait SweepProblem: Sync {
     fn base_config(&self, preset: &str) -> Result<Value, String>;
     /// Checks that a configuration parses and the methods exist.
     fn check_config(&self, config: &Value, methods: &[String]) -> Result<(), String>;
-    /// Generates the cell's instance and runs the methods.
+    /// Generates the cell's instance from the options' seed and runs the methods: a row each,
+    /// their `cell` left 0 for the sweep to set.
     fn run_cell(
         &self,
         config: &Value,
-        seed: u64,
         methods: &[String],
         options: &RunOptions,
-    ) -> Result<(String, Vec<Row>), Error>;
+    ) -> Result<Vec<Row>, Error>;
 }
 
 /// A [`Problem`] whose generator a sweep drives: a second quantity for the table beside the
@@ -118,12 +118,12 @@ impl<P: Sweepable> SweepProblem for SweepAdapter<P> {
     fn run_cell(
         &self,
         config: &Value,
-        seed: u64,
         methods: &[String],
         options: &RunOptions,
-    ) -> Result<(String, Vec<Row>), Error> {
+    ) -> Result<Vec<Row>, Error> {
         let config: P::Config = serde_json::from_value(config.clone())
             .map_err(|e| cell_invalid("config", e.to_string()))?;
+        let seed = options.seed;
         let instance = P::generate_instance(&config, seed)?;
         let sha = canonical_sha256(&instance);
         let model = P::model(&instance);
@@ -159,13 +159,13 @@ impl<P: Sweepable> SweepProblem for SweepAdapter<P> {
                     feasible: e.map(P::feasible),
                     solver_status: r.exact.as_ref().map(|x| x.status.name().to_string()),
                     gap: r.exact.as_ref().and_then(|x| x.gap),
-                    secondary: P::secondary(&instance, r, options.seed),
+                    secondary: P::secondary(&instance, r, seed),
                     secondary_name: P::SECONDARY.into(),
                     runtime_s: Some(r.runtime_s),
                 }
             })
             .collect();
-        Ok((sha, rows))
+        Ok(rows)
     }
 }
 

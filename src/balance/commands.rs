@@ -9,10 +9,10 @@ use serde::Serialize;
 
 use super::exact::LayerSolve;
 use super::generate::{self, GeneratorConfig, Preset};
-use super::methods::{Balance, ExactReport, Method, MethodRun, Reference, RunOptions};
+use super::methods::{Balance, ExactReport, Method, MethodRun, Reference};
 use crate::generate::Made;
 use crate::problem::{Problem, Runs};
-use crate::registry::{Commands, ImportArgs, Rendered};
+use crate::registry::{Case, Commands, ImportArgs, Rendered};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweepable::Sweepable;
 
@@ -313,13 +313,8 @@ impl Commands for Balance {
     }
 
     /// `--csv`: a row per layer.
-    fn solve_report(
-        instance: &Instance,
-        _: &Instance,
-        run: &MethodRun,
-        _: &RunOptions,
-    ) -> Result<Rendered, Error> {
-        let report = SolveReport::new(instance, run);
+    fn solve_report(case: &Case<Self>, run: &MethodRun) -> Result<Rendered, Error> {
+        let report = SolveReport::new(case.instance, run);
         let rows = report
             .layers
             .iter()
@@ -341,13 +336,8 @@ impl Commands for Balance {
         Ok(Rendered::solve(&report, report.text(), rows))
     }
 
-    fn compare_report(
-        instance: &Instance,
-        _: &Instance,
-        runs: &Runs<Self>,
-        _: &RunOptions,
-    ) -> Result<Rendered, Error> {
-        let report = CompareReport::new(instance, runs);
+    fn compare_report(case: &Case<Self>, runs: &Runs<Self>) -> Result<Rendered, Error> {
+        let report = CompareReport::new(case.instance, runs);
         Ok(Rendered::compare(&report, report.text()))
     }
 }

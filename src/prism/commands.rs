@@ -24,7 +24,7 @@ use super::latency::{latency_of, sampled_batch, LatencyReport};
 use super::methods::{self, ExactReport, Method, MethodRun, Prism, Reference, RunOptions};
 use crate::generate::Made;
 use crate::problem::{Problem, Runs};
-use crate::registry::{Commands, ImportArgs, Rendered};
+use crate::registry::{Case, Commands, ImportArgs, Rendered};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweepable::Sweepable;
 
@@ -575,13 +575,8 @@ impl Commands for Prism {
     }
 
     /// `--csv`: a row per (server, GPU, expert) of the placement.
-    fn solve_report(
-        instance: &Instance,
-        _: &Instance,
-        run: &MethodRun,
-        options: &RunOptions,
-    ) -> Result<Rendered, Error> {
-        let report = solve_report(instance, run, options);
+    fn solve_report(case: &Case<Self>, run: &MethodRun) -> Result<Rendered, Error> {
+        let report = solve_report(case.instance, run, case.options);
         let mut rows = Vec::new();
         for (n, gpus) in report
             .placement
@@ -597,13 +592,8 @@ impl Commands for Prism {
         Ok(Rendered::solve(&report, report.text(), rows))
     }
 
-    fn compare_report(
-        instance: &Instance,
-        _: &Instance,
-        runs: &Runs<Self>,
-        options: &RunOptions,
-    ) -> Result<Rendered, Error> {
-        let report = compare_report(instance, runs, options)?;
+    fn compare_report(case: &Case<Self>, runs: &Runs<Self>) -> Result<Rendered, Error> {
+        let report = compare_report(case.instance, runs, case.options)?;
         Ok(Rendered::compare(&report, report.text()))
     }
 

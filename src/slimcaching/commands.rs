@@ -8,11 +8,11 @@ use serde_json::json;
 
 use super::generate::{try_generate, GeneratorConfig, Preset};
 use super::import::{from_activation_counts, ImportConfig};
-use super::methods::{ExactReport, Method, MethodRun, Reference, RunOptions, SlimCaching};
+use super::methods::{ExactReport, Method, MethodRun, Reference, SlimCaching};
 use crate::export::Table;
 use crate::generate::Made;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, ImportArgs, Rendered};
+use crate::registry::{self, Case, Commands, ImportArgs, Rendered};
 use crate::render::{ms, table};
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweepable::Sweepable;
@@ -384,23 +384,13 @@ impl Commands for SlimCaching {
     }
 
     /// `--csv`: a row per cached expert.
-    fn solve_report(
-        instance: &Instance,
-        model: &LatencyModel,
-        run: &MethodRun,
-        _: &RunOptions,
-    ) -> Result<Rendered, Error> {
-        let report = SolveReport::new(instance, model, run);
+    fn solve_report(case: &Case<Self>, run: &MethodRun) -> Result<Rendered, Error> {
+        let report = SolveReport::new(case.instance, case.model, run);
         Ok(Rendered::new(&report, report.text()).with_table(report.table()))
     }
 
-    fn compare_report(
-        instance: &Instance,
-        _: &LatencyModel,
-        runs: &Runs<Self>,
-        _: &RunOptions,
-    ) -> Result<Rendered, Error> {
-        let report = compare_report(instance, runs)?;
+    fn compare_report(case: &Case<Self>, runs: &Runs<Self>) -> Result<Rendered, Error> {
+        let report = compare_report(case.instance, runs)?;
         Ok(Rendered::new(&report, report.text()).with_table(report.table()))
     }
 

@@ -12,7 +12,7 @@ use super::generate::{self, GeneratorConfig, Preset};
 use super::methods::{self, ExactReport, Method, MethodRun, Reference, RunOptions, ZipMoe};
 use crate::generate::Made;
 use crate::problem::{Problem, Runs};
-use crate::registry::{self, Commands, ImportArgs, Rendered};
+use crate::registry::{self, Case, Commands, ImportArgs, Rendered};
 use crate::render::ms;
 use crate::report::{canonical_sha256, VERSION};
 use crate::sweepable::Sweepable;
@@ -286,24 +286,14 @@ impl Commands for ZipMoe {
     }
 
     /// `--csv`: the Gantt chart, a row per operation.
-    fn solve_report(
-        instance: &Instance,
-        _: &Instance,
-        run: &MethodRun,
-        _: &RunOptions,
-    ) -> Result<Rendered, Error> {
-        let report = solve_report(instance, run);
+    fn solve_report(case: &Case<Self>, run: &MethodRun) -> Result<Rendered, Error> {
+        let report = solve_report(case.instance, run);
         let rows = report.gantt.iter().map(registry::to_value).collect();
         Ok(Rendered::solve(&report, report.text(), rows))
     }
 
-    fn compare_report(
-        instance: &Instance,
-        _: &Instance,
-        runs: &Runs<Self>,
-        _: &RunOptions,
-    ) -> Result<Rendered, Error> {
-        let report = compare_report(instance, runs);
+    fn compare_report(case: &Case<Self>, runs: &Runs<Self>) -> Result<Rendered, Error> {
+        let report = compare_report(case.instance, runs);
         Ok(Rendered::compare(&report, report.text()))
     }
 
