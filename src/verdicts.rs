@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::claims::{Scale, Verdict};
-use crate::verify::ClaimRow;
+use crate::verify::claims_csv::ClaimRow;
 
 /// One committed run: a paper's claims at one scale.
 #[derive(Debug, Clone, PartialEq)]

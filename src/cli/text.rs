@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::claims::{ClaimInfo, ClaimKind, Scale, Verdict};
 use crate::registry::{Entry, Registry};
 use crate::render::table;
-use crate::verify::ClaimRow;
+use crate::verify::claims_csv::ClaimRow;
 
 /// `generate PROBLEM --list-presets`.
 pub(super) fn presets_text(entry: &dyn Entry) -> String {

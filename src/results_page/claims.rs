@@ -17,7 +17,8 @@ use super::figure::{self, drawable, Chart, Key, Mark, Shape};
 use super::table::Table;
 use super::{escape, number, Page};
 use crate::claims::{ClaimKind, Verdict};
-use crate::verify::{ClaimRow, RunSettings};
+use crate::verify::claims_csv::ClaimRow;
+use crate::verify::RunSettings;
 
 /// Most instances of a claim drawn one by one; more make a histogram.
 pub const MAX_STRIP: usize = 1000;

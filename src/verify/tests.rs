@@ -1,5 +1,5 @@
 use super::*;
-use crate::claims::PaperScale;
+use crate::claims::{PaperScale, Verdict};
 use crate::slimcaching::claims::{table, SlimClaim};
 
 fn claims(ids: &[&str]) -> Vec<SlimClaim> {
