@@ -74,6 +74,24 @@ impl RouterConfig {
 
 /// Alg. 1 over a batch: `scores[t][e]`, top-k, and which experts are in GPU memory. Returns
 /// O_t per token (k experts each, best score first).
+///
+/// # Complexity
+/// n tokens of E scores, top-k. Time: O(n E (log E + k log k)): per token, two sorts of its
+/// E scores (Table II's sets and the final rank order), O(E) calls of `in_gpu`, and a sort of
+/// its k chosen experts by their rank (a linear search each). Memory: O(n E).
+///
+/// # Examples
+/// ```
+/// use moe_opt::smoe::router::{route_batch, RouterConfig};
+///
+/// // k = 4, alpha = 0.5: S_5 = 0.09, so T = 0.135 and R = 0.045. Experts 0 and 1 are
+/// // top-score, 2 and 3 low-score, 4 to 7 candidates. With 1, 5 and 6 in GPU memory, the
+/// // missing 2 and 3 are replaced by the available candidates 5 and 6, best first.
+/// let scores = [0.30, 0.20, 0.105, 0.10, 0.09, 0.08, 0.07, 0.055];
+/// let in_gpu = |e: u32| [1, 5, 6].contains(&e);
+/// let routed = route_batch(&[scores], 4, &in_gpu, &RouterConfig::new(0.5));
+/// assert_eq!(routed, vec![vec![0, 1, 5, 6]]);
+/// ```
 pub fn route_batch<S: AsRef<[f64]>>(
     scores: &[S],
     k: usize,

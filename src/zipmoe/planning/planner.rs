@@ -150,6 +150,30 @@ pub fn search(instance: &PoolInstance, layers: &[LayerModel]) -> (GridPoint, u64
 }
 
 /// Alg. 4: validates the instance, fits every layer (line 4) and searches the grid.
+///
+/// # Complexity
+/// L layers of E experts, top-k, |Lambda| pools, M = 1 / grid step. The grid has
+/// G = C(M + |Lambda| - 1, |Lambda| - 1) splits; each costs, per layer, Alg. 2 on every pool's
+/// ranks (O(E^2) in all) and Alg. 3 on at most C(k + 4, 4) hit patterns. Time: the fits
+/// ([`fit_layers`]: eq. (24)'s iterations, O(E k) each) plus O(G L (E^2 + k^4)). Memory:
+/// O(L E + k^4); the grid is listed once, O(G).
+///
+/// # Examples
+/// ```
+/// use moe_opt::zipmoe::planning::generate::tiny_instance;
+/// use moe_opt::zipmoe::planning::planner::{evaluate_split, grid, plan};
+///
+/// // Four pools and a grid step of 1/4: the splits are the ways of writing 4 steps as a sum
+/// // of 4 parts, C(7, 3) = 35.
+/// let instance = tiny_instance();
+/// let p = plan(&instance).unwrap();
+/// assert_eq!(p.grid_points, 35);
+/// assert_eq!(p.best.split.steps.iter().sum::<u32>(), 4);
+/// // Lines 30-33: no split of the grid has a lower expected makespan.
+/// assert!(grid(&instance).iter().all(|s| {
+///     evaluate_split(&instance, &p.layers, s).expected_makespan_s >= p.best.expected_makespan_s
+/// }));
+/// ```
 pub fn plan(instance: &PoolInstance) -> Result<Plan, ValidationError> {
     validate(instance)?;
     let layers = fit_layers(instance)?;
