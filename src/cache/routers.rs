@@ -55,6 +55,21 @@ pub fn promote(subset: &[u32], all: &[u32]) -> Vec<u32> {
 }
 
 /// The full Max-Rank ranking of eq. (7) / Alg. 1: `promote(r[:J]; promote(r[:M] ∩ C; r))`.
+///
+/// # Complexity
+/// n = `r.len()`. Time: O(n (M + J)), the promotions' membership tests being linear; M calls
+/// of `cached`. Memory: O(n). The replay's [`max_rank_select`] is O(n).
+///
+/// # Examples
+/// ```
+/// use moe_opt::cache::routers::max_rank_ranking;
+///
+/// // Ranking 3, 1, 0, 2; experts 0 and 2 cached; M = 3, J = 1: the top expert 3 stays first,
+/// // then the cached 0 (within the top 3), then the rest in rank order (2 is cached but
+/// // ranked below M).
+/// let cached = |e: u32| e == 0 || e == 2;
+/// assert_eq!(max_rank_ranking(&[3, 1, 0, 2], 3, 1, cached), vec![3, 0, 1, 2]);
+/// ```
 pub fn max_rank_ranking(r: &[u32], m: usize, j: usize, cached: impl Fn(u32) -> bool) -> Vec<u32> {
     let in_cache: Vec<u32> = r[..m.min(r.len())]
         .iter()

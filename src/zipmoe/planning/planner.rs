@@ -131,7 +131,8 @@ pub fn evaluate_split(instance: &PoolInstance, layers: &[LayerModel], split: &Sp
     }
 }
 
-/// Alg. 4 on a validated instance with its fitted layers: the first split of least cost.
+/// Alg. 4 on a validated instance with its fitted layers: the first split of least cost,
+/// and how many splits it scored. Complexity: [`plan`]'s, without the fits.
 pub fn search(instance: &PoolInstance, layers: &[LayerModel]) -> (GridPoint, u64) {
     let mut best: Option<GridPoint> = None;
     let mut visited = 0u64;
