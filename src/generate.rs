@@ -42,6 +42,15 @@ impl Between<f64> {
     }
 }
 
+/// The path named in errors about a generator configuration not read from a file (a
+/// `--config` file's errors name the file).
+pub const CONFIG_PATH: &str = "<generator config>";
+
+/// The error for `field` of a generator configuration ([`CONFIG_PATH`]).
+pub fn config_error(field: &str, reason: impl Into<String>) -> Error {
+    Error::invalid(CONFIG_PATH, field, reason)
+}
+
 /// A generator configuration's checks: each error names the configuration (`path`) and the
 /// field, with the same wording in every generator.
 pub struct Knobs(pub &'static str);
@@ -49,11 +58,7 @@ pub struct Knobs(pub &'static str);
 impl Knobs {
     /// The error for `field`.
     pub fn bad(&self, field: &str, reason: String) -> Result<(), Error> {
-        Err(Error::Invalid {
-            path: self.0.into(),
-            field: field.into(),
-            reason,
-        })
+        Err(Error::invalid(self.0, field, reason))
     }
 
     /// `least <= min <= max`.

@@ -29,14 +29,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::counts::Header;
-
-fn invalid(field: &str, reason: impl Into<String>) -> Error {
-    Error::Invalid {
-        path: "<generator config>".into(),
-        field: field.into(),
-        reason: reason.into(),
-    }
-}
+use crate::generate::config_error;
 
 /// The deployment an instance describes (generator and importer share it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,7 +66,7 @@ impl Deployment {
     /// The instance of these loads (validated; errors name the configuration's fields).
     pub fn instance(&self, name: String, loads: Vec<Vec<f64>>) -> Result<Instance, Error> {
         if self.gpus == 0 {
-            return Err(invalid("gpus", "must be at least 1"));
+            return Err(config_error("gpus", "must be at least 1"));
         }
         let experts = loads.first().map_or(0, Vec::len);
         let slots = experts.div_ceil(self.gpus) * self.gpus + self.extra_per_gpu * self.gpus;
@@ -89,7 +82,7 @@ impl Deployment {
             hierarchical: self.hierarchical,
             current: None,
         };
-        validate(&instance).map_err(|e| invalid(&e.field, e.reason))?;
+        validate(&instance).map_err(|e| config_error(&e.field, e.reason))?;
         Ok(instance)
     }
 }
@@ -161,16 +154,19 @@ impl GeneratorConfig {
     /// Checks the values.
     pub fn check(&self) -> Result<(), Error> {
         if self.layers == 0 || self.layers > formulations::balance::validate::MAX_LAYERS {
-            return Err(invalid("layers", "must be in 1..=4096"));
+            return Err(config_error("layers", "must be in 1..=4096"));
         }
         if self.experts == 0 || self.experts > formulations::balance::validate::MAX_EXPERTS {
-            return Err(invalid("experts", "must be in 1..=4096"));
+            return Err(config_error("experts", "must be in 1..=4096"));
         }
         if !(self.tokens_per_layer.is_finite() && self.tokens_per_layer > 0.0) {
-            return Err(invalid("tokens_per_layer", "must be positive and finite"));
+            return Err(config_error(
+                "tokens_per_layer",
+                "must be positive and finite",
+            ));
         }
         if !(self.sigma.is_finite() && self.sigma >= 0.0 && self.sigma <= 5.0) {
-            return Err(invalid("sigma", "must be in [0, 5]"));
+            return Err(config_error("sigma", "must be in [0, 5]"));
         }
         Ok(())
     }

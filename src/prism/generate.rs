@@ -65,8 +65,6 @@ use formulations::{Error, ProblemKind};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
-/// The path named in errors about a configuration not read from a file.
-pub const CONFIG_PATH: &str = "<generator config>";
 /// 1 GiB.
 pub const GIB: u64 = 1 << 30;
 
@@ -103,7 +101,7 @@ crate::named! {
 
 pub use crate::generate::Between;
 
-use crate::generate::{normal, open01, stream, Knobs};
+use crate::generate::{normal, open01, stream, Knobs, CONFIG_PATH};
 
 /// The MoE model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -116,7 +116,7 @@ pub use crate::generate::Between;
 use super::architectures::{paper_library, Architecture, PAPER_ARCHITECTURES};
 use super::demand::{most_frequent_experts, sets_from_counts};
 use super::network::{build_network, check_compute, check_wireless, Network};
-use crate::generate::{normal, open01, stream, Knobs};
+use crate::generate::{normal, open01, stream, Knobs, CONFIG_PATH};
 
 /// Server storage Q_n (the same on every server).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -500,9 +500,6 @@ impl GeneratorConfig {
         Ok(())
     }
 }
-
-/// The `path` of configuration errors.
-const CONFIG_PATH: &str = "<generator config>";
 
 /// Most sampled tokens per user and layer (`activations.tokens_per_layer`): each is a draw,
 /// and the distinct sets they give are stored.

@@ -570,11 +570,8 @@ impl Generator for LayerGenerator {
 
 /// The preset a configuration names (a `--config` file's error names the file).
 fn preset_of(name: &str) -> Result<Preset, Error> {
-    name.parse().map_err(|reason| Error::Invalid {
-        path: "<generator config>".into(),
-        field: "preset".into(),
-        reason,
-    })
+    name.parse()
+        .map_err(|reason: String| crate::generate::config_error("preset", reason))
 }
 
 /// SMoE's layer decisions in the registry (the pipeline over a trace is `moe-opt tpot`).

@@ -37,7 +37,7 @@
 use std::path::Path;
 
 use crate::counts::Header;
-use crate::generate::Knobs;
+use crate::generate::{config_error, Knobs, CONFIG_PATH};
 use formulations::zipmoe::validate::validate;
 use formulations::zipmoe::{CompressionState, Instance, SelectedExpert};
 use formulations::{Error, ProblemKind};
@@ -68,7 +68,7 @@ impl StateRates {
         let all = [self.full, self.compressed, self.sm_cached, self.e_cached];
         let sum: f64 = all.iter().sum();
         if all.iter().any(|r| !(0.0..=1.0).contains(r)) || sum > 1.0 + 1e-12 {
-            return Err(invalid(
+            return Err(config_error(
                 field,
                 format!("rates must lie in [0, 1] and sum to at most 1, got {all:?}"),
             ));
@@ -260,7 +260,7 @@ impl GeneratorConfig {
     /// Checks the configuration; errors name the field.
     pub fn check(&self) -> Result<(), Error> {
         if self.layer_experts == 0 || self.top_k == 0 || self.top_k > self.layer_experts {
-            return Err(invalid(
+            return Err(config_error(
                 "top_k",
                 format!(
                     "need 1 <= top_k <= layer_experts, got {} and {}",
@@ -275,7 +275,10 @@ impl GeneratorConfig {
         ];
         for (name, r) in ranges_u32 {
             if r.min == 0 || r.min > r.max {
-                return Err(invalid(name, format!("need 1 <= min <= max, got {r:?}")));
+                return Err(config_error(
+                    name,
+                    format!("need 1 <= min <= max, got {r:?}"),
+                ));
             }
         }
         let ranges_f64 = [
@@ -285,7 +288,7 @@ impl GeneratorConfig {
         ];
         for (name, r) in ranges_f64 {
             if !(r.min.is_finite() && r.max.is_finite() && r.min > 0.0 && r.min <= r.max) {
-                return Err(invalid(
+                return Err(config_error(
                     name,
                     format!("need 0 < min <= max, finite, got {r:?}"),
                 ));
@@ -293,7 +296,7 @@ impl GeneratorConfig {
         }
         // The layer's own limits, at the largest draws (formulations::zipmoe::validate).
         use formulations::zipmoe::validate as v;
-        let knobs = Knobs("<generator config>");
+        let knobs = Knobs(CONFIG_PATH);
         let limits = [
             (
                 "layer_experts",
@@ -352,7 +355,7 @@ impl GeneratorConfig {
         )?;
         let g = self.gpu;
         if !(g.base_s >= 0.0 && g.per_token_s >= 0.0 && (g.base_s + g.per_token_s).is_finite()) {
-            return Err(invalid("gpu", "times must be finite and >= 0"));
+            return Err(config_error("gpu", "times must be finite and >= 0"));
         }
         self.states.check("states")
     }
@@ -360,14 +363,6 @@ impl GeneratorConfig {
 
 /// Most tokens of a batch (`batch_tokens.max`): each draws its top-k experts.
 pub const MAX_BATCH_TOKENS: u64 = 1 << 20;
-
-fn invalid(field: &str, reason: impl Into<String>) -> Error {
-    Error::Invalid {
-        path: "<generator config>".into(),
-        field: field.into(),
-        reason: reason.into(),
-    }
-}
 
 fn draw_f64(rng: &mut ChaCha8Rng, r: Between<f64>) -> f64 {
     if r.min == r.max {
@@ -602,7 +597,7 @@ pub fn import(path: &Path, header: &Header, config: &ImportConfig) -> Result<Ins
     };
     if config.prompts.is_empty() {
         // The configuration's fault (named by the command as its --config file).
-        return Err(invalid("prompts", "at least one prompt is required"));
+        return Err(config_error("prompts", "at least one prompt is required"));
     }
     let device = match config.device {
         Some(d) => d,
