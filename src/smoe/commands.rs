@@ -31,7 +31,7 @@ use super::split::{alg2, Alg2Rule};
 use crate::cache::commands::TraceInfo;
 use crate::cache::policy::Lru;
 use crate::export::Table;
-use crate::generate::{Generator, Made};
+use crate::generate::{config_error, Generator, Made};
 use crate::problem::RunOptions;
 use crate::registry::{
     self, ConfigSource, Entry, GeneratorEntry, LpModel, MethodInfo, Rendered, Solver,
@@ -571,7 +571,7 @@ impl Generator for LayerGenerator {
 /// The preset a configuration names (a `--config` file's error names the file).
 fn preset_of(name: &str) -> Result<Preset, Error> {
     name.parse()
-        .map_err(|reason: String| crate::generate::config_error("preset", reason))
+        .map_err(|reason: String| config_error("preset", reason))
 }
 
 /// SMoE's layer decisions in the registry (the pipeline over a trace is `moe-opt tpot`).
