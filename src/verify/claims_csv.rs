@@ -41,10 +41,9 @@ pub struct ClaimRow {
     /// Fails decided by a feasible solution alone
     /// ([`crate::claims::Certificate::Incumbent`]).
     pub by_incumbent: usize,
-    /// Lowest margin ([`Check::margin`]) over the claim's instances, generated and searched:
-    /// < 0 when violated (how badly), otherwise how close the claim came to failing.
-    ///
-    /// [`Check::margin`]: crate::claims::Check::margin
+    /// Lowest margin ([`crate::claims::Check::margin`]) over the claim's instances, generated
+    /// and searched: < 0 when violated (how badly), otherwise how close the claim came to
+    /// failing.
     #[serde(deserialize_with = "required")]
     pub worst_margin: Option<f64>,
     /// The ratio of the checked instance closest to failing (lowest margin), whichever way
